@@ -1,0 +1,133 @@
+//! The database seam: the [`Db`] trait shaped like YCSB's `DB`, [`Status`], [`Record`], and the
+//! bindings (`basic`, `rocksdb`, and `cassandra` behind its feature). Bindings never measure:
+//! timing lives in one wrapper in crates/runner.
+
+mod basic;
+#[cfg(feature = "cassandra")]
+pub mod cassandra;
+mod record;
+#[cfg(feature = "rocksdb")]
+pub mod rocks;
+mod status;
+
+pub use basic::BasicFactory;
+pub use iodig_model::props::{Properties, PropertyError};
+pub use record::Record;
+pub use status::Status;
+
+use std::future::Future;
+
+/// Field selection of a read or scan: `None` reads every field (YCSB's `fields == null`).
+pub type Fields<'a> = Option<&'a [String]>;
+
+/// An error that prevents a binding from starting or a worker from initialising. Per-operation
+/// failures are never errors: they are a [`Status`], counted by the runner.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// Bad or missing property: names the property and says how to fix it (exit code 2).
+    #[error("{0}")]
+    Config(String),
+    /// The database could not be opened or reached.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// How a binding's workers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Execution {
+    /// One OS thread per YCSB thread, blocking calls (embedded engines).
+    Threads,
+    /// One async task per YCSB thread on a small runtime, so 1024 in-flight requests cost memory,
+    /// not OS threads (network clients).
+    Tasks,
+}
+
+/// One worker's connection to the database, like one YCSB `DB` instance per client thread.
+///
+/// The operation methods are `async` so that network bindings can keep many requests in flight;
+/// embedded bindings simply never await.
+pub trait Db: Send + 'static {
+    /// Called once in the worker before its first operation (YCSB's `init`).
+    fn init(&mut self) -> impl Future<Output = Result<(), DbError>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Called once in the worker after its last operation (YCSB's `cleanup`).
+    fn cleanup(&mut self) -> impl Future<Output = Result<(), DbError>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Reads one record; fills `out` with the fields asked for.
+    fn read(
+        &mut self,
+        table: &str,
+        key: &str,
+        fields: Fields<'_>,
+        out: &mut Record,
+    ) -> impl Future<Output = Status> + Send;
+
+    /// Reads up to `count` records starting at `start_key` in the database's own order.
+    fn scan(
+        &mut self,
+        table: &str,
+        start_key: &str,
+        count: usize,
+        fields: Fields<'_>,
+        out: &mut Vec<Record>,
+    ) -> impl Future<Output = Status> + Send;
+
+    /// Replaces the given fields of an existing record.
+    fn update(&mut self, table: &str, key: &str, values: &Record) -> impl Future<Output = Status> + Send;
+
+    /// Inserts a new record with all its fields.
+    fn insert(&mut self, table: &str, key: &str, values: &Record) -> impl Future<Output = Status> + Send;
+
+    /// Deletes a record.
+    fn delete(&mut self, table: &str, key: &str) -> impl Future<Output = Status> + Send;
+}
+
+/// A binding: opened once per process, it hands out one [`Db`] per worker.
+pub trait DbFactory: Send + Sync + 'static {
+    type Db: Db;
+
+    /// Binding name as given to `--db`.
+    const NAME: &'static str;
+
+    /// How workers of this binding run.
+    const EXECUTION: Execution;
+
+    /// A new connection for one worker.
+    fn worker(&self) -> Result<Self::Db, DbError>;
+
+    /// Local data directory, so the tracer and the report know which device holds the data.
+    fn data_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+
+    /// Closes the binding after the last step (flushes, stops managed servers, …).
+    fn close(&self) -> Result<(), DbError> {
+        Ok(())
+    }
+}
+
+/// Names of the bindings compiled into this build, for `--db` errors and help.
+pub fn binding_names() -> &'static [&'static str] {
+    &[
+        "basic",
+        #[cfg(feature = "rocksdb")]
+        "rocksdb",
+        #[cfg(feature = "cassandra")]
+        "cassandra",
+    ]
+}
+
+/// Property names every binding understands, for the unknown-property check.
+pub fn known_properties() -> Vec<&'static str> {
+    #[allow(unused_mut)] // only extended when a binding feature is on
+    let mut names = basic::PROPERTIES.to_vec();
+    #[cfg(feature = "rocksdb")]
+    names.extend_from_slice(rocks::PROPERTIES);
+    #[cfg(feature = "cassandra")]
+    names.extend_from_slice(cassandra::PROPERTIES);
+    names
+}

@@ -1,0 +1,349 @@
+//! `rocksdb`: the embedded default, the real RocksDB through the `rocksdb` crate. One database
+//! per process, shared by every worker, one column family per table, and YCSB's RocksDB value
+//! layout so data and behaviour match YCSB's own binding.
+
+use crate::{Db, DbError, DbFactory, Execution, Fields, Properties, PropertyError, Record, Status};
+use rocksdb::{BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Env, Options, WriteOptions, DB};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub const PROPERTIES: &[&str] = &[
+    "rocksdb.dir",
+    "rocksdb.optionsfile",
+    "rocksdb.directreads",
+    "rocksdb.directwrites",
+    "rocksdb.blockcachesize",
+    "rocksdb.writebuffersize",
+    "rocksdb.compression",
+    "rocksdb.sync",
+    "rocksdb.disablewal",
+    "rocksdb.backgroundjobs",
+];
+
+/// The "storage-bound" defaults: reads bypass the page cache and the block cache is small, so
+/// a data set larger than a few megabytes is read from the device, as in the briefs where the
+/// data far exceeded memory. Set `rocksdb.directreads=false` and a large
+/// `rocksdb.blockcachesize` to measure a memory-bound configuration instead.
+pub const DEFAULT_BLOCK_CACHE: u64 = 8 << 20;
+
+/// The open database, shared by all workers of this process.
+pub struct RocksFactory {
+    db: Arc<DB>,
+    dir: PathBuf,
+    table: String,
+    write_opts: Arc<WriteOptions>,
+}
+
+impl RocksFactory {
+    /// Opens (or creates) the database under `rocksdb.dir` with the column family for `table`.
+    pub fn open(props: &Properties) -> Result<Self, DbError> {
+        let cfg = |e: PropertyError| DbError::Config(e.0);
+        let dir = PathBuf::from(props.get("rocksdb.dir").ok_or_else(|| {
+            DbError::Config("property rocksdb.dir is not set; give the database directory with -p rocksdb.dir=PATH".into())
+        })?);
+        let table = props.get_str("table", "usertable").to_string();
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            DbError::Config(format!(
+                "rocksdb.dir={}: cannot create the directory ({e}); choose a writable path with -p rocksdb.dir=PATH",
+                dir.display()
+            ))
+        })?;
+        let (db_opts, cf_opts) = match props.get("rocksdb.optionsfile") {
+            Some(file) => options_from_file(Path::new(file), &table)?,
+            None => default_options(props)?,
+        };
+        let cfs = vec![ColumnFamilyDescriptor::new(table.clone(), cf_opts)];
+        let db = DB::open_cf_descriptors(&db_opts, &dir, cfs).map_err(|e| open_error(&dir, e))?;
+        let mut write_opts = WriteOptions::default();
+        write_opts.set_sync(props.get_bool("rocksdb.sync", false).map_err(cfg)?);
+        write_opts.disable_wal(props.get_bool("rocksdb.disablewal", false).map_err(cfg)?);
+        Ok(Self { db: Arc::new(db), dir, table, write_opts: Arc::new(write_opts) })
+    }
+}
+
+fn open_error(dir: &Path, e: rocksdb::Error) -> DbError {
+    let msg = e.to_string();
+    if msg.contains("lock") || msg.contains("LOCK") {
+        DbError::Config(format!(
+            "rocksdb.dir={}: the database is held by another process ({msg}); stop that process or use another directory with -p rocksdb.dir=PATH",
+            dir.display()
+        ))
+    } else {
+        DbError::Unavailable(format!("rocksdb.dir={}: cannot open RocksDB: {msg}", dir.display()))
+    }
+}
+
+/// Parses a byte size such as `8388608`, `64K`, `8M`, `8MB`, `1G`.
+pub fn parse_size(key: &str, value: &str) -> Result<u64, PropertyError> {
+    let v = value.trim().to_ascii_uppercase();
+    let v = v.strip_suffix("IB").or_else(|| v.strip_suffix('B')).unwrap_or(&v);
+    let (num, mult) = match v.chars().last() {
+        Some('K') => (&v[..v.len() - 1], 1u64 << 10),
+        Some('M') => (&v[..v.len() - 1], 1 << 20),
+        Some('G') => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| PropertyError(format!("property {key}={value}: expected a size in bytes such as 8388608, 64K, 8M or 1G")))
+}
+
+/// YCSB's RocksDB defaults (level-style compaction, parallelism from the core count) plus the
+/// storage-bound read path described at [`DEFAULT_BLOCK_CACHE`].
+fn default_options(props: &Properties) -> Result<(Options, Options), DbError> {
+    let cfg = |e: PropertyError| DbError::Config(e.0);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) as i32;
+    let mut db_opts = Options::default();
+    db_opts.create_if_missing(true);
+    db_opts.create_missing_column_families(true);
+    db_opts.increase_parallelism(cores);
+    let jobs = props.get_u64("rocksdb.backgroundjobs", (2 * cores) as u64).map_err(cfg)?;
+    db_opts.set_max_background_jobs(jobs.clamp(1, 256) as i32);
+    db_opts.set_use_direct_reads(props.get_bool("rocksdb.directreads", true).map_err(cfg)?);
+    db_opts.set_use_direct_io_for_flush_and_compaction(props.get_bool("rocksdb.directwrites", false).map_err(cfg)?);
+
+    let mut cf_opts = Options::default();
+    cf_opts.optimize_level_style_compaction(512 << 20);
+    if let Some(v) = props.get("rocksdb.writebuffersize") {
+        cf_opts.set_write_buffer_size(parse_size("rocksdb.writebuffersize", v).map_err(cfg)? as usize);
+    }
+    let compression = props.get_choice("rocksdb.compression", "lz4", &["lz4", "none"]).map_err(cfg)?;
+    cf_opts.set_compression_type(if compression == "lz4" { DBCompressionType::Lz4 } else { DBCompressionType::None });
+    let cache_bytes = match props.get("rocksdb.blockcachesize") {
+        Some(v) => parse_size("rocksdb.blockcachesize", v).map_err(cfg)?,
+        None => DEFAULT_BLOCK_CACHE,
+    };
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(&Cache::new_lru_cache(cache_bytes as usize));
+    cf_opts.set_block_based_table_factory(&table);
+    Ok((db_opts, cf_opts))
+}
+
+/// Loads a RocksDB OPTIONS file (YCSB's `rocksdb.optionsfile`). The crate can only load the
+/// latest OPTIONS file of a directory, so the file is staged in a private temporary directory.
+fn options_from_file(file: &Path, table: &str) -> Result<(Options, Options), DbError> {
+    let bad = |why: String| {
+        DbError::Config(format!(
+            "rocksdb.optionsfile={}: {why}; give a RocksDB OPTIONS file (as written in a database directory)",
+            file.display()
+        ))
+    };
+    let text = std::fs::read(file).map_err(|e| bad(format!("cannot read it ({e})")))?;
+    let stage = std::env::temp_dir().join(format!("iodig-rocksdb-options-{}", std::process::id()));
+    std::fs::create_dir_all(&stage).map_err(|e| bad(e.to_string()))?;
+    std::fs::write(stage.join("OPTIONS-000001"), text).map_err(|e| bad(e.to_string()))?;
+    let env = Env::new().map_err(|e| bad(e.to_string()))?;
+    let loaded = Options::load_latest(&stage, env, false, Cache::new_lru_cache(DEFAULT_BLOCK_CACHE as usize));
+    let _ = std::fs::remove_dir_all(&stage);
+    let (mut db_opts, cfs) = loaded.map_err(|e| bad(e.to_string()))?;
+    db_opts.create_if_missing(true);
+    db_opts.create_missing_column_families(true);
+    // Column-family options for the table come from the file's `default` section: the file
+    // describes tuning, the table name comes from the workload.
+    let cf_opts = cfs.into_iter().find(|cf| cf.name() == table || cf.name() == "default").map(|cf| cf.options().clone());
+    Ok((db_opts, cf_opts.unwrap_or_default()))
+}
+
+impl DbFactory for RocksFactory {
+    type Db = RocksDb;
+    const NAME: &'static str = "rocksdb";
+    const EXECUTION: Execution = Execution::Threads;
+
+    fn worker(&self) -> Result<RocksDb, DbError> {
+        Ok(RocksDb {
+            db: Arc::clone(&self.db),
+            table: self.table.clone(),
+            write_opts: Arc::clone(&self.write_opts),
+            current: Record::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    fn data_dir(&self) -> Option<PathBuf> {
+        Some(self.dir.clone())
+    }
+
+    fn close(&self) -> Result<(), DbError> {
+        // Flush memtables so the next invocation starts from the same on-disk state and the
+        // WAL replay does not distort its first step.
+        let cf = self.db.cf_handle(&self.table).expect("column family opened with the database");
+        self.db.flush_cf(&cf).map_err(|e| DbError::Unavailable(format!("rocksdb flush failed: {e}")))
+    }
+}
+
+/// One worker's handle on the shared database.
+pub struct RocksDb {
+    db: Arc<DB>,
+    table: String,
+    write_opts: Arc<WriteOptions>,
+    /// Scratch record for update's read-merge-write.
+    current: Record,
+    buf: Vec<u8>,
+}
+
+impl RocksDb {
+    fn with_cf<R>(&self, table: &str, f: impl FnOnce(&rocksdb::ColumnFamily) -> R) -> Result<R, Status> {
+        if table != self.table {
+            return Err(Status::BadRequest);
+        }
+        self.db.cf_handle(table).map(f).ok_or(Status::Error)
+    }
+
+    fn put(&self, table: &str, key: &str, value: &[u8]) -> Status {
+        match self.with_cf(table, |cf| self.db.put_cf_opt(cf, key, value, &self.write_opts)) {
+            Ok(Ok(())) => Status::Ok,
+            Ok(Err(_)) => Status::Error,
+            Err(s) => s,
+        }
+    }
+}
+
+/// YCSB RocksDB layout: `[i32 BE name len][name][i32 BE value len][value]…`.
+pub fn encode(values: &Record, out: &mut Vec<u8>) {
+    out.clear();
+    for (name, value) in values.iter() {
+        out.extend_from_slice(&(name.len() as i32).to_be_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(&(value.len() as i32).to_be_bytes());
+        out.extend_from_slice(value);
+    }
+}
+
+/// Decodes the YCSB layout, keeping only `fields` when given. False on a corrupt value.
+pub fn decode(bytes: &[u8], fields: Fields<'_>, out: &mut Record) -> bool {
+    out.clear();
+    let mut rest = bytes;
+    loop {
+        if rest.is_empty() {
+            return true;
+        }
+        let Some(name) = next_chunk(&mut rest) else { return false };
+        let Some(value) = next_chunk(&mut rest) else { return false };
+        let Ok(name) = std::str::from_utf8(name) else { return false };
+        if fields.is_none_or(|f| f.iter().any(|n| n == name)) {
+            out.push(name, value);
+        }
+    }
+}
+
+fn next_chunk<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let len_bytes: [u8; 4] = rest.get(..4)?.try_into().ok()?;
+    let len = usize::try_from(i32::from_be_bytes(len_bytes)).ok()?;
+    let chunk = rest.get(4..4 + len)?;
+    *rest = &rest[4 + len..];
+    Some(chunk)
+}
+
+impl Db for RocksDb {
+    async fn read(&mut self, table: &str, key: &str, fields: Fields<'_>, out: &mut Record) -> Status {
+        let got = self.with_cf(table, |cf| self.db.get_pinned_cf(cf, key));
+        match got {
+            Ok(Ok(Some(v))) if decode(&v, fields, out) => Status::Ok,
+            Ok(Ok(Some(_))) => Status::UnexpectedState,
+            Ok(Ok(None)) => Status::NotFound,
+            Ok(Err(_)) => Status::Error,
+            Err(s) => s,
+        }
+    }
+
+    async fn scan(
+        &mut self,
+        table: &str,
+        start_key: &str,
+        count: usize,
+        fields: Fields<'_>,
+        out: &mut Vec<Record>,
+    ) -> Status {
+        out.clear();
+        let result = self.with_cf(table, |cf| {
+            let mut it = self.db.raw_iterator_cf(cf);
+            it.seek(start_key);
+            while it.valid() && out.len() < count {
+                let mut rec = Record::new();
+                if !decode(it.value().unwrap_or_default(), fields, &mut rec) {
+                    return Status::UnexpectedState;
+                }
+                out.push(rec);
+                it.next();
+            }
+            match it.status() {
+                Ok(()) => Status::Ok,
+                Err(_) => Status::Error,
+            }
+        });
+        result.unwrap_or_else(|s| s)
+    }
+
+    async fn update(&mut self, table: &str, key: &str, values: &Record) -> Status {
+        // YCSB's binding: read the record, merge the new fields, write it back.
+        let mut current = std::mem::take(&mut self.current);
+        let status = self.read(table, key, None, &mut current).await;
+        if status != Status::Ok {
+            self.current = current;
+            return status;
+        }
+        let mut merged = Record::new();
+        for (name, value) in current.iter() {
+            merged.push(name, values.get(name).unwrap_or(value));
+        }
+        for (name, value) in values.iter() {
+            if current.get(name).is_none() {
+                merged.push(name, value);
+            }
+        }
+        self.current = current;
+        let mut buf = std::mem::take(&mut self.buf);
+        encode(&merged, &mut buf);
+        let status = self.put(table, key, &buf);
+        self.buf = buf;
+        status
+    }
+
+    async fn insert(&mut self, table: &str, key: &str, values: &Record) -> Status {
+        let mut buf = std::mem::take(&mut self.buf);
+        encode(values, &mut buf);
+        let status = self.put(table, key, &buf);
+        self.buf = buf;
+        status
+    }
+
+    async fn delete(&mut self, table: &str, key: &str) -> Status {
+        match self.with_cf(table, |cf| self.db.delete_cf_opt(cf, key, &self.write_opts)) {
+            Ok(Ok(())) => Status::Ok,
+            Ok(Err(_)) => Status::Error,
+            Err(s) => s,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_round_trips_and_filters() {
+        let mut r = Record::new();
+        r.push("field0", b"abc");
+        r.push("field1", b"");
+        let mut buf = Vec::new();
+        encode(&r, &mut buf);
+        assert_eq!(&buf[..4], &6i32.to_be_bytes());
+        let mut back = Record::new();
+        assert!(decode(&buf, None, &mut back));
+        assert_eq!(back, r);
+        let only = ["field1".to_string()];
+        assert!(decode(&buf, Some(&only), &mut back));
+        assert_eq!(back.len(), 1);
+        assert!(!decode(&buf[..buf.len() - 1], None, &mut back));
+    }
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("k", "8M").unwrap(), 8 << 20);
+        assert_eq!(parse_size("k", "64kb").unwrap(), 64 << 10);
+        assert_eq!(parse_size("k", "123").unwrap(), 123);
+        assert!(parse_size("k", "lots").unwrap_err().0.contains("k=lots"));
+    }
+}

@@ -1,0 +1,227 @@
+//! YCSB-style properties: `-P` files (later ones win) and `-p key=value` overrides, with typed
+//! getters whose errors name the property and the fix.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::str::FromStr;
+
+/// A property whose value cannot be used; the message names it and says what would fix it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct PropertyError(pub String);
+
+/// The effective properties of a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Properties {
+    map: BTreeMap<String, String>,
+    /// Where each property came from (file path or `-p`), for error messages.
+    origin: BTreeMap<String, String>,
+}
+
+impl Properties {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads a Java-style properties file: `key=value` or `key: value`, `#`/`!` comments,
+    /// trailing `\` continues a line.
+    pub fn load_file(&mut self, path: &Path) -> Result<(), PropertyError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            PropertyError(format!(
+                "-P {}: cannot read the workload file ({e}); give the path of a YCSB property file such as workloads/workloada",
+                path.display()
+            ))
+        })?;
+        let origin = path.display().to_string();
+        let mut pending = String::new();
+        for raw in text.lines() {
+            let line = raw.trim_start();
+            if pending.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!')) {
+                continue;
+            }
+            if let Some(stripped) = line.strip_suffix('\\') {
+                pending.push_str(stripped);
+                continue;
+            }
+            pending.push_str(line);
+            let entry = std::mem::take(&mut pending);
+            let (key, value) = split_entry(&entry);
+            if !key.is_empty() {
+                self.set_from(key, value, &origin);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies one `-p key=value` override.
+    pub fn apply_override(&mut self, arg: &str) -> Result<(), PropertyError> {
+        match arg.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                self.set_from(k.trim(), v.trim(), "-p");
+                Ok(())
+            }
+            _ => Err(PropertyError(format!(
+                "-p {arg}: malformed property; write it as -p name=value (for example -p recordcount=100000)"
+            ))),
+        }
+    }
+
+    pub fn set(&mut self, key: &str, value: impl Into<String>) {
+        self.set_from(key, &value.into(), "iodig");
+    }
+
+    /// Sets a value only when the property is not already given.
+    pub fn set_default(&mut self, key: &str, value: impl Into<String>) {
+        if !self.map.contains_key(key) {
+            self.set(key, value);
+        }
+    }
+
+    fn set_from(&mut self, key: &str, value: &str, origin: &str) {
+        self.map.insert(key.to_string(), value.to_string());
+        self.origin.insert(key.to_string(), origin.to_string());
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.map.get(key).map(String::as_str)
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.map.contains_key(key)
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        self.origin.remove(key);
+        self.map.remove(key)
+    }
+
+    pub fn get_str<'a>(&'a self, key: &str, default: &'a str) -> &'a str {
+        self.get(key).unwrap_or(default)
+    }
+
+    /// Where a property was set (`-p`, a file path, or `iodig` for a default).
+    pub fn origin(&self, key: &str) -> Option<&str> {
+        self.origin.get(key).map(String::as_str)
+    }
+
+    /// Parses a property, naming it and its origin on failure.
+    pub fn parse<T: FromStr>(&self, key: &str, default: T, expected: &str) -> Result<T, PropertyError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) => v.trim().parse::<T>().map_err(|_| {
+                PropertyError(format!(
+                    "property {key}={v} (from {}): expected {expected}",
+                    self.origin(key).unwrap_or("?")
+                ))
+            }),
+        }
+    }
+
+    pub fn get_u64(&self, key: &str, default: u64) -> Result<u64, PropertyError> {
+        self.parse(key, default, "a whole number ≥ 0")
+    }
+
+    pub fn get_f64(&self, key: &str, default: f64) -> Result<f64, PropertyError> {
+        let v: f64 = self.parse(key, default, "a number")?;
+        if v.is_finite() {
+            Ok(v)
+        } else {
+            Err(PropertyError(format!("property {key}: expected a finite number")))
+        }
+    }
+
+    pub fn get_bool(&self, key: &str, default: bool) -> Result<bool, PropertyError> {
+        match self.get(key).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(default),
+            Some(v) if v == "true" => Ok(true),
+            Some(v) if v == "false" => Ok(false),
+            Some(v) => Err(PropertyError(format!("property {key}={v}: expected true or false"))),
+        }
+    }
+
+    /// Errors for a value outside `choices`.
+    pub fn get_choice<'a>(&'a self, key: &str, default: &'a str, choices: &[&str]) -> Result<&'a str, PropertyError> {
+        let v = self.get_str(key, default);
+        if choices.contains(&v) {
+            Ok(v)
+        } else {
+            Err(PropertyError(format!(
+                "property {key}={v}: unknown value; use one of {}",
+                choices.join(", ")
+            )))
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.map.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    pub fn to_map(&self) -> BTreeMap<String, String> {
+        self.map.clone()
+    }
+}
+
+/// Splits a properties-file entry at the first unescaped `=`, `:` or whitespace, as Java does.
+fn split_entry(entry: &str) -> (&str, &str) {
+    let idx = entry.find(['=', ':', ' ', '\t']);
+    match idx {
+        None => (entry.trim(), ""),
+        Some(i) => {
+            let key = entry[..i].trim();
+            let rest = entry[i..].trim_start();
+            let rest = rest.strip_prefix(['=', ':']).unwrap_or(rest);
+            (key, rest.trim())
+        }
+    }
+}
+
+/// The known name closest to `name` (edit distance), to suggest in "unknown property" errors.
+pub fn nearest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (levenshtein(name, k), *k))
+        .min()
+        .filter(|(d, k)| *d <= (k.len().max(name.len()) / 2).max(2))
+        .map(|(_, k)| k)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_entries_and_overrides() {
+        let dir = std::env::temp_dir().join(format!("iodig-props-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("w");
+        std::fs::write(&f, "# c\nrecordcount=1000\nreadproportion : 0.5\nlong=a\\\n  b\n! bang\n").unwrap();
+        let mut p = Properties::new();
+        p.load_file(&f).unwrap();
+        p.apply_override("recordcount=5").unwrap();
+        assert_eq!(p.get("recordcount"), Some("5"));
+        assert_eq!(p.get("readproportion"), Some("0.5"));
+        assert_eq!(p.get("long"), Some("ab"));
+        assert!(p.apply_override("noequals").unwrap_err().0.contains("-p noequals"));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn nearest_suggests_typo_fix() {
+        assert_eq!(nearest("recordcont", &["recordcount", "operationcount"]), Some("recordcount"));
+        assert_eq!(nearest("zzzzzzzzzzzzzz", &["recordcount"]), None);
+    }
+}

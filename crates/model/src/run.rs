@@ -1,0 +1,219 @@
+//! `run.json` and the per-step summaries: the configuration, the environment and the results of
+//! one `iodig run` or `iodig load` invocation.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The root document of a run directory (`run.json`), rewritten atomically after every step.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunDoc {
+    pub schema_version: u32,
+    pub tool: ToolInfo,
+    /// Unix time in milliseconds when the run started.
+    pub started_unix_ms: u64,
+    /// Unix time in milliseconds of the last update of this file.
+    pub updated_unix_ms: u64,
+    /// `running`, `completed`, `interrupted` (Ctrl-C / SIGTERM) or `failed`.
+    pub status: String,
+    pub config: RunConfig,
+    pub environment: Environment,
+    /// Steps in the order they ran (the load step first when there was one).
+    pub steps: Vec<StepSummary>,
+    /// Notes the user should read with the results (fallbacks, normalised proportions, …).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+    /// The command line as typed.
+    pub command_line: Vec<String>,
+}
+
+/// Everything needed to repeat the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Binding name (`rocksdb`, `basic`, `cassandra`).
+    pub db: String,
+    /// Workload files given with `-P`, in order.
+    pub property_files: Vec<String>,
+    /// The effective properties after files, `-p` overrides and iodig's defaults.
+    pub properties: BTreeMap<String, String>,
+    /// Thread counts of the sweep.
+    pub threads: Vec<u64>,
+    /// Target rate in ops/s for the whole client (YCSB's `-target`); none = as fast as possible.
+    pub target_ops_per_sec: Option<f64>,
+    /// Unmeasured warm-up per step, in seconds.
+    pub warmup_secs: f64,
+    /// Seed of every random generator; the same seed and thread count repeat the op sequence.
+    pub seed: u64,
+    /// Trace mode asked for (`auto`, `ebpf`, `diskstats`, `off`).
+    pub trace: String,
+}
+
+/// The machine and storage the run measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Environment {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: u64,
+    pub memory_bytes: u64,
+    /// The database's data directory, when it is local.
+    pub data_dir: Option<String>,
+    pub storage: Option<StorageInfo>,
+}
+
+/// The file system and block device under the data directory.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StorageInfo {
+    pub mount_point: String,
+    pub fs_type: String,
+    pub source: String,
+    /// Whole-disk block device name (e.g. `nvme0n1`, `vda`), when one could be resolved.
+    pub device: Option<String>,
+    /// `MAJ:MIN` of that whole disk.
+    pub dev_t: Option<String>,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    pub scheduler: Option<String>,
+}
+
+/// One step's result as stored in `run.json`; the step directory holds the details.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepSummary {
+    /// Position in the run, from 0.
+    pub index: usize,
+    /// `load` or `run`.
+    pub phase: String,
+    /// Directory of the step's files, relative to the run directory.
+    pub dir: String,
+    /// Workload label (`workloada`, …).
+    pub workload: String,
+    pub threads: u64,
+    pub target_ops_per_sec: Option<f64>,
+    /// Unix time (ms) when measurement started (after warm-up).
+    pub started_unix_ms: u64,
+    /// Measured wall time in ms (YCSB's `[OVERALL], RunTime(ms)`).
+    pub runtime_ms: u64,
+    /// Operations done in the measured window, failed ones included (as YCSB counts them).
+    pub operations: u64,
+    pub throughput_ops_per_sec: f64,
+    /// True when Ctrl-C, SIGTERM or a fatal error ended the step early.
+    pub interrupted: bool,
+    /// Latency summaries by series name (`READ`, `UPDATE`, `READ-FAILED`, `Intended-READ`, …).
+    pub series: BTreeMap<String, SeriesSummary>,
+    /// Return codes by op name then status name (`READ` → `OK` → 1234).
+    pub returns: BTreeMap<String, BTreeMap<String, u64>>,
+    /// How the block IO underneath was observed (`ebpf`, `diskstats`, `off`), and why.
+    #[serde(default)]
+    pub trace_mode: Option<String>,
+    #[serde(default)]
+    pub trace_note: Option<String>,
+}
+
+/// Latency distribution of one series, in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SeriesSummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub min_us: u64,
+    pub max_us: u64,
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub p95_us: u64,
+    pub p99_us: u64,
+    pub p999_us: u64,
+    pub p9999_us: u64,
+}
+
+/// One second of client measurements (`timeseries.json` in a step directory).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the step's measurement start (end of the interval).
+    pub t: f64,
+    /// Unix time in ms at the end of the interval: the clock shared with traces and samplers.
+    pub unix_ms: u64,
+    /// Length of the interval in seconds (1 except for the last one).
+    pub secs: f64,
+    /// All operations completed in the interval.
+    pub operations: u64,
+    pub ops_per_sec: f64,
+    /// Per-series figures for the interval.
+    pub series: BTreeMap<String, SeriesSummary>,
+}
+
+/// The files of a step directory, by role.
+pub mod files {
+    pub const RUN: &str = "run.json";
+    pub const STEP_SUMMARY: &str = "summary.json";
+    pub const TIMESERIES: &str = "timeseries.json";
+    pub const HISTOGRAMS: &str = "histograms.json";
+    pub const HDR_LOG: &str = "latency.hlog";
+    pub const YCSB_TEXT: &str = "ycsb.txt";
+    pub const TRACE: &str = "trace.json";
+    pub const SYSSTAT: &str = "sys.json";
+    pub const EVENTS: &str = "db-events.json";
+}
+
+/// Whole-run histograms of one step (`histograms.json`): HDR V2 deflate, base64, per series, so
+/// steps, repetitions and clients merge exactly.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StepHistograms {
+    pub unit: String,
+    pub series: BTreeMap<String, String>,
+}
+
+/// The operation types measured, with YCSB's series names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpKind {
+    Read,
+    Update,
+    Insert,
+    Scan,
+    ReadModifyWrite,
+    Delete,
+    /// Data-integrity check of a read (`dataintegrity=true`), as YCSB's `VERIFY`.
+    Verify,
+    /// Per-worker cleanup, as YCSB's `CLEANUP`.
+    Cleanup,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 8] = [
+        OpKind::Read,
+        OpKind::Update,
+        OpKind::Insert,
+        OpKind::Scan,
+        OpKind::ReadModifyWrite,
+        OpKind::Delete,
+        OpKind::Verify,
+        OpKind::Cleanup,
+    ];
+
+    /// YCSB's name for the series (`[READ]`, `[READ-MODIFY-WRITE]`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Read => "READ",
+            OpKind::Update => "UPDATE",
+            OpKind::Insert => "INSERT",
+            OpKind::Scan => "SCAN",
+            OpKind::ReadModifyWrite => "READ-MODIFY-WRITE",
+            OpKind::Delete => "DELETE",
+            OpKind::Verify => "VERIFY",
+            OpKind::Cleanup => "CLEANUP",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Counted in `[OVERALL]` operations and throughput (YCSB counts workload ops, not the
+    /// inner read/update of a read-modify-write, nor verification or cleanup).
+    pub fn is_workload_op(self) -> bool {
+        !matches!(self, OpKind::Verify | OpKind::Cleanup)
+    }
+}

@@ -1,0 +1,417 @@
+//! System samples (CPU, memory, network, database process) stored with each step; filled in by crates/sysstat.
+//!
+//! One [`SysDoc`] is written per step as `sys.json`. Every [`SysSample`] covers the interval that
+//! ends at `unix_ms` and lasts `secs`, the same convention as the client's per-second samples and
+//! the block-IO trace, so all three join on one time axis. Units are in the field names: `_pct` is
+//! percent, `_bytes` bytes, `_per_s` per second. The format is described in `docs/sysstat.md`.
+
+use serde::{Deserialize, Serialize};
+
+/// The system samples of one step (`sys.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SysDoc {
+    pub host: HostFacts,
+    /// Requested sampling interval in milliseconds.
+    pub interval_ms: u64,
+    /// True when samples were taken on whole multiples of the interval of the wall clock, so a
+    /// sample's `unix_ms` rounds to the same second as the other series' samples.
+    pub aligned: bool,
+    /// Unix time in ms of the baseline reading (start of the first interval).
+    pub started_unix_ms: u64,
+    /// Unix time in ms of the last reading (end of the last interval).
+    pub ended_unix_ms: u64,
+    /// The processes that were asked for, in the order of `SysSample::procs`.
+    #[serde(default)]
+    pub processes: Vec<ProcInfo>,
+    pub samples: Vec<SysSample>,
+    /// Readings that failed and were skipped (a file missing from /proc, a permission), one line
+    /// each, deduplicated, so a gap in the series has a stated reason.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// Facts about the machine that the percentages and rates are relative to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    /// CPUs listed in /proc/stat at the start (online CPUs).
+    pub cpus: u32,
+    pub mem_total_bytes: u64,
+    /// USER_HZ: the unit of the CPU tick counters in /proc (usually 100).
+    pub clock_ticks_per_s: u64,
+    pub page_size_bytes: u64,
+    /// Interfaces summed into `NetSample::ext` at the start (every interface but `lo`).
+    #[serde(default)]
+    pub net_interfaces: Vec<String>,
+}
+
+/// A process that was asked to be sampled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcInfo {
+    pub label: String,
+    pub pid: u32,
+    /// Command name from /proc/PID/stat at the start; empty when the process was not found.
+    pub comm: String,
+    pub state: ProcState,
+    /// Unix time in ms of the first sample that found the process gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exited_unix_ms: Option<u64>,
+}
+
+/// Whether a sampled process could be read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProcState {
+    /// Alive and readable.
+    #[default]
+    Running,
+    /// Seen at the start, then gone: exited, a zombie, or the pid reused by another process.
+    Exited,
+    /// Not found when sampling started.
+    Missing,
+}
+
+/// One interval of system activity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SysSample {
+    /// Unix time in ms at the end of the interval (when /proc was read).
+    pub unix_ms: u64,
+    /// Length of the interval in seconds (measured on the monotonic clock).
+    pub secs: f64,
+    /// All CPUs together: each field is a percent of all CPU time in the interval (sums to 100).
+    pub cpu: CpuPct,
+    /// Per CPU, in /proc/stat order; empty unless per-CPU sampling was asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_cpu: Vec<CpuPct>,
+    pub mem: MemSample,
+    pub net: NetSample,
+    /// One per `SysDoc::processes`, same order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub procs: Vec<ProcSample>,
+}
+
+/// CPU time split by state, in percent of the interval's CPU time (0–100, summing to 100).
+///
+/// `user` and `nice` include guest time, as the kernel counts it there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuPct {
+    pub user: f64,
+    pub nice: f64,
+    pub system: f64,
+    pub iowait: f64,
+    pub irq: f64,
+    pub softirq: f64,
+    pub steal: f64,
+    pub idle: f64,
+}
+
+impl CpuPct {
+    /// Percent of time doing work: everything except idle and iowait (iowait is idle time with
+    /// IO outstanding, not work).
+    pub fn busy(&self) -> f64 {
+        (100.0 - self.idle - self.iowait).clamp(0.0, 100.0)
+    }
+}
+
+/// Memory at the end of the interval, from /proc/meminfo, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemSample {
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+    /// MemAvailable: the kernel's estimate of memory usable without swapping.
+    pub available_bytes: u64,
+    /// Page cache (Cached), excluding buffers.
+    pub cached_bytes: u64,
+    pub buffers_bytes: u64,
+    /// Page cache waiting to be written back.
+    pub dirty_bytes: u64,
+    /// Page cache being written back right now.
+    pub writeback_bytes: u64,
+}
+
+/// Network rates over the interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetSample {
+    /// Every interface but `lo`, summed.
+    pub ext: NetRates,
+    /// Loopback alone: a local database and its clients talk over it.
+    pub lo: NetRates,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetRates {
+    pub rx_bytes_per_s: f64,
+    pub tx_bytes_per_s: f64,
+    pub rx_packets_per_s: f64,
+    pub tx_packets_per_s: f64,
+}
+
+/// One process over the interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcSample {
+    pub label: String,
+    pub pid: u32,
+    pub state: ProcState,
+    /// Absent when the process could not be read for this interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<ProcStats>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcStats {
+    /// User CPU as percent of one CPU (all threads; 250 means two and a half CPUs), like top.
+    pub cpu_user_pct: f64,
+    pub cpu_system_pct: f64,
+    /// Resident set size at the end of the interval.
+    pub rss_bytes: u64,
+    pub threads: u64,
+    /// From /proc/PID/io; absent when that file is unreadable (permission, no task IO accounting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<ProcIo>,
+}
+
+impl ProcStats {
+    pub fn cpu_pct(&self) -> f64 {
+        self.cpu_user_pct + self.cpu_system_pct
+    }
+}
+
+/// Process IO rates from /proc/PID/io.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcIo {
+    /// Bytes the process caused to be read from storage (page-cache misses, direct IO).
+    pub read_bytes_per_s: f64,
+    /// Bytes the process caused to be written to storage: counted when pages are dirtied or
+    /// written directly, not when writeback reaches the device.
+    pub write_bytes_per_s: f64,
+    /// Bytes passed to read-like syscalls, whether or not they hit storage.
+    pub rchar_per_s: f64,
+    /// Bytes passed to write-like syscalls.
+    pub wchar_per_s: f64,
+}
+
+/// Mean (weighted by interval length) and maximum of one series.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeanMax {
+    pub mean: f64,
+    pub max: f64,
+}
+
+/// What a report shows about the system next to the benchmark figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SysSummary {
+    pub samples: usize,
+    /// Total seconds covered by the samples.
+    pub secs: f64,
+    /// All-CPU busy percent (see [`CpuPct::busy`]).
+    pub cpu_busy_pct: MeanMax,
+    pub cpu_iowait_pct: MeanMax,
+    pub dirty_bytes: MeanMax,
+    pub writeback_bytes: MeanMax,
+    /// One per `SysDoc::processes`, same order, over the intervals where the process was read.
+    pub procs: Vec<ProcSummary>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcSummary {
+    pub label: String,
+    pub pid: u32,
+    /// User + system CPU in percent of one CPU.
+    pub cpu_pct: MeanMax,
+    pub rss_bytes: MeanMax,
+}
+
+/// Accumulates a time-weighted mean and a maximum.
+#[derive(Default)]
+struct Acc {
+    weighted: f64,
+    secs: f64,
+    max: Option<f64>,
+}
+
+impl Acc {
+    fn add(&mut self, value: f64, secs: f64) {
+        self.weighted += value * secs;
+        self.secs += secs;
+        self.max = Some(self.max.map_or(value, |m| m.max(value)));
+    }
+
+    fn get(&self) -> MeanMax {
+        MeanMax {
+            mean: if self.secs > 0.0 {
+                self.weighted / self.secs
+            } else {
+                0.0
+            },
+            max: self.max.unwrap_or(0.0),
+        }
+    }
+}
+
+impl SysDoc {
+    /// Mean and max of the figures a report shows. Means are weighted by interval length because
+    /// the last sample of a step is usually a short partial one and must not count as a full
+    /// second.
+    pub fn summary(&self) -> SysSummary {
+        let (mut busy, mut iowait, mut dirty, mut wb) = (
+            Acc::default(),
+            Acc::default(),
+            Acc::default(),
+            Acc::default(),
+        );
+        let mut procs: Vec<(Acc, Acc)> =
+            self.processes.iter().map(|_| Default::default()).collect();
+        for s in &self.samples {
+            busy.add(s.cpu.busy(), s.secs);
+            iowait.add(s.cpu.iowait, s.secs);
+            dirty.add(s.mem.dirty_bytes as f64, s.secs);
+            wb.add(s.mem.writeback_bytes as f64, s.secs);
+            for (acc, p) in procs.iter_mut().zip(&s.procs) {
+                if let Some(st) = &p.stats {
+                    acc.0.add(st.cpu_pct(), s.secs);
+                    acc.1.add(st.rss_bytes as f64, s.secs);
+                }
+            }
+        }
+        SysSummary {
+            samples: self.samples.len(),
+            secs: self.samples.iter().map(|s| s.secs).sum(),
+            cpu_busy_pct: busy.get(),
+            cpu_iowait_pct: iowait.get(),
+            dirty_bytes: dirty.get(),
+            writeback_bytes: wb.get(),
+            procs: self
+                .processes
+                .iter()
+                .zip(&procs)
+                .map(|(info, acc)| ProcSummary {
+                    label: info.label.clone(),
+                    pid: info.pid,
+                    cpu_pct: acc.0.get(),
+                    rss_bytes: acc.1.get(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(secs: f64, idle: f64, iowait: f64, dirty: u64, proc_cpu: Option<f64>) -> SysSample {
+        SysSample {
+            unix_ms: 0,
+            secs,
+            cpu: CpuPct {
+                user: 100.0 - idle - iowait,
+                idle,
+                iowait,
+                ..Default::default()
+            },
+            mem: MemSample {
+                dirty_bytes: dirty,
+                writeback_bytes: dirty / 2,
+                ..Default::default()
+            },
+            procs: vec![ProcSample {
+                label: "db".into(),
+                pid: 7,
+                state: if proc_cpu.is_some() {
+                    ProcState::Running
+                } else {
+                    ProcState::Exited
+                },
+                stats: proc_cpu.map(|c| ProcStats {
+                    cpu_user_pct: c,
+                    cpu_system_pct: 10.0,
+                    rss_bytes: 1000,
+                    ..Default::default()
+                }),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn summary_weights_means_by_interval_length() {
+        let doc = SysDoc {
+            processes: vec![ProcInfo {
+                label: "db".into(),
+                pid: 7,
+                ..Default::default()
+            }],
+            samples: vec![
+                sample(1.0, 50.0, 10.0, 1000, Some(90.0)),
+                sample(1.0, 70.0, 0.0, 3000, Some(190.0)),
+                // A short final sample: must weigh a quarter, and the exited process must not
+                // drag its mean down.
+                sample(0.25, 0.0, 0.0, 5000, None),
+            ],
+            ..Default::default()
+        };
+        let s = doc.summary();
+        assert_eq!(s.samples, 3);
+        assert!((s.secs - 2.25).abs() < 1e-9);
+        // busy: 40, 30, 100 weighted 1, 1, 0.25 → (40 + 30 + 25) / 2.25
+        assert!(
+            (s.cpu_busy_pct.mean - 95.0 / 2.25).abs() < 1e-9,
+            "{:?}",
+            s.cpu_busy_pct
+        );
+        assert_eq!(s.cpu_busy_pct.max, 100.0);
+        assert!((s.cpu_iowait_pct.mean - 10.0 / 2.25).abs() < 1e-9);
+        assert_eq!(s.dirty_bytes.max, 5000.0);
+        assert!((s.dirty_bytes.mean - (1000.0 + 3000.0 + 1250.0) / 2.25).abs() < 1e-6);
+        assert_eq!(s.writeback_bytes.max, 2500.0);
+        assert_eq!(s.procs.len(), 1);
+        assert!(
+            (s.procs[0].cpu_pct.mean - 150.0).abs() < 1e-9,
+            "{:?}",
+            s.procs[0]
+        );
+        assert_eq!(s.procs[0].cpu_pct.max, 200.0);
+        assert_eq!(s.procs[0].rss_bytes.max, 1000.0);
+    }
+
+    #[test]
+    fn empty_doc_summary_is_zero_not_nan() {
+        let s = SysDoc::default().summary();
+        assert_eq!(s.cpu_busy_pct, MeanMax::default());
+        assert!(s.procs.is_empty());
+    }
+
+    #[test]
+    fn busy_excludes_idle_and_iowait() {
+        let c = CpuPct {
+            user: 30.0,
+            system: 10.0,
+            iowait: 20.0,
+            idle: 40.0,
+            ..Default::default()
+        };
+        assert!((c.busy() - 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn json_round_trip_keeps_states_and_omits_empty_parts() {
+        let doc = SysDoc {
+            processes: vec![ProcInfo {
+                label: "db".into(),
+                pid: 1,
+                comm: "java".into(),
+                state: ProcState::Exited,
+                exited_unix_ms: Some(5),
+            }],
+            samples: vec![sample(1.0, 90.0, 0.0, 1, None)],
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&doc).unwrap();
+        assert!(text.contains("\"state\":\"exited\""), "{text}");
+        assert!(
+            !text.contains("per_cpu"),
+            "empty per_cpu must be omitted: {text}"
+        );
+        let back: SysDoc = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, doc);
+    }
+}

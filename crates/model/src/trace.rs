@@ -1,0 +1,1 @@
+//! Block-IO trace results stored with each step; produced by crates/iotrace.

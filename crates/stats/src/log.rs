@@ -1,0 +1,55 @@
+//! The per-worker measurement log: a vector of raw entries behind an uncontended mutex, swapped
+//! out by the collector once per second.
+
+use iodig_model::OpKind;
+use std::sync::Mutex;
+
+/// Which series of an op an entry lands in, as YCSB names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Variant {
+    /// `<OP>`: successful operations.
+    Ok = 0,
+    /// `<OP>-FAILED`: any status other than OK / BATCHED_OK.
+    Failed = 1,
+    /// `Intended-<OP>`: latency from the intended start under a target rate.
+    Intended = 2,
+}
+
+/// One measured operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub op: OpKind,
+    /// Index of the op's `Status` (YCSB's order).
+    pub status: u8,
+    pub ok: bool,
+    /// Service time in µs, from the actual start (YCSB's `(end-start)/1000`).
+    pub service_us: u32,
+    /// Time from the intended start in µs; equals `service_us` without a target rate.
+    pub intended_us: u32,
+}
+
+/// A worker's buffer of entries since the collector's last drain.
+#[derive(Debug, Default)]
+pub struct WorkerLog {
+    entries: Mutex<Vec<Entry>>,
+}
+
+impl WorkerLog {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub fn push(&self, e: Entry) {
+        // Only the collector contends, once per second, so the lock is almost always free.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+    }
+
+    /// Moves the buffered entries into `spare` (cleared first) and keeps `spare`'s old buffer,
+    /// so both vectors are reused and the worker's lock is held only for a swap.
+    pub fn drain_into(&self, spare: &mut Vec<Entry>) {
+        spare.clear();
+        let mut guard = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::swap(&mut *guard, spare);
+    }
+}

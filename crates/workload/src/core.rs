@@ -1,0 +1,410 @@
+//! YCSB's `CoreWorkload`: the shared state of one phase ([`CoreWorkload`]) and each worker's
+//! generators and buffers ([`Worker`]), doing exactly YCSB's `doInsert` and `doTransaction*`.
+
+use crate::generators::{
+    AcknowledgedCounter, Counter, Discrete, Exponential, Hotspot, ScrambledZipfian, Sequential, SkewedLatest,
+    TooManyUnacknowledged, Uniform, Zipfian,
+};
+use crate::keys::KeyNamer;
+use crate::rng::Rng;
+use crate::spec::{LengthDistribution, RequestDistribution, WorkloadSpec};
+use crate::values::{deterministic_value, fill_random, java_hashmap_order};
+use iodig_db::{Db, Record, Status};
+use iodig_model::OpKind;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The measured database as the workload sees it: a [`Db`] whose calls are timed by the
+/// runner's wrapper, plus the two things only the workload can time or do.
+pub trait MeasuredDb: Db {
+    /// Records a measurement the workload timed itself (`READ-MODIFY-WRITE`, `VERIFY`).
+    fn record(&mut self, op: OpKind, status: Status, start: Instant, end: Instant);
+
+    /// Sleeps without blocking other workers (insert retries).
+    fn pause(&mut self, d: Duration) -> impl Future<Output = ()> + Send;
+}
+
+/// One operation of the run phase, in the order of YCSB's `DiscreteGenerator`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxOp {
+    Read,
+    Update,
+    Insert,
+    Scan,
+    ReadModifyWrite,
+}
+
+/// A fatal workload error: the run cannot go on correctly.
+#[derive(Debug)]
+pub enum WorkloadError {
+    TooManyUnacknowledged,
+}
+
+impl std::fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "too many unacknowledged insertion keys (more than 2^20 inserts outstanding, as YCSB's limit); lower the thread count or the insert proportion",
+        )
+    }
+}
+
+impl std::error::Error for WorkloadError {}
+
+impl From<TooManyUnacknowledged> for WorkloadError {
+    fn from(_: TooManyUnacknowledged) -> Self {
+        WorkloadError::TooManyUnacknowledged
+    }
+}
+
+/// Key chooser, per worker (zipfian ζ is extended per worker as inserts are acknowledged).
+#[derive(Debug, Clone)]
+enum KeyChooser {
+    Uniform(Uniform),
+    Zipfian(ScrambledZipfian),
+    Latest(SkewedLatest),
+    Hotspot(Hotspot),
+    Exponential(Exponential),
+    Sequential,
+}
+
+#[derive(Debug, Clone)]
+enum LengthGen {
+    Constant(u64),
+    Uniform(Uniform),
+    Zipfian(Zipfian),
+}
+
+impl LengthGen {
+    fn new(dist: LengthDistribution, min: u64, max: u64) -> Self {
+        match dist {
+            LengthDistribution::Constant => LengthGen::Constant(max),
+            LengthDistribution::Uniform => LengthGen::Uniform(Uniform::new(min, max)),
+            LengthDistribution::Zipfian => LengthGen::Zipfian(Zipfian::new(min, max)),
+        }
+    }
+
+    #[inline]
+    fn next(&self, rng: &mut Rng) -> u64 {
+        match self {
+            LengthGen::Constant(n) => *n,
+            LengthGen::Uniform(g) => g.next(rng),
+            LengthGen::Zipfian(g) => g.next(rng),
+        }
+    }
+}
+
+/// Shared state of one phase: the load key counter, the run-phase insert counter, the op mix,
+/// and prototypes of the per-worker generators (built once: zipfian setup is O(n)).
+pub struct CoreWorkload {
+    pub spec: WorkloadSpec,
+    namer: KeyNamer,
+    field_names: Vec<String>,
+    /// `field_names` indices in Java HashMap order, the order YCSB hands values to bindings.
+    field_order: Vec<usize>,
+    key_sequence: Counter,
+    insert_sequence: AcknowledgedCounter,
+    sequential: Sequential,
+    op_chooser: Discrete<TxOp>,
+    key_chooser: KeyChooser,
+    field_length: LengthGen,
+    scan_length: LengthGen,
+    seed: u64,
+}
+
+impl CoreWorkload {
+    pub fn new(spec: WorkloadSpec, seed: u64) -> Arc<Self> {
+        let lb = spec.insert_start;
+        let ub = (spec.insert_start + spec.insert_count).saturating_sub(1);
+        let key_chooser = match spec.request_distribution {
+            RequestDistribution::Uniform => KeyChooser::Uniform(Uniform::new(lb, ub)),
+            RequestDistribution::Zipfian => {
+                KeyChooser::Zipfian(ScrambledZipfian::new(lb, spec.insert_start + spec.insert_count + spec.expected_new_keys()))
+            }
+            RequestDistribution::Latest => KeyChooser::Latest(SkewedLatest::new(spec.record_count.saturating_sub(1))),
+            RequestDistribution::Hotspot => {
+                KeyChooser::Hotspot(Hotspot::new(lb, ub, spec.hotspot_data_fraction, spec.hotspot_opn_fraction))
+            }
+            RequestDistribution::Exponential => KeyChooser::Exponential(Exponential::new(
+                spec.exponential_percentile,
+                spec.record_count as f64 * spec.exponential_frac,
+            )),
+            RequestDistribution::Sequential => KeyChooser::Sequential,
+        };
+        let [read, update, insert, scan, rmw] = spec.proportions;
+        let field_names = spec.field_names();
+        Arc::new(Self {
+            namer: KeyNamer { ordered: spec.ordered_inserts, zero_padding: spec.zero_padding },
+            field_order: java_hashmap_order(&field_names),
+            field_names,
+            key_sequence: Counter::new(spec.insert_start),
+            insert_sequence: AcknowledgedCounter::new(spec.record_count),
+            sequential: Sequential::new(lb, ub.max(lb)),
+            op_chooser: Discrete::new(&[
+                (TxOp::Read, read),
+                (TxOp::Update, update),
+                (TxOp::Insert, insert),
+                (TxOp::Scan, scan),
+                (TxOp::ReadModifyWrite, rmw),
+            ]),
+            key_chooser,
+            field_length: LengthGen::new(spec.field_length_distribution, spec.min_field_length, spec.field_length),
+            scan_length: LengthGen::new(spec.scan_length_distribution, spec.min_scan_length, spec.max_scan_length),
+            seed,
+            spec,
+        })
+    }
+
+    pub fn key_namer(&self) -> KeyNamer {
+        self.namer
+    }
+
+    /// The worker `index` of `count`; its random stream depends only on the seed and index.
+    pub fn worker(self: &Arc<Self>, index: u64) -> Worker {
+        Worker {
+            rng: Rng::seeded(self.seed, index),
+            key_chooser: self.key_chooser.clone(),
+            key: String::with_capacity(32),
+            values: Record::new(),
+            result: Record::new(),
+            scan_out: Vec::new(),
+            one_field: Vec::with_capacity(1),
+            shared: Arc::clone(self),
+        }
+    }
+}
+
+/// YCSB's split of `total` operations over `threads`: `total/threads` each, one more for the
+/// first `total % threads`.
+pub fn ops_for_thread(total: u64, threads: u64, index: u64) -> u64 {
+    total / threads + u64::from(index < total % threads)
+}
+
+/// One worker's generators and reusable buffers.
+pub struct Worker {
+    shared: Arc<CoreWorkload>,
+    rng: Rng,
+    key_chooser: KeyChooser,
+    key: String,
+    values: Record,
+    result: Record,
+    scan_out: Vec<Record>,
+    one_field: Vec<String>,
+}
+
+impl Worker {
+    fn spec(&self) -> &WorkloadSpec {
+        &self.shared.spec
+    }
+
+    /// YCSB's `nextKeynum`: never a key whose insert is not yet acknowledged.
+    #[inline]
+    pub fn next_keynum(&mut self) -> u64 {
+        let last = self.shared.insert_sequence.last_value();
+        let rng = &mut self.rng;
+        // A bounded redraw: YCSB loops forever when no key can satisfy the bound.
+        for _ in 0..10_000 {
+            let k = match &mut self.key_chooser {
+                KeyChooser::Exponential(g) => {
+                    let s = g.next(rng);
+                    if s > last {
+                        continue;
+                    }
+                    return last - s;
+                }
+                KeyChooser::Latest(g) => return g.next(last, rng),
+                KeyChooser::Uniform(g) => g.next(rng),
+                KeyChooser::Zipfian(g) => g.next(rng),
+                KeyChooser::Hotspot(g) => g.next(rng),
+                KeyChooser::Sequential => self.shared.sequential.next(),
+            };
+            if k <= last {
+                return k;
+            }
+        }
+        last
+    }
+
+    /// Picks the next run-phase operation.
+    #[inline]
+    pub fn next_op(&mut self) -> TxOp {
+        self.shared.op_chooser.next(&mut self.rng)
+    }
+
+    /// The key name of the next run-phase read/update/scan, for tests and benchmarks.
+    pub fn next_key(&mut self) -> &str {
+        let k = self.next_keynum();
+        self.shared.namer.build(k, &mut self.key);
+        &self.key
+    }
+
+    /// Appends the value of `field` for the current key to `values`.
+    fn build_value(&mut self, field: usize) {
+        let shared = &self.shared;
+        let name = &shared.field_names[field];
+        if shared.spec.data_integrity {
+            let size = shared.spec.field_length as usize;
+            let key = &self.key;
+            self.values.push_with(name, |buf| deterministic_value(key, name, size, buf));
+        } else {
+            let len = shared.field_length.next(&mut self.rng) as usize;
+            let rng = &mut self.rng;
+            self.values.push_with(name, |buf| fill_random(rng, len, buf));
+        }
+    }
+
+    /// YCSB's `buildValues`: every field, in HashMap order.
+    fn build_all_values(&mut self) {
+        self.values.clear();
+        for i in 0..self.shared.field_order.len() {
+            let field = self.shared.field_order[i];
+            self.build_value(field);
+        }
+    }
+
+    /// YCSB's `buildSingleValue`: one uniformly chosen field.
+    fn build_single_value(&mut self) {
+        self.values.clear();
+        let field = self.random_field();
+        self.build_value(field);
+    }
+
+    fn random_field(&mut self) -> usize {
+        (self.rng.next_u64() >> 1) as usize % self.shared.field_names.len()
+    }
+
+    /// Field selection of a read: all (None), all by name, or one random field.
+    fn choose_read_fields(&mut self) -> Option<()> {
+        let (all, by_name) = (self.spec().read_all_fields, self.spec().read_all_fields_by_name);
+        if all && !by_name {
+            return None;
+        }
+        self.one_field.clear();
+        if all {
+            let names = self.shared.field_names.clone();
+            self.one_field.extend(names);
+        } else {
+            let f = self.random_field();
+            self.one_field.push(self.shared.field_names[f].clone());
+        }
+        Some(())
+    }
+
+    /// YCSB's `doInsert` for the load phase: the next key of the shared counter, all fields,
+    /// retried `core_workload_insertion_retry_limit` times. True when the insert succeeded.
+    pub async fn do_insert<M: MeasuredDb>(&mut self, db: &mut M) -> bool {
+        let keynum = self.shared.key_sequence.next();
+        self.shared.namer.build(keynum, &mut self.key);
+        self.build_all_values();
+        let table = self.shared.spec.table.clone();
+        let mut retries = 0;
+        loop {
+            if db.insert(&table, &self.key, &self.values).await.is_ok() {
+                return true;
+            }
+            retries += 1;
+            if retries > self.spec().insertion_retry_limit {
+                return false;
+            }
+            // YCSB sleeps the interval ×[0.8, 1.2) so retrying clients do not move in lock step.
+            let factor = 0.8 + 0.4 * self.rng.next_f64();
+            let secs = self.spec().insertion_retry_interval_secs * factor;
+            db.pause(Duration::from_secs_f64(secs)).await;
+        }
+    }
+
+    /// YCSB's `doTransaction`: one operation of the mix.
+    pub async fn do_transaction<M: MeasuredDb>(&mut self, db: &mut M) -> Result<TxOp, WorkloadError> {
+        let op = self.next_op();
+        match op {
+            TxOp::Read => self.do_read(db).await,
+            TxOp::Update => self.do_update(db).await,
+            TxOp::Insert => self.do_tx_insert(db).await?,
+            TxOp::Scan => self.do_scan(db).await,
+            TxOp::ReadModifyWrite => self.do_read_modify_write(db).await,
+        }
+        Ok(op)
+    }
+
+    async fn do_read<M: MeasuredDb>(&mut self, db: &mut M) {
+        let keynum = self.next_keynum();
+        self.shared.namer.build(keynum, &mut self.key);
+        let fields = self.choose_read_fields().map(|_| self.one_field.as_slice());
+        let status = db.read(&self.shared.spec.table, &self.key, fields, &mut self.result).await;
+        if self.shared.spec.data_integrity && status.is_ok() {
+            self.verify(db);
+        }
+    }
+
+    /// YCSB's `verifyRow`: every value read must be the deterministic value of its field.
+    fn verify<M: MeasuredDb>(&mut self, db: &mut M) {
+        let start = Instant::now();
+        let size = self.shared.spec.field_length as usize;
+        let mut expected = Vec::with_capacity(size);
+        let status = if self.result.is_empty() {
+            Status::Error
+        } else if self.result.iter().all(|(name, value)| {
+            expected.clear();
+            deterministic_value(&self.key, name, size, &mut expected);
+            expected == value
+        }) {
+            Status::Ok
+        } else {
+            Status::UnexpectedState
+        };
+        db.record(OpKind::Verify, status, start, Instant::now());
+    }
+
+    async fn do_update<M: MeasuredDb>(&mut self, db: &mut M) {
+        let keynum = self.next_keynum();
+        self.shared.namer.build(keynum, &mut self.key);
+        if self.spec().write_all_fields {
+            self.build_all_values();
+        } else {
+            self.build_single_value();
+        }
+        db.update(&self.shared.spec.table, &self.key, &self.values).await;
+    }
+
+    async fn do_tx_insert<M: MeasuredDb>(&mut self, db: &mut M) -> Result<(), WorkloadError> {
+        let keynum = self.shared.insert_sequence.next();
+        self.shared.namer.build(keynum, &mut self.key);
+        self.build_all_values();
+        db.insert(&self.shared.spec.table, &self.key, &self.values).await;
+        // Acknowledged whatever the outcome, as YCSB does in `finally`.
+        self.shared.insert_sequence.acknowledge(keynum)?;
+        Ok(())
+    }
+
+    async fn do_scan<M: MeasuredDb>(&mut self, db: &mut M) {
+        let keynum = self.next_keynum();
+        self.shared.namer.build(keynum, &mut self.key);
+        let len = self.shared.scan_length.next(&mut self.rng) as usize;
+        let fields = self.choose_read_fields().map(|_| self.one_field.as_slice());
+        db.scan(&self.shared.spec.table, &self.key, len, fields, &mut self.scan_out).await;
+    }
+
+    /// YCSB's `doTransactionReadModifyWrite`: the inner read and update are recorded under
+    /// READ and UPDATE by the wrapper, and the whole under READ-MODIFY-WRITE here.
+    async fn do_read_modify_write<M: MeasuredDb>(&mut self, db: &mut M) {
+        let keynum = self.next_keynum();
+        self.shared.namer.build(keynum, &mut self.key);
+        let read_fields = self.choose_read_fields().is_some();
+        if self.spec().write_all_fields {
+            self.build_all_values();
+        } else {
+            self.build_single_value();
+        }
+        let table = &self.shared.spec.table;
+        let fields = if read_fields { Some(self.one_field.as_slice()) } else { None };
+        let start = Instant::now();
+        let read = db.read(table, &self.key, fields, &mut self.result).await;
+        let update = db.update(table, &self.key, &self.values).await;
+        let end = Instant::now();
+        if self.shared.spec.data_integrity && read.is_ok() {
+            self.verify(db);
+        }
+        let status = if read.is_ok() { update } else { read };
+        db.record(OpKind::ReadModifyWrite, status, start, end);
+    }
+}

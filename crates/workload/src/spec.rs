@@ -1,0 +1,329 @@
+//! The CoreWorkload's properties, read and checked once: YCSB's names, YCSB's defaults, and
+//! errors that name the property and the fix.
+
+use iodig_model::props::{Properties, PropertyError};
+
+/// Properties of YCSB's core workload, client and measurement that iodig understands.
+pub const CORE_PROPERTIES: &[&str] = &[
+    "workload",
+    "db",
+    "recordcount",
+    "operationcount",
+    "insertstart",
+    "insertcount",
+    "threadcount",
+    "target",
+    "maxexecutiontime",
+    "table",
+    "fieldcount",
+    "fieldlength",
+    "minfieldlength",
+    "fieldlengthdistribution",
+    "fieldnameprefix",
+    "readallfields",
+    "readallfieldsbyname",
+    "writeallfields",
+    "dataintegrity",
+    "readproportion",
+    "updateproportion",
+    "insertproportion",
+    "scanproportion",
+    "readmodifywriteproportion",
+    "requestdistribution",
+    "minscanlength",
+    "maxscanlength",
+    "scanlengthdistribution",
+    "insertorder",
+    "zeropadding",
+    "hotspotdatafraction",
+    "hotspotopnfraction",
+    "exponential.percentile",
+    "exponential.frac",
+    "core_workload_insertion_retry_limit",
+    "core_workload_insertion_retry_interval",
+    "measurementtype",
+    "measurement.interval",
+    "hdrhistogram.percentiles",
+    "status.interval",
+    "reportlatencyforeacherror",
+    "latencytrackederrors",
+    "seed",
+];
+
+/// Request distributions of the key chooser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestDistribution {
+    Uniform,
+    Zipfian,
+    Latest,
+    Hotspot,
+    Exponential,
+    Sequential,
+}
+
+/// Field length distributions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LengthDistribution {
+    Constant,
+    Uniform,
+    Zipfian,
+}
+
+/// The checked configuration of a CoreWorkload.
+#[derive(Debug, Clone)]
+pub struct WorkloadSpec {
+    pub table: String,
+    pub record_count: u64,
+    pub operation_count: u64,
+    pub insert_start: u64,
+    pub insert_count: u64,
+    pub field_count: u64,
+    pub field_length: u64,
+    pub min_field_length: u64,
+    pub field_length_distribution: LengthDistribution,
+    pub field_name_prefix: String,
+    pub read_all_fields: bool,
+    pub read_all_fields_by_name: bool,
+    pub write_all_fields: bool,
+    pub data_integrity: bool,
+    /// READ, UPDATE, INSERT, SCAN, READMODIFYWRITE, in YCSB's order.
+    pub proportions: [f64; 5],
+    pub request_distribution: RequestDistribution,
+    pub min_scan_length: u64,
+    pub max_scan_length: u64,
+    pub scan_length_distribution: LengthDistribution,
+    pub ordered_inserts: bool,
+    pub zero_padding: usize,
+    pub hotspot_data_fraction: f64,
+    pub hotspot_opn_fraction: f64,
+    pub exponential_percentile: f64,
+    pub exponential_frac: f64,
+    pub insertion_retry_limit: u64,
+    pub insertion_retry_interval_secs: f64,
+    /// Warnings to show and store with the run (e.g. proportions normalised as YCSB does).
+    pub notes: Vec<String>,
+}
+
+fn err(msg: String) -> PropertyError {
+    PropertyError(msg)
+}
+
+impl WorkloadSpec {
+    pub fn from_properties(p: &Properties) -> Result<Self, PropertyError> {
+        // YCSB treats a missing recordcount as 0 and 0 as Integer.MAX_VALUE (YCSB#384); an
+        // explicit error is kinder than a workload that never finishes.
+        let record_count = p.get_u64("recordcount", 0)?;
+        let insert_start = p.get_u64("insertstart", 0)?;
+        let insert_count = match p.get("insertcount") {
+            Some(_) => p.get_u64("insertcount", 0)?,
+            None => record_count.checked_sub(insert_start).ok_or_else(|| {
+                err(format!(
+                    "property insertstart={insert_start} is beyond recordcount={record_count}; insertstart must be below recordcount"
+                ))
+            })?,
+        };
+        let field_count = p.get_u64("fieldcount", 10)?;
+        if field_count == 0 {
+            return Err(err("property fieldcount=0: a record needs at least one field; set fieldcount ≥ 1".into()));
+        }
+        let field_length = p.get_u64("fieldlength", 100)?;
+        let min_field_length = p.get_u64("minfieldlength", 1)?;
+        let field_length_distribution = length_distribution(p, "fieldlengthdistribution", "constant")?;
+        if field_length_distribution != LengthDistribution::Constant && min_field_length > field_length {
+            return Err(err(format!(
+                "property minfieldlength={min_field_length} exceeds fieldlength={field_length}; lower minfieldlength"
+            )));
+        }
+        let min_scan_length = p.get_u64("minscanlength", 1)?;
+        let max_scan_length = p.get_u64("maxscanlength", 1000)?;
+        if min_scan_length > max_scan_length || max_scan_length == 0 {
+            return Err(err(format!(
+                "properties minscanlength={min_scan_length} and maxscanlength={max_scan_length}: need 1 ≤ minscanlength ≤ maxscanlength"
+            )));
+        }
+        let data_integrity = p.get_bool("dataintegrity", false)?;
+        if data_integrity && field_length_distribution != LengthDistribution::Constant {
+            return Err(err(
+                "property dataintegrity=true needs fieldlengthdistribution=constant (values are rebuilt to be checked)".into(),
+            ));
+        }
+        let insertorder = p.get_choice("insertorder", "hashed", &["hashed", "ordered"])?;
+        let zero_padding = p.get_u64("zeropadding", 1)?;
+        let (proportions, notes) = proportions(p)?;
+        let spec = Self {
+            table: p.get_str("table", "usertable").to_string(),
+            record_count,
+            operation_count: p.get_u64("operationcount", 0)?,
+            insert_start,
+            insert_count,
+            field_count,
+            field_length,
+            min_field_length,
+            field_length_distribution,
+            field_name_prefix: p.get_str("fieldnameprefix", "field").to_string(),
+            read_all_fields: p.get_bool("readallfields", true)?,
+            read_all_fields_by_name: p.get_bool("readallfieldsbyname", false)?,
+            write_all_fields: p.get_bool("writeallfields", false)?,
+            data_integrity,
+            proportions,
+            request_distribution: request_distribution(p)?,
+            min_scan_length,
+            max_scan_length,
+            scan_length_distribution: length_distribution(p, "scanlengthdistribution", "uniform")?,
+            ordered_inserts: insertorder == "ordered",
+            zero_padding: zero_padding.min(64) as usize,
+            hotspot_data_fraction: fraction(p, "hotspotdatafraction", 0.2)?,
+            hotspot_opn_fraction: fraction(p, "hotspotopnfraction", 0.8)?,
+            exponential_percentile: p.get_f64("exponential.percentile", 95.0)?,
+            exponential_frac: p.get_f64("exponential.frac", 0.857_142_857_1)?,
+            insertion_retry_limit: p.get_u64("core_workload_insertion_retry_limit", 0)?,
+            insertion_retry_interval_secs: p.get_f64("core_workload_insertion_retry_interval", 3.0)?,
+            notes,
+        };
+        spec.check_key_space()?;
+        Ok(spec)
+    }
+
+    /// The run phase needs keys to choose from, except when it only inserts.
+    fn check_key_space(&self) -> Result<(), PropertyError> {
+        let chooses_keys = self.proportions[0] + self.proportions[1] + self.proportions[3] + self.proportions[4] > 0.0;
+        if chooses_keys && self.insert_count == 0 {
+            return Err(err(
+                "property recordcount is 0 (or insertcount=0): reads, updates and scans need records; set -p recordcount=N as used for the load"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Field names `field0…`, in index order.
+    pub fn field_names(&self) -> Vec<String> {
+        (0..self.field_count).map(|i| format!("{}{i}", self.field_name_prefix)).collect()
+    }
+
+    /// Expected number of inserts in the run phase, used to size the zipfian key range.
+    pub fn expected_new_keys(&self) -> u64 {
+        (self.operation_count as f64 * self.proportions[2] * 2.0) as u64
+    }
+}
+
+fn fraction(p: &Properties, key: &str, default: f64) -> Result<f64, PropertyError> {
+    let v = p.get_f64(key, default)?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(err(format!("property {key}={v}: expected a fraction between 0 and 1")))
+    }
+}
+
+fn length_distribution(p: &Properties, key: &str, default: &str) -> Result<LengthDistribution, PropertyError> {
+    Ok(match p.get_choice(key, default, &["constant", "uniform", "zipfian"])? {
+        "constant" => LengthDistribution::Constant,
+        "uniform" => LengthDistribution::Uniform,
+        _ => LengthDistribution::Zipfian,
+    })
+}
+
+fn request_distribution(p: &Properties) -> Result<RequestDistribution, PropertyError> {
+    let choices = ["uniform", "zipfian", "latest", "hotspot", "exponential", "sequential"];
+    Ok(match p.get_choice("requestdistribution", "uniform", &choices)? {
+        "uniform" => RequestDistribution::Uniform,
+        "zipfian" => RequestDistribution::Zipfian,
+        "latest" => RequestDistribution::Latest,
+        "hotspot" => RequestDistribution::Hotspot,
+        "exponential" => RequestDistribution::Exponential,
+        _ => RequestDistribution::Sequential,
+    })
+}
+
+const PROPORTION_KEYS: [&str; 5] =
+    ["readproportion", "updateproportion", "insertproportion", "scanproportion", "readmodifywriteproportion"];
+
+/// The op mix. YCSB normalises weights that do not sum to 1; iodig does the same and says so.
+fn proportions(p: &Properties) -> Result<([f64; 5], Vec<String>), PropertyError> {
+    let defaults = [0.95, 0.05, 0.0, 0.0, 0.0];
+    let mut out = [0.0; 5];
+    for (i, key) in PROPORTION_KEYS.iter().enumerate() {
+        out[i] = p.get_f64(key, defaults[i])?;
+        if out[i] < 0.0 {
+            return Err(err(format!("property {key}={}: a proportion cannot be negative", out[i])));
+        }
+    }
+    let sum: f64 = out.iter().sum();
+    if sum <= 0.0 {
+        return Err(err(format!(
+            "properties {}: all proportions are 0, so there is no operation to run; set at least one above 0",
+            PROPORTION_KEYS.join(", ")
+        )));
+    }
+    let mut notes = Vec::new();
+    if (sum - 1.0).abs() > 1e-9 {
+        let given: Vec<String> =
+            PROPORTION_KEYS.iter().zip(out).filter(|(_, v)| *v > 0.0).map(|(k, v)| format!("{k}={v}")).collect();
+        let scaled: Vec<String> = PROPORTION_KEYS
+            .iter()
+            .zip(out)
+            .filter(|(_, v)| *v > 0.0)
+            .map(|(k, v)| format!("{k}={:.4}", v / sum))
+            .collect();
+        notes.push(format!(
+            "proportions sum to {sum} instead of 1 ({}); normalised as YCSB does to {}",
+            given.join(", "),
+            scaled.join(", ")
+        ));
+    }
+    Ok((out, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[&str]) -> Properties {
+        let mut p = Properties::new();
+        for kv in pairs {
+            p.apply_override(kv).unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn defaults_are_ycsb_core_defaults() {
+        let s = WorkloadSpec::from_properties(&props(&["recordcount=1000"])).unwrap();
+        assert_eq!(s.proportions, [0.95, 0.05, 0.0, 0.0, 0.0]);
+        assert_eq!(s.request_distribution, RequestDistribution::Uniform);
+        assert_eq!((s.field_count, s.field_length, s.max_scan_length), (10, 100, 1000));
+        assert_eq!(s.insert_count, 1000);
+        assert!(s.notes.is_empty());
+    }
+
+    #[test]
+    fn proportions_not_summing_to_one_are_normalised_with_a_note() {
+        let s = WorkloadSpec::from_properties(&props(&["recordcount=10", "readproportion=1", "updateproportion=1"])).unwrap();
+        assert_eq!(s.notes.len(), 1);
+        assert!(s.notes[0].contains("normalised as YCSB does"), "{}", s.notes[0]);
+        assert!(s.notes[0].contains("readproportion=0.5000"));
+    }
+
+    #[test]
+    fn all_zero_proportions_are_an_error_naming_them() {
+        let e = WorkloadSpec::from_properties(&props(&["recordcount=10", "readproportion=0", "updateproportion=0"]))
+            .unwrap_err();
+        assert!(e.0.contains("readproportion"), "{}", e.0);
+    }
+
+    #[test]
+    fn ten_billion_records_are_accepted() {
+        let s = WorkloadSpec::from_properties(&props(&["recordcount=10000000000", "operationcount=10000000000"])).unwrap();
+        assert_eq!(s.record_count, 10_000_000_000);
+        assert_eq!(s.insert_count, 10_000_000_000);
+    }
+
+    #[test]
+    fn bad_values_name_the_property() {
+        let e = WorkloadSpec::from_properties(&props(&["recordcount=ten"])).unwrap_err();
+        assert!(e.0.contains("recordcount=ten"), "{}", e.0);
+        let e = WorkloadSpec::from_properties(&props(&["recordcount=10", "requestdistribution=zipf"])).unwrap_err();
+        assert!(e.0.contains("requestdistribution=zipf") && e.0.contains("zipfian"), "{}", e.0);
+    }
+}

@@ -1,0 +1,96 @@
+//! Field values and field order as YCSB builds them: `RandomByteIterator` characters,
+//! `dataintegrity` deterministic values, and Java `HashMap` iteration order of field names
+//! (the order YCSB's BasicDB prints and bindings receive).
+
+use crate::rng::Rng;
+
+/// Fills `out` with `len` random printable bytes the way `RandomByteIterator` does: six
+/// characters from each 32-bit random int, 5 bits each, offset from `' '`.
+pub fn fill_random(rng: &mut Rng, len: usize, out: &mut Vec<u8>) {
+    out.reserve(len);
+    let mut left = len;
+    while left > 0 {
+        let bits = rng.next_u32();
+        for k in 0..left.min(6) {
+            out.push((((bits >> (5 * k)) & 31) as u8) + b' ');
+        }
+        left -= left.min(6);
+    }
+}
+
+/// Java's `String.hashCode` (UTF-16 code units; field and key names are ASCII).
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+}
+
+/// YCSB's `buildDeterministicValue(key, field)`: `key:field` then `:hashCode` of the text so far
+/// until `size` characters, cut to `size`.
+pub fn deterministic_value(key: &str, field: &str, size: usize, out: &mut Vec<u8>) {
+    let mut s = String::with_capacity(size + 16);
+    s.push_str(key);
+    s.push(':');
+    s.push_str(field);
+    while s.len() < size {
+        let h = java_string_hash(&s);
+        s.push(':');
+        s.push_str(itoa::Buffer::new().format(h));
+    }
+    s.truncate(size);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Indices of `names` in the order a `java.util.HashMap` filled with them in index order
+/// iterates: by bucket `(h ^ h>>>16) & (capacity-1)`, then insertion order.
+pub fn java_hashmap_order(names: &[String]) -> Vec<usize> {
+    // Default capacity 16, doubled while size exceeds the 0.75 load factor.
+    let mut capacity = 16usize;
+    while names.len() * 4 > capacity * 3 {
+        capacity *= 2;
+    }
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by_key(|&i| {
+        let h = java_string_hash(&names[i]) as u32;
+        (((h ^ (h >> 16)) as usize) & (capacity - 1), i)
+    });
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_hash_matches_known_values() {
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("hello"), 99_162_322);
+        assert_eq!(java_string_hash("field0"), -1_274_708_362);
+    }
+
+    #[test]
+    fn hashmap_order_of_ten_fields_matches_java() {
+        // The order YCSB's BasicDB prints `INSERT usertable user… [ field1=… field0=… … ]` in.
+        let names: Vec<String> = (0..10).map(|i| format!("field{i}")).collect();
+        assert_eq!(java_hashmap_order(&names), vec![1, 0, 7, 6, 9, 8, 3, 2, 5, 4]);
+    }
+
+    #[test]
+    fn random_values_have_length_and_alphabet() {
+        let mut rng = Rng::seeded(1, 1);
+        let mut v = Vec::new();
+        fill_random(&mut rng, 100, &mut v);
+        assert_eq!(v.len(), 100);
+        assert!(v.iter().all(|b| (b' '..=b'?').contains(b)));
+    }
+
+    #[test]
+    fn deterministic_values_are_stable_and_sized() {
+        let mut a = Vec::new();
+        deterministic_value("user1", "field0", 100, &mut a);
+        assert_eq!(a.len(), 100);
+        assert!(a.starts_with(b"user1:field0:"));
+        let mut b = Vec::new();
+        deterministic_value("user1", "field0", 100, &mut b);
+        assert_eq!(a, b);
+    }
+}
