@@ -1,1 +1,44 @@
-fn main() {}
+//! iodig's entry point: parse the command line, run the subcommand, map errors to exit codes
+//! (0 ok, 1 failure or failed check, 2 usage or input error, 3 missing privilege asked for).
+
+mod cli;
+mod cmd;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse_from(cli::normalize_args(std::env::args())) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // clap uses 2 for usage errors already; help and version are 0.
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    let result = match &cli.command {
+        cli::Command::Run(args) => cmd::bench::run(args, iodig_runner::Phase::Run),
+        cli::Command::Load(args) => cmd::bench::run(args, iodig_runner::Phase::Load),
+        cli::Command::Trace(args) => cmd::trace::run(args),
+        cli::Command::Cassandra(args) => cmd::cassandra::run(args),
+        cli::Command::Merge(args) => cmd::merge::run(args),
+        cli::Command::Report(args) => cmd::report::run(args),
+        cli::Command::Compare(args) => cmd::compare::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            // report and compare only fail on their input (a run directory, an output path).
+            let input_only = matches!(
+                cli.command,
+                cli::Command::Report(_) | cli::Command::Compare(_)
+            );
+            ExitCode::from(if input_only {
+                2
+            } else {
+                iodig_runner::exit_code_of(&e)
+            })
+        }
+    }
+}

@@ -6,7 +6,11 @@ use crate::{Db, DbError, DbFactory, Execution, Fields, Properties, Record, Statu
 use std::io::Write;
 use std::time::Duration;
 
-pub(crate) const PROPERTIES: &[&str] = &["basicdb.verbose", "basicdb.simulatedelay", "basicdb.randomizedelay"];
+pub(crate) const PROPERTIES: &[&str] = &[
+    "basicdb.verbose",
+    "basicdb.simulatedelay",
+    "basicdb.randomizedelay",
+];
 
 /// Shared settings of the `basic` binding.
 pub struct BasicFactory {
@@ -24,7 +28,9 @@ impl BasicFactory {
         Ok(Self {
             verbose: props.get_bool("basicdb.verbose", false).map_err(cfg)?,
             delay_ms: props.get_u64("basicdb.simulatedelay", 0).map_err(cfg)?,
-            randomize_delay: props.get_bool("basicdb.randomizedelay", true).map_err(cfg)?,
+            randomize_delay: props
+                .get_bool("basicdb.randomizedelay", true)
+                .map_err(cfg)?,
         })
     }
 }
@@ -123,7 +129,13 @@ impl BasicDb {
 }
 
 impl Db for BasicDb {
-    async fn read(&mut self, table: &str, key: &str, fields: Fields<'_>, out: &mut Record) -> Status {
+    async fn read(
+        &mut self,
+        table: &str,
+        key: &str,
+        fields: Fields<'_>,
+        out: &mut Record,
+    ) -> Status {
         self.delay();
         out.clear();
         if self.verbose {

@@ -8,6 +8,7 @@ pub mod cassandra;
 mod record;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
+pub mod rocks_log;
 mod status;
 
 pub use basic::BasicFactory;
@@ -77,10 +78,20 @@ pub trait Db: Send + 'static {
     ) -> impl Future<Output = Status> + Send;
 
     /// Replaces the given fields of an existing record.
-    fn update(&mut self, table: &str, key: &str, values: &Record) -> impl Future<Output = Status> + Send;
+    fn update(
+        &mut self,
+        table: &str,
+        key: &str,
+        values: &Record,
+    ) -> impl Future<Output = Status> + Send;
 
     /// Inserts a new record with all its fields.
-    fn insert(&mut self, table: &str, key: &str, values: &Record) -> impl Future<Output = Status> + Send;
+    fn insert(
+        &mut self,
+        table: &str,
+        key: &str,
+        values: &Record,
+    ) -> impl Future<Output = Status> + Send;
 
     /// Deletes a record.
     fn delete(&mut self, table: &str, key: &str) -> impl Future<Output = Status> + Send;
@@ -102,6 +113,12 @@ pub trait DbFactory: Send + Sync + 'static {
     /// Local data directory, so the tracer and the report know which device holds the data.
     fn data_dir(&self) -> Option<std::path::PathBuf> {
         None
+    }
+
+    /// The database's own events (flushes, compactions) that started at or after the time,
+    /// for bindings that can read them (RocksDB's LOG).
+    fn events_since(&self, _since_unix_ms: u64) -> Vec<iodig_model::events::DbEvent> {
+        Vec::new()
     }
 
     /// Closes the binding after the last step (flushes, stops managed servers, …).

@@ -48,7 +48,9 @@ impl Record {
 
     /// The fields in insertion order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &[u8])> + '_ {
-        self.slots[..self.len].iter().map(|(n, v)| (n.as_str(), v.as_slice()))
+        self.slots[..self.len]
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_slice()))
     }
 
     /// The value of a field, if present.

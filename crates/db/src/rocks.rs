@@ -3,7 +3,10 @@
 //! layout so data and behaviour match YCSB's own binding.
 
 use crate::{Db, DbError, DbFactory, Execution, Fields, Properties, PropertyError, Record, Status};
-use rocksdb::{BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Env, Options, WriteOptions, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBCompressionType, Env, Options,
+    WriteOptions, DB,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,6 +34,9 @@ pub struct RocksFactory {
     db: Arc<DB>,
     dir: PathBuf,
     table: String,
+    /// Column family holding the table (the table's name, or `default` with an options file
+    /// that has no section for it).
+    cf_name: String,
     write_opts: Arc<WriteOptions>,
 }
 
@@ -48,16 +54,28 @@ impl RocksFactory {
                 dir.display()
             ))
         })?;
-        let (db_opts, cf_opts) = match props.get("rocksdb.optionsfile") {
+        let (db_opts, cfs, cf_name) = match props.get("rocksdb.optionsfile") {
             Some(file) => options_from_file(Path::new(file), &table)?,
-            None => default_options(props)?,
+            None => {
+                let (db_opts, cf_opts) = default_options(props)?;
+                (
+                    db_opts,
+                    vec![ColumnFamilyDescriptor::new(table.clone(), cf_opts)],
+                    table.clone(),
+                )
+            }
         };
-        let cfs = vec![ColumnFamilyDescriptor::new(table.clone(), cf_opts)];
         let db = DB::open_cf_descriptors(&db_opts, &dir, cfs).map_err(|e| open_error(&dir, e))?;
         let mut write_opts = WriteOptions::default();
         write_opts.set_sync(props.get_bool("rocksdb.sync", false).map_err(cfg)?);
         write_opts.disable_wal(props.get_bool("rocksdb.disablewal", false).map_err(cfg)?);
-        Ok(Self { db: Arc::new(db), dir, table, write_opts: Arc::new(write_opts) })
+        Ok(Self {
+            db: Arc::new(db),
+            dir,
+            table,
+            cf_name,
+            write_opts: Arc::new(write_opts),
+        })
     }
 }
 
@@ -69,14 +87,20 @@ fn open_error(dir: &Path, e: rocksdb::Error) -> DbError {
             dir.display()
         ))
     } else {
-        DbError::Unavailable(format!("rocksdb.dir={}: cannot open RocksDB: {msg}", dir.display()))
+        DbError::Unavailable(format!(
+            "rocksdb.dir={}: cannot open RocksDB: {msg}",
+            dir.display()
+        ))
     }
 }
 
 /// Parses a byte size such as `8388608`, `64K`, `8M`, `8MB`, `1G`.
 pub fn parse_size(key: &str, value: &str) -> Result<u64, PropertyError> {
     let v = value.trim().to_ascii_uppercase();
-    let v = v.strip_suffix("IB").or_else(|| v.strip_suffix('B')).unwrap_or(&v);
+    let v = v
+        .strip_suffix("IB")
+        .or_else(|| v.strip_suffix('B'))
+        .unwrap_or(&v);
     let (num, mult) = match v.chars().last() {
         Some('K') => (&v[..v.len() - 1], 1u64 << 10),
         Some('M') => (&v[..v.len() - 1], 1 << 20),
@@ -87,30 +111,47 @@ pub fn parse_size(key: &str, value: &str) -> Result<u64, PropertyError> {
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| PropertyError(format!("property {key}={value}: expected a size in bytes such as 8388608, 64K, 8M or 1G")))
+        .ok_or_else(|| {
+            PropertyError(format!(
+                "property {key}={value}: expected a size in bytes such as 8388608, 64K, 8M or 1G"
+            ))
+        })
 }
 
 /// YCSB's RocksDB defaults (level-style compaction, parallelism from the core count) plus the
 /// storage-bound read path described at [`DEFAULT_BLOCK_CACHE`].
 fn default_options(props: &Properties) -> Result<(Options, Options), DbError> {
     let cfg = |e: PropertyError| DbError::Config(e.0);
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2) as i32;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2) as i32;
     let mut db_opts = Options::default();
     db_opts.create_if_missing(true);
     db_opts.create_missing_column_families(true);
     db_opts.increase_parallelism(cores);
-    let jobs = props.get_u64("rocksdb.backgroundjobs", (2 * cores) as u64).map_err(cfg)?;
+    let jobs = props
+        .get_u64("rocksdb.backgroundjobs", (2 * cores) as u64)
+        .map_err(cfg)?;
     db_opts.set_max_background_jobs(jobs.clamp(1, 256) as i32);
     db_opts.set_use_direct_reads(props.get_bool("rocksdb.directreads", true).map_err(cfg)?);
-    db_opts.set_use_direct_io_for_flush_and_compaction(props.get_bool("rocksdb.directwrites", false).map_err(cfg)?);
+    db_opts.set_use_direct_io_for_flush_and_compaction(
+        props.get_bool("rocksdb.directwrites", false).map_err(cfg)?,
+    );
 
     let mut cf_opts = Options::default();
     cf_opts.optimize_level_style_compaction(512 << 20);
     if let Some(v) = props.get("rocksdb.writebuffersize") {
-        cf_opts.set_write_buffer_size(parse_size("rocksdb.writebuffersize", v).map_err(cfg)? as usize);
+        cf_opts
+            .set_write_buffer_size(parse_size("rocksdb.writebuffersize", v).map_err(cfg)? as usize);
     }
-    let compression = props.get_choice("rocksdb.compression", "lz4", &["lz4", "none"]).map_err(cfg)?;
-    cf_opts.set_compression_type(if compression == "lz4" { DBCompressionType::Lz4 } else { DBCompressionType::None });
+    let compression = props
+        .get_choice("rocksdb.compression", "lz4", &["lz4", "none"])
+        .map_err(cfg)?;
+    cf_opts.set_compression_type(if compression == "lz4" {
+        DBCompressionType::Lz4
+    } else {
+        DBCompressionType::None
+    });
     let cache_bytes = match props.get("rocksdb.blockcachesize") {
         Some(v) => parse_size("rocksdb.blockcachesize", v).map_err(cfg)?,
         None => DEFAULT_BLOCK_CACHE,
@@ -123,7 +164,12 @@ fn default_options(props: &Properties) -> Result<(Options, Options), DbError> {
 
 /// Loads a RocksDB OPTIONS file (YCSB's `rocksdb.optionsfile`). The crate can only load the
 /// latest OPTIONS file of a directory, so the file is staged in a private temporary directory.
-fn options_from_file(file: &Path, table: &str) -> Result<(Options, Options), DbError> {
+/// Column-family options cannot be copied out of a loaded descriptor, so the table lives in the
+/// file's section of the same name, or else in its `default` column family.
+fn options_from_file(
+    file: &Path,
+    table: &str,
+) -> Result<(Options, Vec<ColumnFamilyDescriptor>, String), DbError> {
     let bad = |why: String| {
         DbError::Config(format!(
             "rocksdb.optionsfile={}: {why}; give a RocksDB OPTIONS file (as written in a database directory)",
@@ -135,15 +181,34 @@ fn options_from_file(file: &Path, table: &str) -> Result<(Options, Options), DbE
     std::fs::create_dir_all(&stage).map_err(|e| bad(e.to_string()))?;
     std::fs::write(stage.join("OPTIONS-000001"), text).map_err(|e| bad(e.to_string()))?;
     let env = Env::new().map_err(|e| bad(e.to_string()))?;
-    let loaded = Options::load_latest(&stage, env, false, Cache::new_lru_cache(DEFAULT_BLOCK_CACHE as usize));
+    let loaded = Options::load_latest(
+        &stage,
+        env,
+        false,
+        Cache::new_lru_cache(DEFAULT_BLOCK_CACHE as usize),
+    );
     let _ = std::fs::remove_dir_all(&stage);
     let (mut db_opts, cfs) = loaded.map_err(|e| bad(e.to_string()))?;
     db_opts.create_if_missing(true);
     db_opts.create_missing_column_families(true);
-    // Column-family options for the table come from the file's `default` section: the file
-    // describes tuning, the table name comes from the workload.
-    let cf_opts = cfs.into_iter().find(|cf| cf.name() == table || cf.name() == "default").map(|cf| cf.options().clone());
-    Ok((db_opts, cf_opts.unwrap_or_default()))
+    let cf_name = if cfs.iter().any(|cf| cf.name() == table) {
+        table.to_string()
+    } else {
+        "default".to_string()
+    };
+    Ok((db_opts, cfs, cf_name))
+}
+
+impl RocksFactory {
+    /// The open database, for benchmarks that compare the harness with bare RocksDB calls.
+    pub fn db(&self) -> &Arc<DB> {
+        &self.db
+    }
+
+    /// The column family holding the workload's table.
+    pub fn column_family(&self) -> &str {
+        &self.cf_name
+    }
 }
 
 impl DbFactory for RocksFactory {
@@ -155,6 +220,7 @@ impl DbFactory for RocksFactory {
         Ok(RocksDb {
             db: Arc::clone(&self.db),
             table: self.table.clone(),
+            cf_name: self.cf_name.clone(),
             write_opts: Arc::clone(&self.write_opts),
             current: Record::new(),
             buf: Vec::new(),
@@ -165,11 +231,20 @@ impl DbFactory for RocksFactory {
         Some(self.dir.clone())
     }
 
+    fn events_since(&self, since_unix_ms: u64) -> Vec<iodig_model::events::DbEvent> {
+        crate::rocks_log::events(&self.dir, since_unix_ms).unwrap_or_default()
+    }
+
     fn close(&self) -> Result<(), DbError> {
         // Flush memtables so the next invocation starts from the same on-disk state and the
         // WAL replay does not distort its first step.
-        let cf = self.db.cf_handle(&self.table).expect("column family opened with the database");
-        self.db.flush_cf(&cf).map_err(|e| DbError::Unavailable(format!("rocksdb flush failed: {e}")))
+        let cf = self
+            .db
+            .cf_handle(&self.cf_name)
+            .expect("column family opened with the database");
+        self.db
+            .flush_cf(&cf)
+            .map_err(|e| DbError::Unavailable(format!("rocksdb flush failed: {e}")))
     }
 }
 
@@ -177,6 +252,7 @@ impl DbFactory for RocksFactory {
 pub struct RocksDb {
     db: Arc<DB>,
     table: String,
+    cf_name: String,
     write_opts: Arc<WriteOptions>,
     /// Scratch record for update's read-merge-write.
     current: Record,
@@ -184,15 +260,21 @@ pub struct RocksDb {
 }
 
 impl RocksDb {
-    fn with_cf<R>(&self, table: &str, f: impl FnOnce(&rocksdb::ColumnFamily) -> R) -> Result<R, Status> {
+    fn with_cf<R>(
+        &self,
+        table: &str,
+        f: impl FnOnce(&rocksdb::ColumnFamily) -> R,
+    ) -> Result<R, Status> {
         if table != self.table {
             return Err(Status::BadRequest);
         }
-        self.db.cf_handle(table).map(f).ok_or(Status::Error)
+        self.db.cf_handle(&self.cf_name).map(f).ok_or(Status::Error)
     }
 
     fn put(&self, table: &str, key: &str, value: &[u8]) -> Status {
-        match self.with_cf(table, |cf| self.db.put_cf_opt(cf, key, value, &self.write_opts)) {
+        match self.with_cf(table, |cf| {
+            self.db.put_cf_opt(cf, key, value, &self.write_opts)
+        }) {
             Ok(Ok(())) => Status::Ok,
             Ok(Err(_)) => Status::Error,
             Err(s) => s,
@@ -219,9 +301,15 @@ pub fn decode(bytes: &[u8], fields: Fields<'_>, out: &mut Record) -> bool {
         if rest.is_empty() {
             return true;
         }
-        let Some(name) = next_chunk(&mut rest) else { return false };
-        let Some(value) = next_chunk(&mut rest) else { return false };
-        let Ok(name) = std::str::from_utf8(name) else { return false };
+        let Some(name) = next_chunk(&mut rest) else {
+            return false;
+        };
+        let Some(value) = next_chunk(&mut rest) else {
+            return false;
+        };
+        let Ok(name) = std::str::from_utf8(name) else {
+            return false;
+        };
         if fields.is_none_or(|f| f.iter().any(|n| n == name)) {
             out.push(name, value);
         }
@@ -237,7 +325,13 @@ fn next_chunk<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
 }
 
 impl Db for RocksDb {
-    async fn read(&mut self, table: &str, key: &str, fields: Fields<'_>, out: &mut Record) -> Status {
+    async fn read(
+        &mut self,
+        table: &str,
+        key: &str,
+        fields: Fields<'_>,
+        out: &mut Record,
+    ) -> Status {
         let got = self.with_cf(table, |cf| self.db.get_pinned_cf(cf, key));
         match got {
             Ok(Ok(Some(v))) if decode(&v, fields, out) => Status::Ok,

@@ -1,1 +1,294 @@
 //! Block-IO tracing under the database: eBPF CO-RE tracer with a /proc/diskstats fallback.
+//!
+//! [`start`] picks the mode (eBPF when permitted and supported, else diskstats, saying why),
+//! [`TraceSession::stop`] returns the [`TraceDoc`]. Dropping a session detaches its probes.
+
+pub mod cli_support;
+pub mod devices;
+pub mod diskstats;
+mod doc;
+mod ebpf;
+mod fallback;
+pub mod hist;
+pub mod ops;
+pub mod render;
+pub mod series;
+
+use devices::Disk;
+pub use iodig_model::trace::TraceDoc;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// Whole disks traced at once (MAX_DEVS in iotrace.h).
+pub const MAX_DEVS: usize = 16;
+
+/// Which tracer to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TraceMode {
+    /// eBPF when possible, else diskstats with the reason in the result.
+    #[default]
+    Auto,
+    /// eBPF or fail with [`TraceError::Privilege`].
+    Ebpf,
+    Diskstats,
+    Off,
+}
+
+impl FromStr for TraceMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(TraceMode::Auto),
+            "ebpf" => Ok(TraceMode::Ebpf),
+            "diskstats" => Ok(TraceMode::Diskstats),
+            "off" => Ok(TraceMode::Off),
+            _ => Err(format!(
+                "unknown trace mode {s:?}: use auto, ebpf, diskstats or off"
+            )),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TraceOptions {
+    pub mode: TraceMode,
+    /// "vda", "/dev/vda" or partition names (traced as their whole disk); empty = every whole
+    /// disk, keeping those with activity in the result.
+    pub devices: Vec<String>,
+    /// Slot width in ms; must divide 1000 so slots align with unix seconds.
+    pub slot_ms: u32,
+    /// Raw per-IO events as CSV (eBPF mode only).
+    pub events_file: Option<PathBuf>,
+}
+
+impl Default for TraceOptions {
+    fn default() -> Self {
+        TraceOptions {
+            mode: TraceMode::Auto,
+            devices: Vec::new(),
+            slot_ms: 100,
+            events_file: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// eBPF was asked for explicitly but is not permitted or not supported (exit 3).
+    #[error("eBPF tracing unavailable: {reason}")]
+    Privilege { reason: String },
+    /// A device name that is not a block device here (exit 2).
+    #[error("unknown block device {name:?}; block devices present: {}", present.join(", "))]
+    UnknownDevice { name: String, present: Vec<String> },
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+enum Inner {
+    Ebpf(ebpf::Session),
+    Diskstats(fallback::Sampler),
+    Off,
+}
+
+/// A running trace. Dropping it detaches the probes; [`TraceSession::stop`] also returns results.
+pub struct TraceSession {
+    inner: Inner,
+    mode: &'static str,
+    note: Option<String>,
+    disks: Vec<Disk>,
+    auto_devices: bool,
+    slot_ms: u32,
+    start_unix_ms: u64,
+    events_file: Option<PathBuf>,
+}
+
+impl TraceSession {
+    /// `ebpf`, `diskstats` or `off`: the mode that actually runs.
+    pub fn mode(&self) -> &str {
+        self.mode
+    }
+
+    /// Why the session runs in a mode other than the one asked for.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// Stops tracing (probes detached first) and builds the result document.
+    pub fn stop(self) -> anyhow::Result<TraceDoc> {
+        let ctx = doc::Ctx {
+            disks: self.disks,
+            auto_devices: self.auto_devices,
+            slot_ms: self.slot_ms,
+            note: self.note,
+            start_unix_ms: self.start_unix_ms,
+            events_file: self.events_file,
+        };
+        match self.inner {
+            Inner::Ebpf(s) => Ok(doc::from_ebpf(&ctx, s.stop()?)),
+            Inner::Diskstats(s) => Ok(doc::from_diskstats(&ctx, s.stop())),
+            Inner::Off => Ok(doc::off(&ctx)),
+        }
+    }
+}
+
+/// Resolves the requested devices to whole disks (deduplicated, in order).
+fn resolve_devices(names: &[String]) -> Result<(Vec<Disk>, bool), TraceError> {
+    if names.is_empty() {
+        return Ok((devices::candidates(MAX_DEVS), true));
+    }
+    let mut disks: Vec<Disk> = Vec::new();
+    for n in names {
+        let d = devices::resolve_name(n).ok_or_else(|| TraceError::UnknownDevice {
+            name: n.clone(),
+            present: devices::list(),
+        })?;
+        if !disks.contains(&d) {
+            disks.push(d);
+        }
+    }
+    if disks.len() > MAX_DEVS {
+        return Err(anyhow::anyhow!(
+            "{} devices given with --device; the tracer takes at most {MAX_DEVS}",
+            disks.len()
+        )
+        .into());
+    }
+    Ok((disks, false))
+}
+
+/// Why eBPF cannot run here, checked before trying to load (the load itself is the last word).
+fn ebpf_precheck() -> Option<String> {
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Some(
+            "no kernel BTF (/sys/kernel/btf/vmlinux is missing; needs CONFIG_DEBUG_INFO_BTF=y)"
+                .into(),
+        );
+    }
+    if !has_bpf_caps() {
+        return Some("not root and no CAP_BPF + CAP_PERFMON (run as root, or setcap cap_bpf,cap_perfmon+ep on iodig)".into());
+    }
+    None
+}
+
+/// Effective capabilities allow loading tracing programs: CAP_SYS_ADMIN, or CAP_BPF + CAP_PERFMON.
+fn has_bpf_caps() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |bit: u32| eff & (1u64 << bit) != 0;
+    has(21) || (has(38) && has(39))
+}
+
+/// Starts tracing the requested devices in the requested mode.
+pub fn start(opts: &TraceOptions) -> Result<TraceSession, TraceError> {
+    if opts.slot_ms < 10 || 1000 % opts.slot_ms != 0 {
+        return Err(anyhow::anyhow!(
+            "--slot-ms {} must divide 1000 and be at least 10 (e.g. 10, 50, 100, 250, 1000)",
+            opts.slot_ms
+        )
+        .into());
+    }
+    let (disks, auto_devices) = resolve_devices(&opts.devices)?;
+    let mut s = TraceSession {
+        inner: Inner::Off,
+        mode: "off",
+        note: None,
+        disks,
+        auto_devices,
+        slot_ms: opts.slot_ms,
+        start_unix_ms: ebpf::unix_now_ns() / 1_000_000,
+        events_file: opts.events_file.clone(),
+    };
+    match opts.mode {
+        TraceMode::Off => return Ok(s),
+        TraceMode::Diskstats => return Ok(s.with_diskstats(None)),
+        TraceMode::Ebpf | TraceMode::Auto => {}
+    }
+    let tried = match ebpf_precheck() {
+        Some(reason) => Err(reason),
+        None => start_ebpf(&s.disks, opts).map_err(|e| format!("eBPF load failed: {e:#}")),
+    };
+    match (tried, opts.mode) {
+        (Ok(sess), _) => {
+            s.inner = Inner::Ebpf(sess);
+            s.mode = "ebpf";
+            Ok(s)
+        }
+        (Err(reason), TraceMode::Ebpf) => Err(TraceError::Privilege { reason }),
+        (Err(reason), _) => Ok(s.with_diskstats(Some(format!("diskstats fallback: {reason}")))),
+    }
+}
+
+fn start_ebpf(disks: &[Disk], opts: &TraceOptions) -> anyhow::Result<ebpf::Session> {
+    anyhow::ensure!(!disks.is_empty(), "no block device to trace");
+    ebpf::start(ebpf::Config {
+        disks: disks.to_vec(),
+        slot_ns: u64::from(opts.slot_ms) * 1_000_000,
+        events_file: opts.events_file.clone(),
+    })
+}
+
+impl TraceSession {
+    fn with_diskstats(mut self, note: Option<String>) -> Self {
+        self.inner = Inner::Diskstats(fallback::Sampler::start(
+            self.disks.clone(),
+            u64::from(self.slot_ms) * 1_000_000,
+        ));
+        self.mode = "diskstats";
+        self.note = note;
+        if self.events_file.is_some() {
+            let n = self.note.take().map_or(String::new(), |n| format!("{n}; "));
+            self.note = Some(format!(
+                "{n}--events ignored: the raw event stream needs eBPF"
+            ));
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_parsing() {
+        assert_eq!("auto".parse::<TraceMode>(), Ok(TraceMode::Auto));
+        assert_eq!("diskstats".parse::<TraceMode>(), Ok(TraceMode::Diskstats));
+        assert!("bpf"
+            .parse::<TraceMode>()
+            .unwrap_err()
+            .contains("auto, ebpf"));
+    }
+
+    #[test]
+    fn unknown_device_lists_present_ones() {
+        let opts = TraceOptions {
+            devices: vec!["nope0".into()],
+            ..Default::default()
+        };
+        match start(&opts) {
+            Err(TraceError::UnknownDevice { name, present }) => {
+                assert_eq!(name, "nope0");
+                assert!(!present.is_empty());
+            }
+            other => panic!("expected UnknownDevice, got {:?}", other.err()),
+        }
+    }
+
+    #[test]
+    fn bad_slot_width_is_rejected() {
+        let opts = TraceOptions {
+            slot_ms: 30,
+            ..Default::default()
+        };
+        assert!(start(&opts)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("--slot-ms 30"));
+    }
+}

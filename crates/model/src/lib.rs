@@ -1,6 +1,7 @@
 //! The run directory's data types: what iodig writes, and what every view (report, compare,
 //! YCSB text) reads back. Versioned by [`SCHEMA_VERSION`]; documented in `docs/run-directory.md`.
 
+pub mod events;
 pub mod fsio;
 pub mod props;
 pub mod run;

@@ -36,7 +36,9 @@ impl Properties {
         let mut pending = String::new();
         for raw in text.lines() {
             let line = raw.trim_start();
-            if pending.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!')) {
+            if pending.is_empty()
+                && (line.is_empty() || line.starts_with('#') || line.starts_with('!'))
+            {
                 continue;
             }
             if let Some(stripped) = line.strip_suffix('\\') {
@@ -105,7 +107,12 @@ impl Properties {
     }
 
     /// Parses a property, naming it and its origin on failure.
-    pub fn parse<T: FromStr>(&self, key: &str, default: T, expected: &str) -> Result<T, PropertyError> {
+    pub fn parse<T: FromStr>(
+        &self,
+        key: &str,
+        default: T,
+        expected: &str,
+    ) -> Result<T, PropertyError> {
         match self.get(key) {
             None => Ok(default),
             Some(v) => v.trim().parse::<T>().map_err(|_| {
@@ -126,7 +133,9 @@ impl Properties {
         if v.is_finite() {
             Ok(v)
         } else {
-            Err(PropertyError(format!("property {key}: expected a finite number")))
+            Err(PropertyError(format!(
+                "property {key}: expected a finite number"
+            )))
         }
     }
 
@@ -135,12 +144,19 @@ impl Properties {
             None => Ok(default),
             Some(v) if v == "true" => Ok(true),
             Some(v) if v == "false" => Ok(false),
-            Some(v) => Err(PropertyError(format!("property {key}={v}: expected true or false"))),
+            Some(v) => Err(PropertyError(format!(
+                "property {key}={v}: expected true or false"
+            ))),
         }
     }
 
     /// Errors for a value outside `choices`.
-    pub fn get_choice<'a>(&'a self, key: &str, default: &'a str, choices: &[&str]) -> Result<&'a str, PropertyError> {
+    pub fn get_choice<'a>(
+        &'a self,
+        key: &str,
+        default: &'a str,
+        choices: &[&str],
+    ) -> Result<&'a str, PropertyError> {
         let v = self.get_str(key, default);
         if choices.contains(&v) {
             Ok(v)
@@ -208,20 +224,31 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("iodig-props-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("w");
-        std::fs::write(&f, "# c\nrecordcount=1000\nreadproportion : 0.5\nlong=a\\\n  b\n! bang\n").unwrap();
+        std::fs::write(
+            &f,
+            "# c\nrecordcount=1000\nreadproportion : 0.5\nlong=a\\\n  b\n! bang\n",
+        )
+        .unwrap();
         let mut p = Properties::new();
         p.load_file(&f).unwrap();
         p.apply_override("recordcount=5").unwrap();
         assert_eq!(p.get("recordcount"), Some("5"));
         assert_eq!(p.get("readproportion"), Some("0.5"));
         assert_eq!(p.get("long"), Some("ab"));
-        assert!(p.apply_override("noequals").unwrap_err().0.contains("-p noequals"));
+        assert!(p
+            .apply_override("noequals")
+            .unwrap_err()
+            .0
+            .contains("-p noequals"));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn nearest_suggests_typo_fix() {
-        assert_eq!(nearest("recordcont", &["recordcount", "operationcount"]), Some("recordcount"));
+        assert_eq!(
+            nearest("recordcont", &["recordcount", "operationcount"]),
+            Some("recordcount")
+        );
         assert_eq!(nearest("zzzzzzzzzzzzzz", &["recordcount"]), None);
     }
 }

@@ -1,1 +1,476 @@
-//! Block-IO trace results stored with each step; produced by crates/iotrace.
+//! Block-IO trace results stored with each step; produced by crates/iotrace (`trace.json`).
+//!
+//! One [`TraceDoc`] per traced window: per device and per op (`read`, `write`, `discard`,
+//! `flush`, `other`) the totals, size and latency histograms, a per-second series on the unix
+//! clock shared with client and system samples, and the tracer's self-checks. The format is
+//! documented in `docs/tracing.md`; the helpers below compute the briefs' summary figures.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Op names in display order; the keys of [`DeviceTrace::ops`] and [`DeviceSecond::ops`].
+pub const OPS: [&str; 5] = ["read", "write", "discard", "flush", "other"];
+
+/// The trace of one window (a run step, or one `iodig trace`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TraceDoc {
+    /// `ebpf`, `diskstats` or `off`.
+    pub mode: String,
+    /// Why this mode ran when it is not the one asked for (e.g. the fallback reason).
+    pub note: Option<String>,
+    /// eBPF attach flavour (`tp_btf` or `raw_tp`); none in other modes.
+    #[serde(default)]
+    pub attach: Option<String>,
+    pub start_unix_ms: u64,
+    pub end_unix_ms: u64,
+    /// Width of the sub-second slots behind the `*_max` per-second figures.
+    pub slot_ms: u32,
+    /// False in diskstats mode: no size or latency histograms, only iostat's figures.
+    pub histograms: bool,
+    pub devices: Vec<DeviceTrace>,
+    pub self_check: SelfCheck,
+    /// CSV file of raw per-IO events, when asked for with `--events`.
+    #[serde(default)]
+    pub events_file: Option<String>,
+}
+
+/// Static facts about a whole-disk device that explain its trace (size clusters, flushes).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceInfo {
+    pub name: String,
+    /// `MAJ:MIN` as in /sys/dev/block.
+    pub dev: String,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    /// The active I/O scheduler (the bracketed entry of queue/scheduler).
+    pub scheduler: Option<String>,
+    pub nr_requests: Option<u64>,
+    pub max_sectors_kb: Option<u64>,
+    pub discard_max_bytes: Option<u64>,
+    /// `write back` (volatile cache: flushes reach the device) or `write through`.
+    pub write_cache: Option<String>,
+    pub mount_point: Option<String>,
+    pub fs_type: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DeviceTrace {
+    pub name: String,
+    pub dev: String,
+    pub info: Option<DeviceInfo>,
+    /// Keyed by op name; read, write, discard and flush are always present.
+    pub ops: BTreeMap<String, OpTrace>,
+    /// One entry per unix second of the window, oldest first.
+    pub seconds: Vec<DeviceSecond>,
+    /// Tracer totals against /proc/diskstats deltas (eBPF mode).
+    #[serde(default)]
+    pub diskstats_check: Vec<DiskstatsCheck>,
+}
+
+/// Totals of one op on one device over the window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OpTrace {
+    /// IOs counted once each, at final completion.
+    pub ios: u64,
+    /// Bytes completed (partial completions included).
+    pub bytes: u64,
+    /// IO sizes, counting IOs; bounds in bytes, `lower < size <= upper`; only non-empty buckets.
+    #[serde(default)]
+    pub size_hist: Vec<Bucket>,
+    /// The same buckets weighted by bytes (the "% by volume" view).
+    #[serde(default)]
+    pub size_bytes_hist: Vec<Bucket>,
+    /// `device` (issue → completion), `queue` (insert → issue, where inserts fire) and
+    /// `total` (request allocation → completion).
+    #[serde(default)]
+    pub latency: BTreeMap<String, Latency>,
+}
+
+/// One histogram bucket. Sizes: `lower < value <= upper` bytes. Latencies: `lower <= ns < upper`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Bucket {
+    pub lower: u64,
+    pub upper: u64,
+    pub count: u64,
+}
+
+/// A latency distribution in ns. Percentiles are bucket upper bounds (≤ 6% high).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    pub count: u64,
+    /// Exact maximum when the kernel kept one (device latency), else the top bucket's bound.
+    pub max_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub p9999_ns: u64,
+    pub buckets: Vec<Bucket>,
+}
+
+/// One unix second of one device.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DeviceSecond {
+    /// Start of the second (unix ms, a multiple of 1000).
+    pub unix_ms: u64,
+    /// Part of the second inside the traced window (edges are partial), in ms.
+    pub covered_ms: u64,
+    pub ops: BTreeMap<String, OpSecond>,
+    /// Time-weighted mean in-flight depth (eBPF: exact; diskstats: iostat's aqu-sz).
+    pub qd_mean: Option<f64>,
+    /// Max in-flight depth (eBPF: exact; diskstats: max of sampled in_flight).
+    pub qd_max: Option<u64>,
+    /// iostat %util (diskstats mode only; meaningless for parallel devices).
+    #[serde(default)]
+    pub util_pct: Option<f64>,
+}
+
+/// One op in one second. MB = 10^6 bytes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct OpSecond {
+    pub ios: u64,
+    pub bytes: u64,
+    /// Mean over the covered part of the second.
+    pub mb_s: f64,
+    /// The busiest slot of the second, as a rate.
+    pub mb_s_max: f64,
+    pub iops: f64,
+    pub iops_max: f64,
+    /// Device latency (issue → completion) of IOs completed in this second (eBPF only).
+    pub lat_max_ns: Option<u64>,
+    pub lat_p99_ns: Option<u64>,
+    /// iostat's await in ms (diskstats mode: includes OS queueing).
+    #[serde(default)]
+    pub await_ms: Option<f64>,
+    /// Average request size in bytes.
+    #[serde(default)]
+    pub avg_size_bytes: Option<f64>,
+}
+
+/// Tracer vs /proc/diskstats over the same window, for one op group.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DiskstatsCheck {
+    /// `read`, `write` (write + other write-class ops, as diskstats groups them), `discard`, `flush`.
+    pub op: String,
+    pub tracer_ios: u64,
+    pub diskstats_ios: u64,
+    pub tracer_sectors: u64,
+    pub diskstats_sectors: u64,
+}
+
+/// What the tracer knows about its own blind spots.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SelfCheck {
+    /// Raw events dropped because the ring buffer was full (event stream only).
+    pub lost_events: u64,
+    /// Map updates that failed (insert-stamp map full).
+    pub map_update_failures: u64,
+    /// Issues whose per-request state entry was held by another live request (not in QD/latency).
+    pub state_collisions: u64,
+    /// Final completions of requests not seen at issue (in flight at attach): counted, no latency.
+    pub completions_without_issue: u64,
+    pub partial_completions: u64,
+    pub requeues: u64,
+    /// Program runs the kernel skipped (prog info `recursion_misses`), summed.
+    pub recursion_misses: u64,
+    pub programs: Vec<ProgStat>,
+    /// True when every device's tracer totals equal its diskstats deltas.
+    pub diskstats_match: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ProgStat {
+    pub name: String,
+    pub run_cnt: u64,
+    /// Zero unless BPF stats were on (`/proc/sys/kernel/bpf_stats_enabled`).
+    pub run_time_ns: u64,
+    pub recursion_misses: u64,
+}
+
+/// A size range holding a share of one op's IOs, e.g. "74% 508–512 KiB".
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeBand {
+    pub lower: u64,
+    pub upper: u64,
+    /// Fraction of the op's IOs (0..=1).
+    pub share: f64,
+    pub label: String,
+}
+
+/// One row of the briefs' summary: an op's share of all IOs and all bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpShare {
+    pub op: String,
+    pub ios: u64,
+    pub bytes: u64,
+    pub pct_ios: f64,
+    pub pct_bytes: f64,
+}
+
+impl TraceDoc {
+    /// IOs and bytes of `op` summed over devices.
+    pub fn op_totals(&self, op: &str) -> (u64, u64) {
+        self.devices
+            .iter()
+            .filter_map(|d| d.ops.get(op))
+            .fold((0, 0), |(i, b), o| (i + o.ios, b + o.bytes))
+    }
+
+    /// Each op's share of all IOs and of all bytes (ops with no IO are left out).
+    pub fn op_mix(&self) -> Vec<OpShare> {
+        let totals: Vec<(&str, u64, u64)> = OPS
+            .iter()
+            .map(|op| (*op, self.op_totals(op).0, self.op_totals(op).1))
+            .collect();
+        let all_ios: u64 = totals.iter().map(|t| t.1).sum();
+        let all_bytes: u64 = totals.iter().map(|t| t.2).sum();
+        let pct = |v: u64, all: u64| {
+            if all == 0 {
+                0.0
+            } else {
+                100.0 * v as f64 / all as f64
+            }
+        };
+        totals
+            .into_iter()
+            .filter(|t| t.1 > 0)
+            .map(|(op, ios, bytes)| OpShare {
+                op: op.to_string(),
+                ios,
+                bytes,
+                pct_ios: pct(ios, all_ios),
+                pct_bytes: pct(bytes, all_bytes),
+            })
+            .collect()
+    }
+
+    /// The size histogram (by IO count) of `op`, merged over devices.
+    pub fn size_hist(&self, op: &str) -> Vec<Bucket> {
+        merge_buckets(
+            self.devices
+                .iter()
+                .filter_map(|d| d.ops.get(op))
+                .map(|o| o.size_hist.as_slice()),
+        )
+    }
+
+    /// The dominant size band of `op` over all devices; see [`dominant_band`].
+    pub fn dominant_band(&self, op: &str) -> Option<SizeBand> {
+        dominant_band(&self.size_hist(op))
+    }
+}
+
+impl DeviceTrace {
+    pub fn dominant_band(&self, op: &str) -> Option<SizeBand> {
+        self.ops.get(op).and_then(|o| dominant_band(&o.size_hist))
+    }
+}
+
+/// Sums histograms bucket by bucket (buckets are identified by their bounds).
+pub fn merge_buckets<'a>(hists: impl Iterator<Item = &'a [Bucket]>) -> Vec<Bucket> {
+    let mut m: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for h in hists {
+        for b in h {
+            *m.entry((b.lower, b.upper)).or_default() += b.count;
+        }
+    }
+    m.into_iter()
+        .map(|((lower, upper), count)| Bucket {
+            lower,
+            upper,
+            count,
+        })
+        .collect()
+}
+
+/// The narrowest band that says what most IOs look like: the biggest bucket, widened to its
+/// larger neighbour while it holds under half of the IOs (at most 8 buckets); or, when more
+/// IOs sit above 2 GiB than in that band, "> 2 GiB" (the briefs' "80% > 2 GB" discards).
+pub fn dominant_band(hist: &[Bucket]) -> Option<SizeBand> {
+    let total: u64 = hist.iter().map(|b| b.count).sum();
+    if total == 0 {
+        return None;
+    }
+    let top = (0..hist.len()).max_by_key(|&i| hist[i].count)?;
+    let (mut lo, mut hi, mut n) = (top, top, hist[top].count);
+    while (n as f64) < 0.5 * total as f64 && hi - lo < 7 {
+        let left = if lo > 0 && hist[lo - 1].upper == hist[lo].lower {
+            hist[lo - 1].count
+        } else {
+            0
+        };
+        let right = if hi + 1 < hist.len() && hist[hi + 1].lower == hist[hi].upper {
+            hist[hi + 1].count
+        } else {
+            0
+        };
+        if left == 0 && right == 0 {
+            break;
+        }
+        if right >= left {
+            hi += 1;
+            n += right;
+        } else {
+            lo -= 1;
+            n += left;
+        }
+    }
+    const TWO_GIB: u64 = 2 << 30;
+    let above: u64 = hist
+        .iter()
+        .filter(|b| b.lower >= TWO_GIB)
+        .map(|b| b.count)
+        .sum();
+    if above >= n {
+        let share = above as f64 / total as f64;
+        return Some(SizeBand {
+            lower: TWO_GIB,
+            upper: u64::MAX,
+            share,
+            label: format!("{:.0}% > 2 GiB", share * 100.0),
+        });
+    }
+    let (lower, upper) = (hist[lo].lower, hist[hi].upper);
+    let share = n as f64 / total as f64;
+    Some(SizeBand {
+        lower,
+        upper,
+        share,
+        label: format!("{:.0}% {}", share * 100.0, band_label(lower, upper)),
+    })
+}
+
+/// "508–512 KiB" for the sizes `lower < s <= upper`; "0 B" for the zero-size bucket.
+pub fn band_label(lower: u64, upper: u64) -> String {
+    if upper == 0 {
+        return "0 B".to_string();
+    }
+    let unit = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+        .into_iter()
+        .find(|(u, _)| upper >= *u)
+        .unwrap_or((1, "B"));
+    let f = |v: u64| {
+        let x = v as f64 / unit.0 as f64;
+        if (x - x.round()).abs() < 1e-9 {
+            format!("{}", x.round())
+        } else {
+            format!("{x:.2}")
+        }
+    };
+    format!("{}–{} {}", f(lower), f(upper), unit.1)
+}
+
+/// Bytes with a binary unit: "1.50 GiB".
+pub fn human_bytes(v: u64) -> String {
+    let units = [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
+    for (u, name) in units {
+        if v >= u {
+            return format!("{:.2} {name}", v as f64 / u as f64);
+        }
+    }
+    format!("{v} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(lower: u64, upper: u64, count: u64) -> Bucket {
+        Bucket {
+            lower,
+            upper,
+            count,
+        }
+    }
+
+    #[test]
+    fn dominant_band_single_bucket() {
+        let h = [b(0, 4096, 100)];
+        let band = dominant_band(&h).unwrap();
+        assert_eq!(band.label, "100% 0–4 KiB");
+    }
+
+    #[test]
+    fn dominant_band_widens_to_majority() {
+        let k = 1024;
+        let h = [
+            b(100 * k, 104 * k, 10),
+            b(504 * k, 508 * k, 30),
+            b(508 * k, 512 * k, 44),
+            b(512 * k, 516 * k, 16),
+        ];
+        let band = dominant_band(&h).unwrap();
+        assert_eq!(band.label, "74% 504–512 KiB");
+        assert_eq!((band.lower, band.upper), (504 * k, 512 * k));
+    }
+
+    #[test]
+    fn dominant_band_above_two_gib() {
+        let g = 1u64 << 30;
+        let h = [
+            b(4096, 8192, 20),
+            b(2 * g, 2 * g + (g >> 3), 40),
+            b(3 * g, 3 * g + (g >> 3), 40),
+        ];
+        let band = dominant_band(&h).unwrap();
+        assert_eq!(band.label, "80% > 2 GiB");
+    }
+
+    #[test]
+    fn op_mix_percentages() {
+        let mut ops = BTreeMap::new();
+        ops.insert(
+            "read".into(),
+            OpTrace {
+                ios: 996,
+                bytes: 680,
+                ..Default::default()
+            },
+        );
+        ops.insert(
+            "write".into(),
+            OpTrace {
+                ios: 4,
+                bytes: 320,
+                ..Default::default()
+            },
+        );
+        let doc = TraceDoc {
+            mode: "ebpf".into(),
+            note: None,
+            attach: None,
+            start_unix_ms: 0,
+            end_unix_ms: 0,
+            slot_ms: 100,
+            histograms: true,
+            devices: vec![DeviceTrace {
+                name: "vda".into(),
+                dev: "254:0".into(),
+                info: None,
+                ops,
+                seconds: vec![],
+                diskstats_check: vec![],
+            }],
+            self_check: SelfCheck::default(),
+            events_file: None,
+        };
+        let mix = doc.op_mix();
+        assert_eq!(mix.len(), 2);
+        assert!((mix[0].pct_ios - 99.6).abs() < 1e-9);
+        assert!((mix[1].pct_bytes - 32.0).abs() < 1e-9);
+        let back: TraceDoc = serde_json::from_str(&serde_json::to_string(&doc).unwrap()).unwrap();
+        assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn labels() {
+        assert_eq!(band_label(0, 0), "0 B");
+        assert_eq!(band_label(2 << 20, (2 << 20) + (1 << 18)), "2–2.25 MiB");
+        assert_eq!(human_bytes(3 << 29), "1.50 GiB");
+    }
+}

@@ -1,1 +1,21 @@
-//! placeholder
+//! Views of a run directory, one exporter per format. Every view is computed from the run
+//! directory alone, so a run taken on a lab server can be reported on a laptop.
+//!
+//! [`report::write_report`] is `iodig report`; [`compare::write_compare`] is `iodig compare`.
+
+pub mod analysis;
+pub mod compare;
+pub mod csv;
+pub mod data;
+pub mod doc;
+pub mod fixture;
+pub mod html;
+pub mod markdown;
+pub mod report;
+pub mod stat;
+pub mod svg;
+pub mod ycsb;
+
+pub use compare::{write_compare, CompareOptions, CompareOutput};
+pub use data::{load_run, DbEvent, RunData};
+pub use report::{write_report, ReportOutput};

@@ -6,4 +6,6 @@ mod log;
 mod series;
 
 pub use log::{Entry, Variant, WorkerLog};
-pub use series::{new_histogram, series_name, summarize, Histogram, IntervalMode, SeriesId, SeriesSet, HIGHEST_US};
+pub use series::{
+    new_histogram, series_name, summarize, Histogram, IntervalMode, SeriesId, SeriesSet, HIGHEST_US,
+};

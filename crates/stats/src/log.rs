@@ -42,7 +42,10 @@ impl WorkerLog {
     #[inline]
     pub fn push(&self, e: Entry) {
         // Only the collector contends, once per second, so the lock is almost always free.
-        self.entries.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e);
     }
 
     /// Moves the buffered entries into `spare` (cleared first) and keeps `spare`'s old buffer,

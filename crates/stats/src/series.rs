@@ -36,7 +36,10 @@ fn parse_series_name(name: &str) -> Option<SeriesId> {
     } else {
         (name, Variant::Ok)
     };
-    OpKind::ALL.iter().find(|op| op.name() == base).map(|op| (*op, variant))
+    OpKind::ALL
+        .iter()
+        .find(|op| op.name() == base)
+        .map(|op| (*op, variant))
 }
 
 pub fn new_histogram() -> Histogram {
@@ -93,10 +96,16 @@ impl SeriesSet {
     /// counted under the op either way.
     pub fn record(&mut self, e: &Entry, mode: IntervalMode) {
         let main = if e.ok { Variant::Ok } else { Variant::Failed };
-        let main_us = if mode == IntervalMode::Intended { e.intended_us } else { e.service_us };
-        self.histogram((e.op, main)).saturating_record(u64::from(main_us).min(HIGHEST_US));
+        let main_us = if mode == IntervalMode::Intended {
+            e.intended_us
+        } else {
+            e.service_us
+        };
+        self.histogram((e.op, main))
+            .saturating_record(u64::from(main_us).min(HIGHEST_US));
         if mode == IntervalMode::Both && e.ok {
-            self.histogram((e.op, Variant::Intended)).saturating_record(u64::from(e.intended_us).min(HIGHEST_US));
+            self.histogram((e.op, Variant::Intended))
+                .saturating_record(u64::from(e.intended_us).min(HIGHEST_US));
         }
         if e.op != OpKind::Cleanup {
             self.returns.entry(e.op).or_default()[usize::from(e.status).min(STATUSES - 1)] += 1;
@@ -124,7 +133,10 @@ impl SeriesSet {
     }
 
     pub fn histograms(&self) -> impl Iterator<Item = (SeriesId, &Histogram)> {
-        self.histograms.iter().filter(|(_, h)| !h.is_empty()).map(|(id, h)| (*id, h))
+        self.histograms
+            .iter()
+            .filter(|(_, h)| !h.is_empty())
+            .map(|(id, h)| (*id, h))
     }
 
     pub fn get(&self, id: SeriesId) -> Option<&Histogram> {
@@ -133,7 +145,9 @@ impl SeriesSet {
 
     /// Summaries by series name.
     pub fn summaries(&self) -> BTreeMap<String, SeriesSummary> {
-        self.histograms().map(|(id, h)| (series_name(id), summarize(h))).collect()
+        self.histograms()
+            .map(|(id, h)| (series_name(id), summarize(h)))
+            .collect()
     }
 
     /// Return-code counts by op name, then status name (given the status names in order).
@@ -145,7 +159,16 @@ impl SeriesSet {
                     .iter()
                     .enumerate()
                     .filter(|(_, c)| **c > 0)
-                    .map(|(i, c)| (status_names.get(i).copied().unwrap_or("UNKNOWN").to_string(), *c))
+                    .map(|(i, c)| {
+                        (
+                            status_names
+                                .get(i)
+                                .copied()
+                                .unwrap_or("UNKNOWN")
+                                .to_string(),
+                            *c,
+                        )
+                    })
                     .collect();
                 (op.name().to_string(), by_status)
             })
@@ -163,8 +186,12 @@ impl SeriesSet {
         self.histograms()
             .map(|(id, h)| {
                 let mut buf = Vec::new();
-                ser.serialize(h, &mut buf).map_err(|e| anyhow::anyhow!("cannot encode histogram: {e:?}"))?;
-                Ok((series_name(id), base64::engine::general_purpose::STANDARD.encode(buf)))
+                ser.serialize(h, &mut buf)
+                    .map_err(|e| anyhow::anyhow!("cannot encode histogram: {e:?}"))?;
+                Ok((
+                    series_name(id),
+                    base64::engine::general_purpose::STANDARD.encode(buf),
+                ))
             })
             .collect()
     }
@@ -175,10 +202,15 @@ impl SeriesSet {
         let mut de = Deserializer::new();
         for (name, b64) in encoded {
             let id = parse_series_name(name).with_context(|| format!("unknown series {name:?}"))?;
-            let bytes = base64::engine::general_purpose::STANDARD.decode(b64).with_context(|| format!("series {name}: bad base64"))?;
-            let h: Histogram =
-                de.deserialize(&mut bytes.as_slice()).map_err(|e| anyhow::anyhow!("series {name}: bad HDR data: {e:?}"))?;
-            set.histogram(id).add(&h).map_err(|e| anyhow::anyhow!("series {name}: {e:?}"))?;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .with_context(|| format!("series {name}: bad base64"))?;
+            let h: Histogram = de
+                .deserialize(&mut bytes.as_slice())
+                .map_err(|e| anyhow::anyhow!("series {name}: bad HDR data: {e:?}"))?;
+            set.histogram(id)
+                .add(&h)
+                .map_err(|e| anyhow::anyhow!("series {name}: {e:?}"))?;
         }
         Ok(set)
     }
@@ -189,7 +221,13 @@ mod tests {
     use super::*;
 
     fn entry(op: OpKind, ok: bool, us: u32) -> Entry {
-        Entry { op, status: if ok { 0 } else { 1 }, ok, service_us: us, intended_us: us * 2 }
+        Entry {
+            op,
+            status: if ok { 0 } else { 1 },
+            ok,
+            service_us: us,
+            intended_us: us * 2,
+        }
     }
 
     #[test]

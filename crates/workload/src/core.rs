@@ -2,8 +2,8 @@
 //! generators and buffers ([`Worker`]), doing exactly YCSB's `doInsert` and `doTransaction*`.
 
 use crate::generators::{
-    AcknowledgedCounter, Counter, Discrete, Exponential, Hotspot, ScrambledZipfian, Sequential, SkewedLatest,
-    TooManyUnacknowledged, Uniform, Zipfian,
+    AcknowledgedCounter, Counter, Discrete, Exponential, Hotspot, ScrambledZipfian, Sequential,
+    SkewedLatest, TooManyUnacknowledged, Uniform, Zipfian,
 };
 use crate::keys::KeyNamer;
 use crate::rng::Rng;
@@ -118,13 +118,19 @@ impl CoreWorkload {
         let ub = (spec.insert_start + spec.insert_count).saturating_sub(1);
         let key_chooser = match spec.request_distribution {
             RequestDistribution::Uniform => KeyChooser::Uniform(Uniform::new(lb, ub)),
-            RequestDistribution::Zipfian => {
-                KeyChooser::Zipfian(ScrambledZipfian::new(lb, spec.insert_start + spec.insert_count + spec.expected_new_keys()))
+            RequestDistribution::Zipfian => KeyChooser::Zipfian(ScrambledZipfian::new(
+                lb,
+                spec.insert_start + spec.insert_count + spec.expected_new_keys(),
+            )),
+            RequestDistribution::Latest => {
+                KeyChooser::Latest(SkewedLatest::new(spec.record_count.saturating_sub(1)))
             }
-            RequestDistribution::Latest => KeyChooser::Latest(SkewedLatest::new(spec.record_count.saturating_sub(1))),
-            RequestDistribution::Hotspot => {
-                KeyChooser::Hotspot(Hotspot::new(lb, ub, spec.hotspot_data_fraction, spec.hotspot_opn_fraction))
-            }
+            RequestDistribution::Hotspot => KeyChooser::Hotspot(Hotspot::new(
+                lb,
+                ub,
+                spec.hotspot_data_fraction,
+                spec.hotspot_opn_fraction,
+            )),
             RequestDistribution::Exponential => KeyChooser::Exponential(Exponential::new(
                 spec.exponential_percentile,
                 spec.record_count as f64 * spec.exponential_frac,
@@ -134,7 +140,10 @@ impl CoreWorkload {
         let [read, update, insert, scan, rmw] = spec.proportions;
         let field_names = spec.field_names();
         Arc::new(Self {
-            namer: KeyNamer { ordered: spec.ordered_inserts, zero_padding: spec.zero_padding },
+            namer: KeyNamer {
+                ordered: spec.ordered_inserts,
+                zero_padding: spec.zero_padding,
+            },
             field_order: java_hashmap_order(&field_names),
             field_names,
             key_sequence: Counter::new(spec.insert_start),
@@ -148,8 +157,16 @@ impl CoreWorkload {
                 (TxOp::ReadModifyWrite, rmw),
             ]),
             key_chooser,
-            field_length: LengthGen::new(spec.field_length_distribution, spec.min_field_length, spec.field_length),
-            scan_length: LengthGen::new(spec.scan_length_distribution, spec.min_scan_length, spec.max_scan_length),
+            field_length: LengthGen::new(
+                spec.field_length_distribution,
+                spec.min_field_length,
+                spec.field_length,
+            ),
+            scan_length: LengthGen::new(
+                spec.scan_length_distribution,
+                spec.min_scan_length,
+                spec.max_scan_length,
+            ),
             seed,
             spec,
         })
@@ -245,11 +262,13 @@ impl Worker {
         if shared.spec.data_integrity {
             let size = shared.spec.field_length as usize;
             let key = &self.key;
-            self.values.push_with(name, |buf| deterministic_value(key, name, size, buf));
+            self.values
+                .push_with(name, |buf| deterministic_value(key, name, size, buf));
         } else {
             let len = shared.field_length.next(&mut self.rng) as usize;
             let rng = &mut self.rng;
-            self.values.push_with(name, |buf| fill_random(rng, len, buf));
+            self.values
+                .push_with(name, |buf| fill_random(rng, len, buf));
         }
     }
 
@@ -275,7 +294,10 @@ impl Worker {
 
     /// Field selection of a read: all (None), all by name, or one random field.
     fn choose_read_fields(&mut self) -> Option<()> {
-        let (all, by_name) = (self.spec().read_all_fields, self.spec().read_all_fields_by_name);
+        let (all, by_name) = (
+            self.spec().read_all_fields,
+            self.spec().read_all_fields_by_name,
+        );
         if all && !by_name {
             return None;
         }
@@ -314,7 +336,10 @@ impl Worker {
     }
 
     /// YCSB's `doTransaction`: one operation of the mix.
-    pub async fn do_transaction<M: MeasuredDb>(&mut self, db: &mut M) -> Result<TxOp, WorkloadError> {
+    pub async fn do_transaction<M: MeasuredDb>(
+        &mut self,
+        db: &mut M,
+    ) -> Result<TxOp, WorkloadError> {
         let op = self.next_op();
         match op {
             TxOp::Read => self.do_read(db).await,
@@ -330,7 +355,9 @@ impl Worker {
         let keynum = self.next_keynum();
         self.shared.namer.build(keynum, &mut self.key);
         let fields = self.choose_read_fields().map(|_| self.one_field.as_slice());
-        let status = db.read(&self.shared.spec.table, &self.key, fields, &mut self.result).await;
+        let status = db
+            .read(&self.shared.spec.table, &self.key, fields, &mut self.result)
+            .await;
         if self.shared.spec.data_integrity && status.is_ok() {
             self.verify(db);
         }
@@ -363,14 +390,16 @@ impl Worker {
         } else {
             self.build_single_value();
         }
-        db.update(&self.shared.spec.table, &self.key, &self.values).await;
+        db.update(&self.shared.spec.table, &self.key, &self.values)
+            .await;
     }
 
     async fn do_tx_insert<M: MeasuredDb>(&mut self, db: &mut M) -> Result<(), WorkloadError> {
         let keynum = self.shared.insert_sequence.next();
         self.shared.namer.build(keynum, &mut self.key);
         self.build_all_values();
-        db.insert(&self.shared.spec.table, &self.key, &self.values).await;
+        db.insert(&self.shared.spec.table, &self.key, &self.values)
+            .await;
         // Acknowledged whatever the outcome, as YCSB does in `finally`.
         self.shared.insert_sequence.acknowledge(keynum)?;
         Ok(())
@@ -381,7 +410,14 @@ impl Worker {
         self.shared.namer.build(keynum, &mut self.key);
         let len = self.shared.scan_length.next(&mut self.rng) as usize;
         let fields = self.choose_read_fields().map(|_| self.one_field.as_slice());
-        db.scan(&self.shared.spec.table, &self.key, len, fields, &mut self.scan_out).await;
+        db.scan(
+            &self.shared.spec.table,
+            &self.key,
+            len,
+            fields,
+            &mut self.scan_out,
+        )
+        .await;
     }
 
     /// YCSB's `doTransactionReadModifyWrite`: the inner read and update are recorded under
@@ -396,7 +432,11 @@ impl Worker {
             self.build_single_value();
         }
         let table = &self.shared.spec.table;
-        let fields = if read_fields { Some(self.one_field.as_slice()) } else { None };
+        let fields = if read_fields {
+            Some(self.one_field.as_slice())
+        } else {
+            None
+        };
         let start = Instant::now();
         let read = db.read(table, &self.key, fields, &mut self.result).await;
         let update = db.update(table, &self.key, &self.values).await;

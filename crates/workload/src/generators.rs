@@ -30,7 +30,10 @@ pub struct Uniform {
 
 impl Uniform {
     pub fn new(lb: u64, ub: u64) -> Self {
-        Self { lb, interval: ub.saturating_sub(lb) + 1 }
+        Self {
+            lb,
+            interval: ub.saturating_sub(lb) + 1,
+        }
     }
 
     #[inline]
@@ -66,7 +69,12 @@ impl Zipfian {
     /// Items `min..=max`; ζ is computed here, O(n) as in YCSB.
     pub fn new(min: u64, max: u64) -> Self {
         let items = max - min + 1;
-        Self::with_zetan(min, max, ZIPFIAN_CONSTANT, zeta(0, items, ZIPFIAN_CONSTANT, 0.0))
+        Self::with_zetan(
+            min,
+            max,
+            ZIPFIAN_CONSTANT,
+            zeta(0, items, ZIPFIAN_CONSTANT, 0.0),
+        )
     }
 
     /// Items `min..=max` with a precomputed ζ(n).
@@ -164,7 +172,12 @@ impl Hotspot {
     pub fn new(lb: u64, ub: u64, hot_set_fraction: f64, hot_opn_fraction: f64) -> Self {
         let interval = ub - lb + 1;
         let hot_interval = (interval as f64 * hot_set_fraction) as u64;
-        Self { lb, hot_interval, cold_interval: interval - hot_interval, hot_opn_fraction }
+        Self {
+            lb,
+            hot_interval,
+            cold_interval: interval - hot_interval,
+            hot_opn_fraction,
+        }
     }
 
     #[inline]
@@ -187,7 +200,9 @@ pub struct Exponential {
 
 impl Exponential {
     pub fn new(percentile: f64, range: f64) -> Self {
-        Self { gamma: -(1.0 - percentile / 100.0).ln() / range }
+        Self {
+            gamma: -(1.0 - percentile / 100.0).ln() / range,
+        }
     }
 
     #[inline]
@@ -206,7 +221,11 @@ pub struct Sequential {
 
 impl Sequential {
     pub fn new(start: u64, end: u64) -> Self {
-        Self { start, interval: end - start + 1, counter: AtomicU64::new(0) }
+        Self {
+            start,
+            interval: end - start + 1,
+            counter: AtomicU64::new(0),
+        }
     }
 
     #[inline]
@@ -223,7 +242,9 @@ pub struct Counter {
 
 impl Counter {
     pub fn new(start: u64) -> Self {
-        Self { next: AtomicU64::new(start) }
+        Self {
+            next: AtomicU64::new(start),
+        }
     }
 
     #[inline]
@@ -311,7 +332,9 @@ impl<T: Copy> Discrete<T> {
     pub fn new(weighted: &[(T, f64)]) -> Self {
         let kept: Vec<(T, f64)> = weighted.iter().copied().filter(|(_, w)| *w > 0.0).collect();
         let sum: f64 = kept.iter().map(|(_, w)| w).sum();
-        Self { choices: kept.into_iter().map(|(v, w)| (v, w / sum)).collect() }
+        Self {
+            choices: kept.into_iter().map(|(v, w)| (v, w / sum)).collect(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -341,7 +364,9 @@ pub struct SkewedLatest {
 impl SkewedLatest {
     /// `last` is the acknowledged counter's last value at construction.
     pub fn new(last: u64) -> Self {
-        Self { zipf: Zipfian::new(0, last.max(1) - 1) }
+        Self {
+            zipf: Zipfian::new(0, last.max(1) - 1),
+        }
     }
 
     #[inline]
@@ -417,7 +442,11 @@ mod tests {
         let (a, b) = (c.next(), c.next());
         assert_eq!((a, b), (100, 101));
         c.acknowledge(b).unwrap();
-        assert_eq!(c.last_value(), 99, "101 acknowledged but 100 still outstanding");
+        assert_eq!(
+            c.last_value(),
+            99,
+            "101 acknowledged but 100 still outstanding"
+        );
         c.acknowledge(a).unwrap();
         // The advance happens on the next acknowledgement that gets the lock, or this one.
         assert_eq!(c.last_value(), 101);

@@ -33,7 +33,11 @@ impl KeyNamer {
         out.clear();
         out.push_str("user");
         let mut buf = itoa::Buffer::new();
-        let digits = if self.ordered { buf.format(keynum) } else { buf.format(fnvhash64(keynum)) };
+        let digits = if self.ordered {
+            buf.format(keynum)
+        } else {
+            buf.format(fnvhash64(keynum))
+        };
         for _ in digits.len()..self.zero_padding {
             out.push('0');
         }
@@ -51,7 +55,10 @@ impl KeyNamer {
 mod tests {
     use super::*;
 
-    const HASHED: KeyNamer = KeyNamer { ordered: false, zero_padding: 1 };
+    const HASHED: KeyNamer = KeyNamer {
+        ordered: false,
+        zero_padding: 1,
+    };
 
     #[test]
     fn keys_match_ycsb_test_vectors() {
@@ -64,15 +71,28 @@ mod tests {
 
     #[test]
     fn ordered_keys_are_padded_keynums() {
-        let k = KeyNamer { ordered: true, zero_padding: 8 };
+        let k = KeyNamer {
+            ordered: true,
+            zero_padding: 8,
+        };
         assert_eq!(k.key(42), "user00000042");
-        assert_eq!(KeyNamer { ordered: true, zero_padding: 1 }.key(42), "user42");
+        assert_eq!(
+            KeyNamer {
+                ordered: true,
+                zero_padding: 1
+            }
+            .key(42),
+            "user42"
+        );
     }
 
     #[test]
     fn keys_beyond_32_bits_hash_all_eight_bytes() {
         // Keynums above 2^31 (YCSB's int limit) still hash over all 8 bytes.
         assert_ne!(HASHED.key(1 << 33), HASHED.key(0));
-        assert_ne!(fnvhash64(10_000_000_000), fnvhash64(10_000_000_000 & 0xffff_ffff));
+        assert_ne!(
+            fnvhash64(10_000_000_000),
+            fnvhash64(10_000_000_000 & 0xffff_ffff)
+        );
     }
 }

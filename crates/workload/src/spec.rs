@@ -124,12 +124,18 @@ impl WorkloadSpec {
         };
         let field_count = p.get_u64("fieldcount", 10)?;
         if field_count == 0 {
-            return Err(err("property fieldcount=0: a record needs at least one field; set fieldcount ≥ 1".into()));
+            return Err(err(
+                "property fieldcount=0: a record needs at least one field; set fieldcount ≥ 1"
+                    .into(),
+            ));
         }
         let field_length = p.get_u64("fieldlength", 100)?;
         let min_field_length = p.get_u64("minfieldlength", 1)?;
-        let field_length_distribution = length_distribution(p, "fieldlengthdistribution", "constant")?;
-        if field_length_distribution != LengthDistribution::Constant && min_field_length > field_length {
+        let field_length_distribution =
+            length_distribution(p, "fieldlengthdistribution", "constant")?;
+        if field_length_distribution != LengthDistribution::Constant
+            && min_field_length > field_length
+        {
             return Err(err(format!(
                 "property minfieldlength={min_field_length} exceeds fieldlength={field_length}; lower minfieldlength"
             )));
@@ -177,7 +183,8 @@ impl WorkloadSpec {
             exponential_percentile: p.get_f64("exponential.percentile", 95.0)?,
             exponential_frac: p.get_f64("exponential.frac", 0.857_142_857_1)?,
             insertion_retry_limit: p.get_u64("core_workload_insertion_retry_limit", 0)?,
-            insertion_retry_interval_secs: p.get_f64("core_workload_insertion_retry_interval", 3.0)?,
+            insertion_retry_interval_secs: p
+                .get_f64("core_workload_insertion_retry_interval", 3.0)?,
             notes,
         };
         spec.check_key_space()?;
@@ -186,7 +193,9 @@ impl WorkloadSpec {
 
     /// The run phase needs keys to choose from, except when it only inserts.
     fn check_key_space(&self) -> Result<(), PropertyError> {
-        let chooses_keys = self.proportions[0] + self.proportions[1] + self.proportions[3] + self.proportions[4] > 0.0;
+        let chooses_keys =
+            self.proportions[0] + self.proportions[1] + self.proportions[3] + self.proportions[4]
+                > 0.0;
         if chooses_keys && self.insert_count == 0 {
             return Err(err(
                 "property recordcount is 0 (or insertcount=0): reads, updates and scans need records; set -p recordcount=N as used for the load"
@@ -198,7 +207,9 @@ impl WorkloadSpec {
 
     /// Field names `field0…`, in index order.
     pub fn field_names(&self) -> Vec<String> {
-        (0..self.field_count).map(|i| format!("{}{i}", self.field_name_prefix)).collect()
+        (0..self.field_count)
+            .map(|i| format!("{}{i}", self.field_name_prefix))
+            .collect()
     }
 
     /// Expected number of inserts in the run phase, used to size the zipfian key range.
@@ -212,32 +223,54 @@ fn fraction(p: &Properties, key: &str, default: f64) -> Result<f64, PropertyErro
     if (0.0..=1.0).contains(&v) {
         Ok(v)
     } else {
-        Err(err(format!("property {key}={v}: expected a fraction between 0 and 1")))
+        Err(err(format!(
+            "property {key}={v}: expected a fraction between 0 and 1"
+        )))
     }
 }
 
-fn length_distribution(p: &Properties, key: &str, default: &str) -> Result<LengthDistribution, PropertyError> {
-    Ok(match p.get_choice(key, default, &["constant", "uniform", "zipfian"])? {
-        "constant" => LengthDistribution::Constant,
-        "uniform" => LengthDistribution::Uniform,
-        _ => LengthDistribution::Zipfian,
-    })
+fn length_distribution(
+    p: &Properties,
+    key: &str,
+    default: &str,
+) -> Result<LengthDistribution, PropertyError> {
+    Ok(
+        match p.get_choice(key, default, &["constant", "uniform", "zipfian"])? {
+            "constant" => LengthDistribution::Constant,
+            "uniform" => LengthDistribution::Uniform,
+            _ => LengthDistribution::Zipfian,
+        },
+    )
 }
 
 fn request_distribution(p: &Properties) -> Result<RequestDistribution, PropertyError> {
-    let choices = ["uniform", "zipfian", "latest", "hotspot", "exponential", "sequential"];
-    Ok(match p.get_choice("requestdistribution", "uniform", &choices)? {
-        "uniform" => RequestDistribution::Uniform,
-        "zipfian" => RequestDistribution::Zipfian,
-        "latest" => RequestDistribution::Latest,
-        "hotspot" => RequestDistribution::Hotspot,
-        "exponential" => RequestDistribution::Exponential,
-        _ => RequestDistribution::Sequential,
-    })
+    let choices = [
+        "uniform",
+        "zipfian",
+        "latest",
+        "hotspot",
+        "exponential",
+        "sequential",
+    ];
+    Ok(
+        match p.get_choice("requestdistribution", "uniform", &choices)? {
+            "uniform" => RequestDistribution::Uniform,
+            "zipfian" => RequestDistribution::Zipfian,
+            "latest" => RequestDistribution::Latest,
+            "hotspot" => RequestDistribution::Hotspot,
+            "exponential" => RequestDistribution::Exponential,
+            _ => RequestDistribution::Sequential,
+        },
+    )
 }
 
-const PROPORTION_KEYS: [&str; 5] =
-    ["readproportion", "updateproportion", "insertproportion", "scanproportion", "readmodifywriteproportion"];
+const PROPORTION_KEYS: [&str; 5] = [
+    "readproportion",
+    "updateproportion",
+    "insertproportion",
+    "scanproportion",
+    "readmodifywriteproportion",
+];
 
 /// The op mix. YCSB normalises weights that do not sum to 1; iodig does the same and says so.
 fn proportions(p: &Properties) -> Result<([f64; 5], Vec<String>), PropertyError> {
@@ -246,7 +279,10 @@ fn proportions(p: &Properties) -> Result<([f64; 5], Vec<String>), PropertyError>
     for (i, key) in PROPORTION_KEYS.iter().enumerate() {
         out[i] = p.get_f64(key, defaults[i])?;
         if out[i] < 0.0 {
-            return Err(err(format!("property {key}={}: a proportion cannot be negative", out[i])));
+            return Err(err(format!(
+                "property {key}={}: a proportion cannot be negative",
+                out[i]
+            )));
         }
     }
     let sum: f64 = out.iter().sum();
@@ -258,8 +294,12 @@ fn proportions(p: &Properties) -> Result<([f64; 5], Vec<String>), PropertyError>
     }
     let mut notes = Vec::new();
     if (sum - 1.0).abs() > 1e-9 {
-        let given: Vec<String> =
-            PROPORTION_KEYS.iter().zip(out).filter(|(_, v)| *v > 0.0).map(|(k, v)| format!("{k}={v}")).collect();
+        let given: Vec<String> = PROPORTION_KEYS
+            .iter()
+            .zip(out)
+            .filter(|(_, v)| *v > 0.0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         let scaled: Vec<String> = PROPORTION_KEYS
             .iter()
             .zip(out)
@@ -292,29 +332,49 @@ mod tests {
         let s = WorkloadSpec::from_properties(&props(&["recordcount=1000"])).unwrap();
         assert_eq!(s.proportions, [0.95, 0.05, 0.0, 0.0, 0.0]);
         assert_eq!(s.request_distribution, RequestDistribution::Uniform);
-        assert_eq!((s.field_count, s.field_length, s.max_scan_length), (10, 100, 1000));
+        assert_eq!(
+            (s.field_count, s.field_length, s.max_scan_length),
+            (10, 100, 1000)
+        );
         assert_eq!(s.insert_count, 1000);
         assert!(s.notes.is_empty());
     }
 
     #[test]
     fn proportions_not_summing_to_one_are_normalised_with_a_note() {
-        let s = WorkloadSpec::from_properties(&props(&["recordcount=10", "readproportion=1", "updateproportion=1"])).unwrap();
+        let s = WorkloadSpec::from_properties(&props(&[
+            "recordcount=10",
+            "readproportion=1",
+            "updateproportion=1",
+        ]))
+        .unwrap();
         assert_eq!(s.notes.len(), 1);
-        assert!(s.notes[0].contains("normalised as YCSB does"), "{}", s.notes[0]);
+        assert!(
+            s.notes[0].contains("normalised as YCSB does"),
+            "{}",
+            s.notes[0]
+        );
         assert!(s.notes[0].contains("readproportion=0.5000"));
     }
 
     #[test]
     fn all_zero_proportions_are_an_error_naming_them() {
-        let e = WorkloadSpec::from_properties(&props(&["recordcount=10", "readproportion=0", "updateproportion=0"]))
-            .unwrap_err();
+        let e = WorkloadSpec::from_properties(&props(&[
+            "recordcount=10",
+            "readproportion=0",
+            "updateproportion=0",
+        ]))
+        .unwrap_err();
         assert!(e.0.contains("readproportion"), "{}", e.0);
     }
 
     #[test]
     fn ten_billion_records_are_accepted() {
-        let s = WorkloadSpec::from_properties(&props(&["recordcount=10000000000", "operationcount=10000000000"])).unwrap();
+        let s = WorkloadSpec::from_properties(&props(&[
+            "recordcount=10000000000",
+            "operationcount=10000000000",
+        ]))
+        .unwrap();
         assert_eq!(s.record_count, 10_000_000_000);
         assert_eq!(s.insert_count, 10_000_000_000);
     }
@@ -323,7 +383,13 @@ mod tests {
     fn bad_values_name_the_property() {
         let e = WorkloadSpec::from_properties(&props(&["recordcount=ten"])).unwrap_err();
         assert!(e.0.contains("recordcount=ten"), "{}", e.0);
-        let e = WorkloadSpec::from_properties(&props(&["recordcount=10", "requestdistribution=zipf"])).unwrap_err();
-        assert!(e.0.contains("requestdistribution=zipf") && e.0.contains("zipfian"), "{}", e.0);
+        let e =
+            WorkloadSpec::from_properties(&props(&["recordcount=10", "requestdistribution=zipf"]))
+                .unwrap_err();
+        assert!(
+            e.0.contains("requestdistribution=zipf") && e.0.contains("zipfian"),
+            "{}",
+            e.0
+        );
     }
 }

@@ -20,7 +20,8 @@ pub fn fill_random(rng: &mut Rng, len: usize, out: &mut Vec<u8>) {
 
 /// Java's `String.hashCode` (UTF-16 code units; field and key names are ASCII).
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
 }
 
 /// YCSB's `buildDeterministicValue(key, field)`: `key:field` then `:hashCode` of the text so far
@@ -71,7 +72,10 @@ mod tests {
     fn hashmap_order_of_ten_fields_matches_java() {
         // The order YCSB's BasicDB prints `INSERT usertable user… [ field1=… field0=… … ]` in.
         let names: Vec<String> = (0..10).map(|i| format!("field{i}")).collect();
-        assert_eq!(java_hashmap_order(&names), vec![1, 0, 7, 6, 9, 8, 3, 2, 5, 4]);
+        assert_eq!(
+            java_hashmap_order(&names),
+            vec![1, 0, 7, 6, 9, 8, 3, 2, 5, 4]
+        );
     }
 
     #[test]

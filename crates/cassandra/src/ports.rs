@@ -1,0 +1,122 @@
+//! Port checks before a node starts: is the port free, and if not, which process holds it
+//! (from /proc/net/tcp and the socket links in /proc/*/fd).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// Errors naming the port and, when /proc tells, the process that listens on it.
+pub fn ensure_free(addr: &str, port: u16, what: &str) -> Result<()> {
+    let sa: SocketAddr = format!("{addr}:{port}")
+        .parse()
+        .expect("loopback address parses");
+    match TcpListener::bind(sa) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let holder = holder_of(port)
+                .map(|(pid, cmd)| format!(", held by pid {pid} ({cmd})"))
+                .unwrap_or_default();
+            Err(Error::PortInUse(format!(
+                "port {port} on {addr} ({what}) is already in use{holder}: {e}; stop that process \
+                 (`iodig cassandra down --dir DIR` if it is a node iodig started) or pick another --dir after freeing it"
+            )))
+        }
+    }
+}
+
+pub fn can_connect(addr: &str, port: u16) -> bool {
+    let sa: SocketAddr = match format!("{addr}:{port}").parse() {
+        Ok(s) => s,
+        Err(_) => return false,
+    };
+    TcpStream::connect_timeout(&sa, Duration::from_millis(500)).is_ok()
+}
+
+/// The pid and command line of the process listening on `port` (any address), if visible.
+pub fn holder_of(port: u16) -> Option<(u32, String)> {
+    let inode = listening_inode(port)?;
+    let target = format!("socket:[{inode}]");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path())
+                .map(|l| l.to_string_lossy() == target)
+                .unwrap_or(false)
+            {
+                let cmd = std::fs::read(entry.path().join("cmdline"))
+                    .map(|b| {
+                        let s: String = b
+                            .split(|c| *c == 0)
+                            .map(|p| String::from_utf8_lossy(p).into_owned())
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        let s = s.trim().to_string();
+                        if s.len() > 120 {
+                            format!(
+                                "{}…",
+                                &s[..s.char_indices().nth(120).map(|(i, _)| i).unwrap_or(s.len())]
+                            )
+                        } else {
+                            s
+                        }
+                    })
+                    .unwrap_or_default();
+                return Some((pid, cmd));
+            }
+        }
+    }
+    None
+}
+
+/// Inode of a LISTEN socket on `port` in /proc/net/tcp or tcp6.
+fn listening_inode(port: u16) -> Option<u64> {
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() < 10 {
+                continue;
+            }
+            let local_port = f[1]
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            // State 0A is TCP_LISTEN.
+            if local_port == Some(port) && f[3] == "0A" {
+                if let Ok(inode) = f[9].parse::<u64>() {
+                    if inode != 0 {
+                        return Some(inode);
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_in_use_names_the_port_and_this_process() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let err = ensure_free("127.0.0.1", port, "CQL")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("port {port}")), "{err}");
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
+    }
+}

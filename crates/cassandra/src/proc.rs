@@ -1,0 +1,75 @@
+//! Processes by pid: is a recorded node still the process we started, and stopping it
+//! (SIGTERM, wait, SIGKILL) without ever signalling a pid the kernel gave to someone else.
+
+use std::time::{Duration, Instant};
+
+use crate::NodeInfo;
+
+/// Field 22 of /proc/PID/stat (start time in clock ticks since boot) and the state letter.
+fn stat(pid: u32) -> Option<(char, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((state, start))
+}
+
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    stat(pid).map(|(_, t)| t)
+}
+
+/// True while the recorded pid is alive, not a zombie, and still the process we started.
+pub fn node_alive(node: &NodeInfo) -> bool {
+    match stat(node.pid) {
+        Some((state, ticks)) => {
+            state != 'Z' && state != 'X' && (node.start_ticks == 0 || ticks == node.start_ticks)
+        }
+        None => false,
+    }
+}
+
+/// Collects the exit status when the node is our own child, so it does not linger as a zombie.
+fn reap(pid: u32) {
+    // SAFETY: waitpid with WNOHANG on a plain pid only reads the exit status (ECHILD when the
+    // process is not our child); no memory is shared.
+    unsafe {
+        libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), libc::WNOHANG);
+    }
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) with a positive pid we verified to be our node just before.
+    unsafe {
+        libc::kill(pid as libc::pid_t, sig);
+    }
+}
+
+/// Stops one node: SIGTERM, up to `grace` for Cassandra's drain, then SIGKILL.
+pub fn stop(node: &NodeInfo, grace: Duration) -> &'static str {
+    reap(node.pid);
+    if !node_alive(node) {
+        return "not running";
+    }
+    signal(node.pid, libc::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        reap(node.pid);
+        if !node_alive(node) {
+            return "terminated";
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if node_alive(node) {
+        signal(node.pid, libc::SIGKILL);
+        for _ in 0..100 {
+            reap(node.pid);
+            if !node_alive(node) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    "killed"
+}

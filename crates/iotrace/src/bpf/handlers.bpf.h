@@ -1,0 +1,213 @@
+/* handlers.bpf.h: the tracer's logic, included by iotrace.bpf.c once per program flavour with
+ * RD(p, f) = how to read field f of kernel pointer p and SFX = the name suffix. No include
+ * guard on purpose. */
+#define CAT2(a, b) a##_##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(name) CAT(name, SFX)
+
+/* Index of the request's whole disk in the traced list, or -1. */
+static __always_inline int FN(dev_index)(struct request *rq)
+{
+	struct gendisk *disk;
+	__u32 dev;
+
+	if (bpf_core_field_exists(((struct request___old *)rq)->rq_disk))
+		disk = RD((struct request___old *)rq, rq_disk);
+	else
+		disk = RD2(rq, q, disk);
+	if (!disk)
+		return -1;
+	dev = ((__u32)RD(disk, major) << 20) | (__u32)RD(disk, first_minor);
+	for (int i = 0; i < MAX_DEVS; i++) {
+		if (i >= ndevs)
+			break;
+		if (devs[i] == dev)
+			return i;
+	}
+	return -1;
+}
+
+/* The request's state entry. The tag used is the one that lives as long as the request: the
+ * scheduler tag when an elevator is attached (the driver tag is put back *before*
+ * block_rq_requeue fires, so rq->tag is -1 there), else the driver tag. */
+static __always_inline struct rq_state *FN(state)(__u32 d, struct request *rq)
+{
+	int tag = RD(rq, internal_tag);
+
+	if (tag < 0)
+		tag = RD(rq, tag);
+
+	if (tag < 0)
+		return 0;
+	return state_of(d, RD2(rq, mq_hctx, queue_num), tag);
+}
+
+/* insert -> issue time, when this request went through an insert. */
+static __always_inline void FN(queue_lat)(struct request *rq, __u32 d, __u32 op, __u64 now)
+{
+	__u64 key = (__u64)rq;
+	__u64 *ins = bpf_map_lookup_elem(&inserts, &key);
+	__u64 ts;
+
+	if (!ins)
+		return;
+	ts = *ins;
+	bpf_map_delete_elem(&inserts, &key);
+	/* A stamp older than the request's allocation belongs to an earlier user of the same
+	 * struct request (merged away after insert, LRU not yet evicted): ignore it. */
+	if (ts < RD(rq, start_time_ns) || now < ts)
+		return;
+	hist_add(d, op, H_LAT_QUEUE, lat_idx(now - ts, LAT_SUB_BITS), 1);
+}
+
+static __always_inline void FN(on_issue)(struct request *rq)
+{
+	int d = FN(dev_index)(rq);
+	struct rq_state *st;
+	struct slot *s;
+	__u64 now, off;
+	__s64 qd;
+
+	if (d < 0)
+		return;
+	now = bpf_ktime_get_ns();
+	if (inserts_seen)
+		FN(queue_lat)(rq, d, op_class(RD(rq, cmd_flags)), now);
+	st = FN(state)(d, rq);
+	if (!st) {
+		count(C_BAD_TAG);
+		return;
+	}
+	if (st->rq == (__u64)rq) {
+		/* Re-issue without a completion in between: keep it counted once in flight. */
+		st->issue_ns = now;
+		return;
+	}
+	if (st->rq) {
+		count(C_STATE_COLLISION);
+		return;
+	}
+	st->rq = (__u64)rq;
+	st->issue_ns = now;
+	st->bytes = RD(rq, __data_len);
+	qd = __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], 1) + 1;
+	s = slot_get(d, now + unix_offset_ns, &off);
+	if (!s)
+		return;
+	s->n_issue += 1;
+	s->sum_issue_off += off;
+	if (qd > s->qd_max)
+		s->qd_max = qd;
+}
+
+/* A tracked request leaves the device (final completion or requeue): depth -1. */
+static __always_inline __s64 FN(leave)(__u32 d, struct rq_state *st, struct slot *s, __u64 off)
+{
+	st->rq = 0;
+	if (s) {
+		s->n_done += 1;
+		s->sum_done_off += off;
+	}
+	return __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], -1) - 1;
+}
+
+static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, __u32 flags,
+					 __u32 nr_bytes, __u64 now, struct slot *s, __u64 off)
+{
+	struct rq_state *st = FN(state)(d, rq);
+	__u32 tk = d * NOPS + op;
+	struct op_total *t = bpf_map_lookup_elem(&totals, &tk);
+	__u64 dev_ns = 0, start;
+	__u32 size = nr_bytes;
+	__s64 qd = 0;
+
+	if (st && st->rq == (__u64)rq) {
+		dev_ns = now - st->issue_ns;
+		size = st->bytes;
+		qd = FN(leave)(d, st, s, off);
+		hist_add(d, op, H_LAT_DEVICE, lat_idx(dev_ns, LAT_SUB_BITS), 1);
+		sec_lat_add(d, op, now + unix_offset_ns, dev_ns);
+		if (s && dev_ns > s->op[op].lat_max_ns)
+			s->op[op].lat_max_ns = dev_ns;
+		if (t && dev_ns > t->lat_max_ns)
+			t->lat_max_ns = dev_ns;
+	} else {
+		count(C_NO_ISSUE);
+	}
+	if (t)
+		t->ios += 1;
+	if (s)
+		s->op[op].ios += 1;
+	hist_add(d, op, H_SIZE_COUNT, size_idx(size), 1);
+	hist_add(d, op, H_SIZE_BYTES, size_idx(size), size);
+	start = RD(rq, start_time_ns);
+	if (start && start < now)
+		hist_add(d, op, H_LAT_TOTAL, lat_idx(now - start, LAT_SUB_BITS), 1);
+	if (emit_events)
+		emit(d, rq, now, RD(rq, __sector), flags, size, dev_ns, qd);
+}
+
+/* block_rq_complete fires once per completed chunk; __data_len still holds the bytes left
+ * including this chunk, so the final chunk is nr_bytes >= __data_len. Bytes are added per
+ * chunk (as diskstats does), the IO is counted once, at its final completion. */
+static __always_inline void FN(on_complete)(struct request *rq, __u32 nr_bytes)
+{
+	int d = FN(dev_index)(rq);
+	__u32 flags, op, tk;
+	struct op_total *t;
+	struct slot *s;
+	__u64 now, off = 0;
+
+	if (d < 0)
+		return;
+	now = bpf_ktime_get_ns();
+	flags = RD(rq, cmd_flags);
+	op = op_class(flags);
+	tk = d * NOPS + op;
+	t = bpf_map_lookup_elem(&totals, &tk);
+	if (t)
+		t->bytes += nr_bytes;
+	s = slot_get(d, now + unix_offset_ns, &off);
+	if (s && op < NOPS)
+		s->op[op].bytes += nr_bytes;
+	if (nr_bytes < RD(rq, __data_len)) {
+		count(C_PARTIAL);
+		return;
+	}
+	if (op < NOPS)
+		FN(on_final)(rq, d, op, flags, nr_bytes, now, s, off);
+}
+
+static __always_inline void FN(on_requeue)(struct request *rq)
+{
+	int d = FN(dev_index)(rq);
+	struct rq_state *st;
+	struct slot *s;
+	__u64 off = 0;
+
+	if (d < 0)
+		return;
+	count(C_REQUEUES);
+	st = FN(state)(d, rq);
+	if (!st || st->rq != (__u64)rq)
+		return;
+	s = slot_get(d, bpf_ktime_get_ns() + unix_offset_ns, &off);
+	FN(leave)(d, st, s, off);
+}
+
+static __always_inline void FN(on_insert)(struct request *rq)
+{
+	__u64 key = (__u64)rq, now;
+
+	if (FN(dev_index)(rq) < 0)
+		return;
+	if (!inserts_seen)
+		inserts_seen = 1;
+	now = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&inserts, &key, &now, BPF_ANY))
+		count(C_INSERT_UPDATE_FAIL);
+}
+
+#undef FN
+#undef CAT
+#undef CAT2

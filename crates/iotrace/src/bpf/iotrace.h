@@ -1,0 +1,105 @@
+/* iotrace.h: constants and records shared by the BPF side (iotrace.bpf.c) and the Rust side
+ * (src/ebpf/layout.rs mirrors every struct here field by field; keep them in step). */
+#ifndef IOTRACE_H
+#define IOTRACE_H
+
+#define MAX_DEVS 16          /* whole disks traced at once (rodata list, linear search) */
+#define NOPS 5               /* read, write, discard, flush, other */
+#define OP_READ 0
+#define OP_WRITE 1
+#define OP_DISCARD 2
+#define OP_FLUSH 3
+#define OP_OTHER 4
+
+/* Size histogram: bucket 0 = 0 bytes (flushes); 1..512 = (4 KiB*(i-1), 4 KiB*i] up to 2 MiB;
+ * then 16 log-linear sub-buckets per power of two from (2 MiB, 4 MiB] to (2 GiB, 4 GiB]. */
+#define SIZE_LIN_BUCKETS 513
+#define SIZE_LOG_FIRST_POW 21
+#define SIZE_SUB_BITS 4
+#define SIZE_BUCKETS (SIZE_LIN_BUCKETS + 11 * (1 << SIZE_SUB_BITS)) /* 689 */
+
+/* Latency histograms (ns): exact below 2^g, then 2^g sub-buckets per power of two, values
+ * clamped below 2^40 ns (18 min). g = 3 (±6%) for run totals, g = 2 (±12%) per second. */
+#define LAT_SUB_BITS 3
+#define LAT_BUCKETS ((40 - LAT_SUB_BITS + 1) << LAT_SUB_BITS) /* 304 */
+#define SEC_SUB_BITS 2
+#define SEC_BUCKETS ((40 - SEC_SUB_BITS + 1) << SEC_SUB_BITS) /* 156 */
+#define LAT_CLAMP ((1ULL << 40) - 1)
+
+/* Histogram kinds per device x op in the `hists` map. */
+#define H_SIZE_COUNT 0
+#define H_SIZE_BYTES 1
+#define H_LAT_DEVICE 2 /* issue -> final completion */
+#define H_LAT_QUEUE 3  /* insert -> issue, where block_rq_insert fires */
+#define H_LAT_TOTAL 4  /* request allocation (rq->start_time_ns) -> final completion */
+#define NKINDS 5
+
+#define SLOT_RING 64   /* slots kept in the kernel; userspace drains well within 64 slots */
+#define SEC_RING 8     /* seconds of per-second latency histograms kept */
+#define STATE_PER_DEV 8192 /* per-request state entries per device, indexed by hctx/tag */
+
+/* Self-check counters (index into `counters`). */
+#define C_LOST_EVENTS 0      /* ring buffer full: raw event dropped */
+#define C_STATE_COLLISION 1  /* issue found its state slot held by another live request */
+#define C_NO_ISSUE 2         /* final completion of a request not seen at issue */
+#define C_INSERT_UPDATE_FAIL 3
+#define C_REQUEUES 4
+#define C_PARTIAL 5          /* partial completions (not counted as IOs) */
+#define C_BAD_TAG 6          /* issue with no driver tag: not tracked */
+#define NCOUNTERS 8
+
+struct slot_op {
+	__u32 ios;
+	__u32 _pad;
+	__u64 bytes;
+	__u64 lat_max_ns;
+};
+
+/* One device in one time slot, per CPU. `id` = unix-aligned slot number; an entry whose id is
+ * not the wanted one is stale and reads as zero. Queue-depth integral: see docs/tracing.md. */
+struct slot {
+	__u64 id;
+	struct slot_op op[NOPS];
+	__u32 qd_max;
+	__u32 n_issue;
+	__u32 n_done;
+	__u32 _pad;
+	__u64 sum_issue_off; /* sum over tracked issues of (t - slot start), ns */
+	__u64 sum_done_off;  /* sum over tracked completions/requeues of (t - slot start), ns */
+};
+
+struct sec_lat {
+	__u64 id; /* unix second */
+	__u32 hist[SEC_BUCKETS]; /* one device, one op, one second */
+};
+
+struct hist {
+	__u64 b[SIZE_BUCKETS];
+};
+
+struct op_total {
+	__u64 ios;
+	__u64 bytes; /* sum of completed bytes, partial completions included */
+	__u64 lat_max_ns;
+};
+
+struct rq_state {
+	__u64 rq;       /* struct request * of the live request holding this entry, 0 = free */
+	__u64 issue_ns;
+	__u32 bytes;
+	__u32 _pad;
+};
+
+/* Raw per-IO record of the optional event stream, written at final completion. */
+struct event {
+	__u64 ts_ns;     /* completion, CLOCK_MONOTONIC */
+	__u64 sector;
+	__u64 dev_ns;    /* issue -> completion; 0 if issue not seen */
+	__u64 queue_ns;  /* insert -> issue; 0 if no insert seen */
+	__u32 dev;       /* kernel dev_t (major << 20 | minor) */
+	__u32 cmd_flags;
+	__u32 bytes;
+	__u32 qd;        /* in-flight depth of the device after this completion */
+};
+
+#endif

@@ -1,0 +1,205 @@
+//! Block devices: name and MAJ:MIN resolution through sysfs, queue limits and the mount that a
+//! path lives on, so a trace can say which whole disk it watched and how that disk is set up.
+
+use anyhow::{bail, Context, Result};
+pub use iodig_model::trace::DeviceInfo;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// A whole disk as the tracer needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disk {
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl Disk {
+    /// dev_t in the kernel's own encoding (MINORBITS = 20), as the BPF side builds it.
+    pub fn kernel_dev(&self) -> u32 {
+        (self.major << 20) | self.minor
+    }
+
+    pub fn dev(&self) -> String {
+        format!("{}:{}", self.major, self.minor)
+    }
+}
+
+/// Whole-disk names under /sys/block, sorted.
+pub fn list() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/sys/block")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn read_trim(p: impl AsRef<Path>) -> Option<String> {
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn parse_majmin(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.trim().split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// The whole disk of a sysfs block entry (itself, or the parent of a partition).
+fn whole_disk_of(sys: &Path) -> Result<Disk> {
+    let real =
+        std::fs::canonicalize(sys).with_context(|| format!("cannot resolve {}", sys.display()))?;
+    let disk_dir = if real.join("partition").exists() {
+        real.parent().map(Path::to_path_buf).unwrap_or(real)
+    } else {
+        real
+    };
+    let name = disk_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dev = read_trim(disk_dir.join("dev"))
+        .with_context(|| format!("no dev file under {}", disk_dir.display()))?;
+    let (major, minor) =
+        parse_majmin(&dev).with_context(|| format!("bad MAJ:MIN {dev:?} for {name}"))?;
+    Ok(Disk { name, major, minor })
+}
+
+/// Resolves "vda", "/dev/vda" or a partition name ("vda1") to its whole disk; None if unknown.
+pub fn resolve_name(name: &str) -> Option<Disk> {
+    let base = name.strip_prefix("/dev/").unwrap_or(name);
+    let sys = PathBuf::from("/sys/class/block").join(base);
+    if sys.exists() {
+        return whole_disk_of(&sys).ok();
+    }
+    // A /dev path under another name (e.g. /dev/disk/by-id/…): follow its device number.
+    let meta = std::fs::metadata(name).ok()?;
+    if meta.rdev() == 0 {
+        return None;
+    }
+    let (ma, mi) = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
+    whole_disk_of(&PathBuf::from(format!("/sys/dev/block/{ma}:{mi}"))).ok()
+}
+
+/// Every whole disk that could see request-level IO (non-zero size), at most `max`.
+pub fn candidates(max: usize) -> Vec<Disk> {
+    list()
+        .iter()
+        .filter(|n| read_trim(format!("/sys/block/{n}/size")).is_some_and(|s| s != "0"))
+        .filter_map(|n| resolve_name(n))
+        .take(max)
+        .collect()
+}
+
+/// The whole disk under a file or directory, with its queue settings and the mount holding it.
+pub fn resolve_path(path: &Path) -> Result<DeviceInfo> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?;
+    let (ma, mi) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+    if ma == 0 {
+        bail!("{} is on a virtual file system (device {ma}:{mi}, e.g. tmpfs or overlay): no block device to trace; pass --device", path.display());
+    }
+    let disk =
+        whole_disk_of(&PathBuf::from(format!("/sys/dev/block/{ma}:{mi}"))).with_context(|| {
+            format!(
+                "device {ma}:{mi} of {} is not in /sys/dev/block",
+                path.display()
+            )
+        })?;
+    let mut info = info(&disk);
+    if let Some((mnt, fs)) = mount_of(path, ma, mi) {
+        info.mount_point = Some(mnt);
+        info.fs_type = Some(fs);
+    }
+    Ok(info)
+}
+
+/// Queue settings and model of a whole disk.
+pub fn info(disk: &Disk) -> DeviceInfo {
+    let q = |f: &str| read_trim(format!("/sys/block/{}/queue/{f}", disk.name));
+    let num = |f: &str| q(f).and_then(|s| s.parse::<u64>().ok());
+    DeviceInfo {
+        name: disk.name.clone(),
+        dev: disk.dev(),
+        model: read_trim(format!("/sys/block/{}/device/model", disk.name))
+            .filter(|s| !s.is_empty()),
+        rotational: num("rotational").map(|v| v == 1),
+        scheduler: q("scheduler").map(|s| active_scheduler(&s)),
+        nr_requests: num("nr_requests"),
+        max_sectors_kb: num("max_sectors_kb"),
+        discard_max_bytes: num("discard_max_bytes"),
+        write_cache: q("write_cache"),
+        mount_point: None,
+        fs_type: None,
+    }
+}
+
+/// "none [mq-deadline] kyber" → "mq-deadline".
+fn active_scheduler(s: &str) -> String {
+    s.split_whitespace()
+        .find(|w| w.starts_with('['))
+        .map(|w| w.trim_matches(['[', ']']).to_string())
+        .unwrap_or_else(|| s.to_string())
+}
+
+/// Mount point and fs type from /proc/self/mountinfo for the device `ma:mi` holding `path`.
+fn mount_of(path: &Path, ma: u32, mi: u32) -> Option<(String, String)> {
+    let want = format!("{ma}:{mi}");
+    let abs = std::fs::canonicalize(path).ok()?;
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let sep = f.iter().position(|x| *x == "-")?;
+            if f.get(2)? != &want {
+                return None;
+            }
+            Some((f.get(4)?.to_string(), f.get(sep + 1)?.to_string()))
+        })
+        .filter(|(mnt, _)| abs.starts_with(mnt))
+        .max_by_key(|(mnt, _)| mnt.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheduler_and_majmin_parsing() {
+        assert_eq!(
+            active_scheduler("none [mq-deadline] kyber bfq"),
+            "mq-deadline"
+        );
+        assert_eq!(active_scheduler("none"), "none");
+        assert_eq!(parse_majmin("254:16\n"), Some((254, 16)));
+        assert_eq!(parse_majmin("x"), None);
+        assert_eq!(
+            Disk {
+                name: "x".into(),
+                major: 254,
+                minor: 1
+            }
+            .kernel_dev(),
+            (254 << 20) | 1
+        );
+    }
+
+    #[test]
+    fn resolves_root_and_rejects_unknown() {
+        let info = resolve_path(Path::new("/")).expect("/ is on a block device on the test VM");
+        assert!(
+            list().contains(&info.name),
+            "{} not in {:?}",
+            info.name,
+            list()
+        );
+        assert_eq!(info.mount_point.as_deref(), Some("/"));
+        assert!(resolve_name("no-such-disk").is_none());
+        let by_dev = resolve_name(&format!("/dev/{}", info.name)).unwrap();
+        assert_eq!(by_dev.dev(), info.dev);
+    }
+}

@@ -1,0 +1,195 @@
+//! Turns what a session collected (kernel aggregates or diskstats samples) into the TraceDoc.
+
+use crate::devices::{self, Disk};
+use crate::diskstats::Stat;
+use crate::ebpf::{DevRaw, Raw};
+use crate::fallback::Samples;
+use crate::hist::{self, LAT_SUB_BITS};
+use crate::series::{self, Window};
+use iodig_model::trace::{DeviceTrace, DiskstatsCheck, OpTrace, SelfCheck, TraceDoc, OPS};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+pub struct Ctx {
+    pub disks: Vec<Disk>,
+    pub auto_devices: bool,
+    pub slot_ms: u32,
+    pub note: Option<String>,
+    pub start_unix_ms: u64,
+    pub events_file: Option<PathBuf>,
+}
+
+fn base(ctx: &Ctx, mode: &str, start_ms: u64, end_ms: u64, histograms: bool) -> TraceDoc {
+    TraceDoc {
+        mode: mode.into(),
+        note: ctx.note.clone(),
+        attach: None,
+        start_unix_ms: start_ms,
+        end_unix_ms: end_ms,
+        slot_ms: ctx.slot_ms,
+        histograms,
+        devices: Vec::new(),
+        self_check: SelfCheck::default(),
+        events_file: None,
+    }
+}
+
+pub fn off(ctx: &Ctx) -> TraceDoc {
+    let now = crate::ebpf::unix_now_ns() / 1_000_000;
+    base(ctx, "off", ctx.start_unix_ms, now, false)
+}
+
+/// Keeps a device unless it was picked automatically and saw no IO at all.
+fn keep(ctx: &Ctx, d: &DeviceTrace) -> bool {
+    !ctx.auto_devices || d.ops.values().any(|o| o.ios > 0 || o.bytes > 0)
+}
+
+fn new_device(disk: &Disk) -> DeviceTrace {
+    DeviceTrace {
+        name: disk.name.clone(),
+        dev: disk.dev(),
+        info: Some(devices::info(disk)),
+        ops: BTreeMap::new(),
+        seconds: Vec::new(),
+        diskstats_check: Vec::new(),
+    }
+}
+
+pub fn from_ebpf(ctx: &Ctx, raw: Raw) -> TraceDoc {
+    let mut doc = base(
+        ctx,
+        "ebpf",
+        raw.start_ns / 1_000_000,
+        raw.end_ns / 1_000_000,
+        true,
+    );
+    doc.attach = Some(raw.attach.clone());
+    doc.events_file = ctx.events_file.as_ref().map(|p| p.display().to_string());
+    let w = Window {
+        start_ns: raw.start_ns,
+        end_ns: raw.end_ns,
+        slot_ns: u64::from(ctx.slot_ms) * 1_000_000,
+    };
+    for (disk, dev) in ctx.disks.iter().zip(raw.devs.iter()) {
+        let mut d = new_device(disk);
+        for (i, op) in OPS.iter().enumerate() {
+            let t = op_trace(dev, i);
+            if i < 4 || t.ios > 0 || t.bytes > 0 {
+                d.ops.insert(op.to_string(), t);
+            }
+        }
+        d.seconds = series::from_slots(w, &dev.slots, &dev.sec_lat);
+        if let (Some(a), Some(b)) = (raw.ds_start.get(&disk.name), raw.ds_end.get(&disk.name)) {
+            d.diskstats_check = check(&d, &b.since(a));
+        }
+        if keep(ctx, &d) {
+            doc.devices.push(d);
+        }
+    }
+    doc.self_check = self_check(&raw, &doc.devices);
+    doc
+}
+
+fn op_trace(dev: &DevRaw, op: usize) -> OpTrace {
+    let (ios, bytes, lat_max) = dev.totals[op];
+    let h = &dev.hists[op];
+    let mut latency = BTreeMap::new();
+    let kinds = [
+        ("device", 2, Some(lat_max)),
+        ("queue", 3, None),
+        ("total", 4, None),
+    ];
+    for (name, kind, max) in kinds {
+        if let Some(l) = hist::latency(&h[kind][..hist::LAT_BUCKETS], LAT_SUB_BITS, max) {
+            latency.insert(name.to_string(), l);
+        }
+    }
+    OpTrace {
+        ios,
+        bytes,
+        size_hist: hist::to_buckets(&h[0], hist::size_bounds),
+        size_bytes_hist: hist::to_buckets(&h[1], hist::size_bounds),
+        latency,
+    }
+}
+
+/// Tracer totals against diskstats deltas, grouped as diskstats groups them: "other" ops
+/// (secure erase, write zeroes, zone ops) are write-class there.
+fn check(d: &DeviceTrace, ds: &Stat) -> Vec<DiskstatsCheck> {
+    let get = |op: &str| d.ops.get(op).map_or((0, 0), |o| (o.ios, o.bytes / 512));
+    ["read", "write", "discard", "flush"]
+        .iter()
+        .map(|op| {
+            let (mut ios, mut sectors) = get(op);
+            if *op == "write" {
+                let o = get("other");
+                ios += o.0;
+                sectors += o.1;
+            }
+            let (dios, dsec, _) = ds.group(op);
+            DiskstatsCheck {
+                op: op.to_string(),
+                tracer_ios: ios,
+                diskstats_ios: dios,
+                tracer_sectors: sectors,
+                diskstats_sectors: dsec,
+            }
+        })
+        .collect()
+}
+
+fn self_check(raw: &Raw, devs: &[DeviceTrace]) -> SelfCheck {
+    let c = raw.counters;
+    let all_match = devs
+        .iter()
+        .flat_map(|d| d.diskstats_check.iter())
+        .all(|k| k.tracer_ios == k.diskstats_ios && k.tracer_sectors == k.diskstats_sectors);
+    SelfCheck {
+        lost_events: c[0],
+        state_collisions: c[1],
+        completions_without_issue: c[2],
+        map_update_failures: c[3],
+        requeues: c[4],
+        partial_completions: c[5],
+        recursion_misses: raw.progs.iter().map(|p| p.recursion_misses).sum(),
+        programs: raw.progs.clone(),
+        diskstats_match: Some(all_match),
+    }
+}
+
+pub fn from_diskstats(ctx: &Ctx, samples: Samples) -> TraceDoc {
+    let start = samples.first().map_or(0, |s| s.0);
+    let end = samples.last().map_or(0, |s| s.0);
+    let mut doc = base(ctx, "diskstats", start / 1_000_000, end / 1_000_000, false);
+    for disk in &ctx.disks {
+        let per: Vec<(u64, Stat)> = samples
+            .iter()
+            .filter_map(|(t, m)| m.get(&disk.name).map(|s| (*t, *s)))
+            .collect();
+        let mut d = new_device(disk);
+        if let (Some(a), Some(b)) = (per.first(), per.last()) {
+            totals_from(&mut d, &b.1.since(&a.1));
+        }
+        d.seconds = series::from_diskstats(&per);
+        if keep(ctx, &d) {
+            doc.devices.push(d);
+        }
+    }
+    doc
+}
+
+fn totals_from(d: &mut DeviceTrace, delta: &Stat) {
+    let groups: HashMap<&str, (u64, u64, u64)> =
+        OPS[..4].iter().map(|op| (*op, delta.group(op))).collect();
+    for op in &OPS[..4] {
+        let (ios, sectors, _) = groups[op];
+        d.ops.insert(
+            op.to_string(),
+            OpTrace {
+                ios,
+                bytes: sectors * 512,
+                ..Default::default()
+            },
+        );
+    }
+}

@@ -1,0 +1,172 @@
+//! Reading the kernel's aggregates: time slots and per-second latency histograms drained while
+//! tracing, totals, histograms and counters read once at the end.
+
+use super::skel::{types, IotraceSkel};
+use crate::hist::{SEC_BUCKETS, SIZE_BUCKETS};
+use crate::series::SlotRec;
+use libbpf_rs::{MapCore, MapFlags};
+use std::collections::BTreeMap;
+
+pub const NOPS: usize = 5;
+pub const NKINDS: usize = 5;
+const SLOT_RING: u64 = 64;
+const SEC_RING: u64 = 8;
+pub const NCOUNTERS: usize = 8;
+
+/// Everything read back for one device.
+#[derive(Debug, Default)]
+pub struct DevRaw {
+    pub slots: BTreeMap<u64, SlotRec>,
+    pub sec_lat: BTreeMap<(u64, usize), Vec<u64>>,
+    /// [op][kind] bucket counts (kinds as H_* in iotrace.h).
+    pub hists: Vec<Vec<Vec<u64>>>,
+    /// (ios, bytes, max device latency ns) per op.
+    pub totals: [(u64, u64, u64); NOPS],
+}
+
+/// Copies a plain-old-data value of a skeleton-generated type out of map value bytes.
+fn pod<T: Copy>(b: &[u8]) -> Option<T> {
+    if b.len() < std::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: T is a #[repr(C)] type generated from the BPF object's BTF made only of integers
+    // and integer arrays (every bit pattern is valid); the length was checked above, and
+    // read_unaligned copes with the Vec's alignment.
+    Some(unsafe { std::ptr::read_unaligned(b.as_ptr().cast::<T>()) })
+}
+
+fn percpu<T: Copy>(map: &dyn MapCore, key: u32) -> Vec<T> {
+    match map.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY) {
+        Ok(Some(v)) => v.iter().filter_map(|b| pod::<T>(b)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Drains slots `from..to` (ids) of every device into `devs`.
+pub fn drain_slots(skel: &IotraceSkel<'_>, devs: &mut [DevRaw], from: u64, to: u64) {
+    let n = devs.len() as u64;
+    for id in from..to {
+        for (d, dev) in devs.iter_mut().enumerate() {
+            let key = ((id % SLOT_RING) * n + d as u64) as u32;
+            let mut rec = SlotRec::default();
+            let mut seen = false;
+            for s in percpu::<types::slot>(&skel.maps.slots, key)
+                .iter()
+                .filter(|s| s.id == id)
+            {
+                seen = true;
+                rec.add(&slot_rec(s));
+            }
+            if seen {
+                dev.slots.insert(id, rec);
+            }
+        }
+    }
+}
+
+fn slot_rec(s: &types::slot) -> SlotRec {
+    let mut r = SlotRec {
+        qd_max: u64::from(s.qd_max),
+        n_issue: u64::from(s.n_issue),
+        n_done: u64::from(s.n_done),
+        sum_issue_off: s.sum_issue_off,
+        sum_done_off: s.sum_done_off,
+        ..Default::default()
+    };
+    for (o, k) in r.ops.iter_mut().zip(s.op.iter()) {
+        *o = (u64::from(k.ios), k.bytes, k.lat_max_ns);
+    }
+    r
+}
+
+/// Drains per-second latency histograms of seconds `from..to`.
+pub fn drain_seconds(skel: &IotraceSkel<'_>, devs: &mut [DevRaw], from: u64, to: u64) {
+    let n = devs.len() as u64;
+    for sec in from..to {
+        for (d, dev) in devs.iter_mut().enumerate() {
+            for op in 0..NOPS {
+                let key = (((sec % SEC_RING) * n + d as u64) * NOPS as u64 + op as u64) as u32;
+                let mut acc = vec![0u64; SEC_BUCKETS];
+                let mut seen = false;
+                for s in percpu::<types::sec_lat>(&skel.maps.seclat, key)
+                    .iter()
+                    .filter(|s| s.id == sec)
+                {
+                    seen = true;
+                    acc.iter_mut()
+                        .zip(s.hist.iter())
+                        .for_each(|(a, b)| *a += u64::from(*b));
+                }
+                if seen {
+                    dev.sec_lat.insert((sec, op), acc);
+                }
+            }
+        }
+    }
+}
+
+/// Reads run totals and histograms of every device.
+pub fn read_totals(skel: &IotraceSkel<'_>, devs: &mut [DevRaw]) {
+    for (d, dev) in devs.iter_mut().enumerate() {
+        dev.hists = vec![vec![vec![0u64; SIZE_BUCKETS]; NKINDS]; NOPS];
+        for op in 0..NOPS {
+            let key = (d * NOPS + op) as u32;
+            for t in percpu::<types::op_total>(&skel.maps.totals, key) {
+                let e = &mut dev.totals[op];
+                *e = (e.0 + t.ios, e.1 + t.bytes, e.2.max(t.lat_max_ns));
+            }
+            for kind in 0..NKINDS {
+                let key = ((d * NOPS + op) * NKINDS + kind) as u32;
+                for h in percpu::<types::hist>(&skel.maps.hists, key) {
+                    let acc = &mut dev.hists[op][kind];
+                    acc.iter_mut().zip(h.b.iter()).for_each(|(a, b)| *a += *b);
+                }
+            }
+        }
+    }
+}
+
+/// Self-check counters summed over CPUs (indexes as C_* in iotrace.h).
+pub fn read_counters(skel: &IotraceSkel<'_>) -> [u64; NCOUNTERS] {
+    let mut c = [0u64; NCOUNTERS];
+    for (i, v) in c.iter_mut().enumerate() {
+        *v = percpu::<u64>(&skel.maps.counters, i as u32).iter().sum();
+    }
+    c
+}
+
+/// The raw event record of iotrace.h `struct event` (not in the skeleton: no map declares it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Event {
+    pub ts_ns: u64,
+    pub sector: u64,
+    pub dev_ns: u64,
+    pub queue_ns: u64,
+    pub dev: u32,
+    pub cmd_flags: u32,
+    pub bytes: u32,
+    pub qd: u32,
+}
+
+pub fn parse_event(b: &[u8]) -> Option<Event> {
+    pod::<Event>(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_layouts_match_the_header() {
+        // Sizes from iotrace.h; a mismatch means the C structs changed without the Rust side.
+        assert_eq!(std::mem::size_of::<types::slot>(), 160);
+        assert_eq!(std::mem::size_of::<types::sec_lat>(), 8 + 4 * SEC_BUCKETS);
+        assert_eq!(std::mem::size_of::<types::hist>(), 8 * SIZE_BUCKETS);
+        assert_eq!(std::mem::size_of::<Event>(), 48);
+        assert!(parse_event(&[0u8; 47]).is_none());
+        let mut raw = [0u8; 48];
+        raw[32..36].copy_from_slice(&((254u32 << 20) | 3).to_ne_bytes());
+        assert_eq!(parse_event(&raw).unwrap().dev, (254 << 20) | 3);
+    }
+}

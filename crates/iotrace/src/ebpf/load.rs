@@ -1,0 +1,203 @@
+//! Opening, configuring, loading and attaching the BPF skeleton: rodata knobs, map sizes, the
+//! tracepoint argument layout read from BTF, and the tp_btf → raw_tp fallback.
+
+use super::skel::{IotraceSkel, IotraceSkelBuilder, OpenIotraceSkel};
+use crate::devices::Disk;
+use anyhow::{Context, Result};
+use libbpf_rs::btf::types::{FuncProto, Typedef};
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Btf, Link, OpenObject, ReferencesType};
+use std::mem::MaybeUninit;
+
+const MAX_DEVS: usize = 16;
+const SLOT_RING: u32 = 64;
+const SEC_RING: u32 = 8;
+const NOPS: u32 = 5;
+const NKINDS: u32 = 5;
+const STATE_PER_DEV: u32 = 8192;
+/// Ring buffer for the raw event stream: 32 MiB holds ~700k events, seconds of NVMe traffic.
+const EVENTS_RING_BYTES: u32 = 32 << 20;
+
+/// Which program twins to load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    TpBtf,
+    RawTp,
+}
+
+impl Flavour {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavour::TpBtf => "tp_btf",
+            Flavour::RawTp => "raw_tp",
+        }
+    }
+}
+
+/// What the kernel side needs to know before load.
+pub struct LoadConfig<'a> {
+    pub disks: &'a [Disk],
+    pub slot_ns: u64,
+    pub unix_offset_ns: u64,
+    pub events: bool,
+}
+
+/// True when `btf_trace_block_rq_issue` takes (ctx, rq): the ≥5.11 layout, also backported to
+/// 5.10.137. Read from the kernel's BTF, never guessed from its version (bcc PR#4748).
+pub fn single_arg_layout() -> Result<bool> {
+    let btf = Btf::from_vmlinux().context("cannot read kernel BTF from /sys/kernel/btf/vmlinux")?;
+    let td = btf
+        .type_by_name::<Typedef<'_>>("btf_trace_block_rq_issue")
+        .context("kernel BTF has no btf_trace_block_rq_issue: block tracepoints missing")?;
+    let proto = td
+        .referenced_type()
+        .next_type()
+        .and_then(|t| FuncProto::try_from(t.skip_mods_and_typedefs()).ok())
+        .context("btf_trace_block_rq_issue is not a pointer to a function prototype")?;
+    Ok(proto.len() == 2)
+}
+
+fn configure(
+    open: &mut OpenIotraceSkel<'_>,
+    cfg: &LoadConfig<'_>,
+    single_arg: bool,
+    flavour: Flavour,
+) -> Result<()> {
+    let n = cfg.disks.len() as u32;
+    let ro = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .context("skeleton has no .rodata")?;
+    ro.ndevs = n;
+    for (i, d) in cfg.disks.iter().take(MAX_DEVS).enumerate() {
+        ro.devs[i] = d.kernel_dev();
+    }
+    ro.single_arg = single_arg;
+    ro.slot_ns = cfg.slot_ns;
+    ro.unix_offset_ns = cfg.unix_offset_ns;
+    ro.emit_events = cfg.events;
+    let m = &mut open.maps;
+    m.slots.set_max_entries(SLOT_RING * n)?;
+    m.seclat.set_max_entries(SEC_RING * n * NOPS)?;
+    m.hists.set_max_entries(n * NOPS * NKINDS)?;
+    m.totals.set_max_entries(n * NOPS)?;
+    m.rqstate.set_max_entries(n * STATE_PER_DEV)?;
+    if cfg.events {
+        m.events.set_max_entries(EVENTS_RING_BYTES)?;
+    }
+    let btf = flavour == Flavour::TpBtf;
+    let p = &mut open.progs;
+    for prog in [
+        &mut p.rq_issue_btf,
+        &mut p.rq_complete_btf,
+        &mut p.rq_requeue_btf,
+        &mut p.rq_insert_btf,
+    ] {
+        prog.set_autoload(btf);
+    }
+    for prog in [
+        &mut p.rq_issue_raw,
+        &mut p.rq_complete_raw,
+        &mut p.rq_requeue_raw,
+        &mut p.rq_insert_raw,
+    ] {
+        prog.set_autoload(!btf);
+    }
+    Ok(())
+}
+
+/// Opens and loads one flavour of the programs.
+pub fn load<'o>(
+    obj: &'o mut MaybeUninit<OpenObject>,
+    cfg: &LoadConfig<'_>,
+    flavour: Flavour,
+) -> Result<IotraceSkel<'o>> {
+    let single = single_arg_layout()?;
+    let mut open = IotraceSkelBuilder::default()
+        .open(obj)
+        .context("cannot open the BPF object")?;
+    configure(&mut open, cfg, single, flavour)?;
+    open.load().with_context(|| {
+        format!(
+            "kernel refused the {} programs (verifier or missing feature)",
+            flavour.name()
+        )
+    })
+}
+
+/// Attaches the loaded flavour. Links are owned by this process and never pinned, so they go
+/// away with it, however it exits (even kill -9: the kernel drops them with the last fd).
+pub fn attach(skel: &IotraceSkel<'_>, flavour: Flavour) -> Result<Vec<Link>> {
+    let p = &skel.progs;
+    let progs = match flavour {
+        Flavour::TpBtf => [
+            &p.rq_issue_btf,
+            &p.rq_complete_btf,
+            &p.rq_requeue_btf,
+            &p.rq_insert_btf,
+        ],
+        Flavour::RawTp => [
+            &p.rq_issue_raw,
+            &p.rq_complete_raw,
+            &p.rq_requeue_raw,
+            &p.rq_insert_raw,
+        ],
+    };
+    progs
+        .into_iter()
+        .map(|prog| {
+            prog.attach()
+                .with_context(|| format!("cannot attach {:?}", prog.name()))
+        })
+        .collect()
+}
+
+/// Loads and attaches, preferring tp_btf and falling back to raw_tp twins (kernels where
+/// tracing programs do not load). `objs` provides one OpenObject slot per attempt.
+pub fn load_and_attach<'o>(
+    objs: &'o mut [MaybeUninit<OpenObject>; 2],
+    cfg: &LoadConfig<'_>,
+) -> Result<(IotraceSkel<'o>, Vec<Link>, Flavour)> {
+    let [a, b] = objs;
+    let first =
+        load(a, cfg, Flavour::TpBtf).and_then(|s| attach(&s, Flavour::TpBtf).map(|l| (s, l)));
+    match first {
+        Ok((s, l)) => Ok((s, l, Flavour::TpBtf)),
+        Err(e) => {
+            let (s, l) = load(b, cfg, Flavour::RawTp)
+                .and_then(|s| attach(&s, Flavour::RawTp).map(|l| (s, l)))
+                .with_context(|| {
+                    format!("tp_btf failed first ({e:#}); raw_tp fallback failed too")
+                })?;
+            Ok((s, l, Flavour::RawTp))
+        }
+    }
+}
+
+/// Programs of the loaded flavour with their names, for prog-info statistics.
+pub fn prog_ids(skel: &IotraceSkel<'_>, flavour: Flavour) -> Vec<(String, u32)> {
+    use std::os::fd::AsFd;
+    let p = &skel.progs;
+    let progs = match flavour {
+        Flavour::TpBtf => [
+            &p.rq_issue_btf,
+            &p.rq_complete_btf,
+            &p.rq_requeue_btf,
+            &p.rq_insert_btf,
+        ],
+        Flavour::RawTp => [
+            &p.rq_issue_raw,
+            &p.rq_complete_raw,
+            &p.rq_requeue_raw,
+            &p.rq_insert_raw,
+        ],
+    };
+    progs
+        .into_iter()
+        .filter_map(|prog| {
+            let id = libbpf_rs::Program::id_from_fd(prog.as_fd()).ok()?;
+            Some((prog.name().to_string_lossy().into_owned(), id))
+        })
+        .collect()
+}

@@ -1,0 +1,196 @@
+//! Histogram bucket math shared with the BPF side (src/bpf/iotrace.h): index functions that
+//! mirror the C ones, bucket bounds, and percentiles.
+
+use iodig_model::trace::{Bucket, Latency};
+
+pub const SIZE_LIN_BUCKETS: usize = 513;
+pub const SIZE_BUCKETS: usize = SIZE_LIN_BUCKETS + 11 * 16;
+pub const LAT_SUB_BITS: u32 = 3;
+pub const LAT_BUCKETS: usize = ((40 - LAT_SUB_BITS + 1) << LAT_SUB_BITS) as usize;
+pub const SEC_SUB_BITS: u32 = 2;
+pub const SEC_BUCKETS: usize = ((40 - SEC_SUB_BITS + 1) << SEC_SUB_BITS) as usize;
+const LAT_CLAMP: u64 = (1 << 40) - 1;
+
+/// Size bucket of an IO of `bytes` (same as `size_idx` in iotrace.bpf.c).
+pub fn size_idx(bytes: u32) -> usize {
+    if bytes == 0 {
+        return 0;
+    }
+    if bytes <= 2 << 20 {
+        return bytes.div_ceil(4096) as usize;
+    }
+    let p = 31 - (bytes - 1).leading_zeros();
+    SIZE_LIN_BUCKETS + (((p - 21) << 4) + (((bytes - 1) >> (p - 4)) & 15)) as usize
+}
+
+/// Bounds `(lower, upper]` in bytes of size bucket `i`.
+pub fn size_bounds(i: usize) -> (u64, u64) {
+    if i < SIZE_LIN_BUCKETS {
+        let upper = 4096 * i as u64;
+        return (upper.saturating_sub(4096), upper);
+    }
+    let j = (i - SIZE_LIN_BUCKETS) as u64;
+    let p = 21 + j / 16;
+    let width = 1u64 << (p - 4);
+    let lower = (1u64 << p) + (j % 16) * width;
+    (lower, lower + width)
+}
+
+/// Latency bucket of `ns` with `g` sub-bucket bits (same as `lat_idx` in iotrace.bpf.c).
+pub fn lat_idx(ns: u64, g: u32) -> usize {
+    let ns = ns.min(LAT_CLAMP);
+    if ns < 1 << g {
+        return ns as usize;
+    }
+    let p = 63 - ns.leading_zeros();
+    (((p - g + 1) << g) as u64 | ((ns >> (p - g)) & ((1 << g) - 1))) as usize
+}
+
+/// Bounds `[lower, upper)` in ns of latency bucket `i` with `g` sub-bucket bits.
+pub fn lat_bounds(i: usize, g: u32) -> (u64, u64) {
+    let i = i as u64;
+    if i < 1 << g {
+        return (i, i + 1);
+    }
+    let p = (i >> g) + u64::from(g) - 1;
+    let width = 1u64 << (p - u64::from(g));
+    let lower = (1u64 << p) + (i & ((1 << g) - 1)) * width;
+    (lower, lower + width)
+}
+
+/// Non-empty buckets of `counts` with bounds from `bounds`.
+pub fn to_buckets(counts: &[u64], bounds: impl Fn(usize) -> (u64, u64)) -> Vec<Bucket> {
+    counts
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| **c > 0)
+        .map(|(i, &count)| {
+            let (lower, upper) = bounds(i);
+            Bucket {
+                lower,
+                upper,
+                count,
+            }
+        })
+        .collect()
+}
+
+/// The upper bound of the bucket holding quantile `q` (0..=1) of the IOs; 0 when empty.
+pub fn quantile(buckets: &[Bucket], q: f64) -> u64 {
+    let total: u64 = buckets.iter().map(|b| b.count).sum();
+    if total == 0 {
+        return 0;
+    }
+    let rank = ((q * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for b in buckets {
+        seen += b.count;
+        if seen >= rank {
+            return b.upper;
+        }
+    }
+    buckets.last().map_or(0, |b| b.upper)
+}
+
+/// A latency summary from total bucket counts (`g` sub-bucket bits), with an exact max if known.
+pub fn latency(counts: &[u64], g: u32, exact_max: Option<u64>) -> Option<Latency> {
+    let buckets = to_buckets(counts, |i| lat_bounds(i, g));
+    let count: u64 = buckets.iter().map(|b| b.count).sum();
+    if count == 0 {
+        return None;
+    }
+    let top = buckets.last().map_or(0, |b| b.upper);
+    let q = |p| quantile(&buckets, p).min(exact_max.unwrap_or(u64::MAX));
+    Some(Latency {
+        count,
+        max_ns: exact_max.unwrap_or(top),
+        p50_ns: q(0.5),
+        p90_ns: q(0.9),
+        p99_ns: q(0.99),
+        p999_ns: q(0.999),
+        p9999_ns: q(0.9999),
+        buckets,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_buckets_hold_their_sizes() {
+        for bytes in [
+            1u32,
+            512,
+            4096,
+            4097,
+            508 << 10,
+            512 << 10,
+            2 << 20,
+            (2 << 20) + 1,
+            3 << 30,
+            u32::MAX,
+        ] {
+            let (lo, hi) = size_bounds(size_idx(bytes));
+            assert!(
+                lo < bytes as u64 && bytes as u64 <= hi,
+                "{bytes} not in ({lo}, {hi}]"
+            );
+        }
+        assert_eq!(size_idx(0), 0);
+        assert_eq!(size_bounds(0), (0, 0));
+        assert_eq!(size_idx(u32::MAX), SIZE_BUCKETS - 1);
+        assert_eq!(size_bounds(size_idx(512 << 10)), (508 << 10, 512 << 10));
+        assert_eq!(
+            size_bounds(size_idx(2 << 30)),
+            ((2u64 << 30) - (1 << 26), 2 << 30)
+        );
+    }
+
+    #[test]
+    fn size_buckets_are_contiguous() {
+        for i in 1..SIZE_BUCKETS - 1 {
+            assert_eq!(
+                size_bounds(i).1,
+                size_bounds(i + 1).0,
+                "gap after bucket {i}"
+            );
+        }
+        assert!(size_bounds(SIZE_BUCKETS - 1).1 >= 4 << 30);
+    }
+
+    #[test]
+    fn latency_buckets_hold_their_values_within_precision() {
+        for g in [LAT_SUB_BITS, SEC_SUB_BITS] {
+            for ns in [0u64, 1, 7, 8, 9, 1000, 4095, 123_456_789, LAT_CLAMP] {
+                let (lo, hi) = lat_bounds(lat_idx(ns, g), g);
+                assert!(lo <= ns && ns < hi, "g={g}: {ns} not in [{lo}, {hi})");
+                assert!((hi - lo) as f64 <= (lo.max(1) as f64) / (1 << g) as f64 + 1.0);
+            }
+        }
+        assert_eq!(lat_idx(u64::MAX, LAT_SUB_BITS), LAT_BUCKETS - 1);
+        assert_eq!(lat_idx(u64::MAX, SEC_SUB_BITS), SEC_BUCKETS - 1);
+        for i in 0..LAT_BUCKETS - 1 {
+            assert_eq!(
+                lat_bounds(i, LAT_SUB_BITS).1,
+                lat_bounds(i + 1, LAT_SUB_BITS).0
+            );
+        }
+    }
+
+    #[test]
+    fn quantiles_and_summary() {
+        let mut counts = vec![0u64; LAT_BUCKETS];
+        counts[lat_idx(1_000, LAT_SUB_BITS)] = 99;
+        counts[lat_idx(1_000_000, LAT_SUB_BITS)] = 1;
+        let l = latency(&counts, LAT_SUB_BITS, Some(1_000_000)).unwrap();
+        assert_eq!(l.count, 100);
+        assert_eq!(
+            l.p50_ns,
+            lat_bounds(lat_idx(1_000, LAT_SUB_BITS), LAT_SUB_BITS).1
+        );
+        assert_eq!(l.p99_ns, l.p50_ns);
+        assert_eq!(l.p999_ns, 1_000_000, "capped by the exact max");
+        assert!(latency(&[0; 4], 2, None).is_none());
+    }
+}

@@ -1,0 +1,279 @@
+//! Text views of a TraceDoc: the briefs' summary table (per op: dominant size band, volume, %
+//! by IO count and by volume) and the per-second table that shows bursts under the averages.
+
+use iodig_model::trace::{human_bytes, DeviceSecond, TraceDoc, OPS};
+use std::fmt::Write;
+
+/// The whole text report: header, summary, per-second table per device, self-checks.
+pub fn text(doc: &TraceDoc) -> String {
+    let mut s = String::new();
+    let secs = (doc.end_unix_ms.saturating_sub(doc.start_unix_ms)) as f64 / 1000.0;
+    let _ = writeln!(
+        s,
+        "mode: {}{}  window: {secs:.1} s  slots: {} ms",
+        doc.mode,
+        doc.attach
+            .as_ref()
+            .map_or(String::new(), |a| format!(" ({a})")),
+        doc.slot_ms
+    );
+    if let Some(n) = &doc.note {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s.push('\n');
+    s.push_str(&summary(doc));
+    for d in &doc.devices {
+        let _ = writeln!(s, "\n{} ({}) per second:", d.name, d.dev);
+        s.push_str(&per_second(&d.seconds));
+    }
+    s.push_str(&checks(doc));
+    s
+}
+
+/// One row per op with IOs: dominant band, total, % by IO count, % by volume.
+pub fn summary(doc: &TraceDoc) -> String {
+    let mut s = format!(
+        "{:<8} {:>24} {:>12} {:>10} {:>10} {:>10}\n",
+        "op", "block size", "total", "IOs", "% by IOs", "% by vol"
+    );
+    for m in doc.op_mix() {
+        let band = if doc.histograms {
+            doc.dominant_band(&m.op)
+                .map_or("-".to_string(), |b| b.label)
+        } else {
+            avg_size(doc, &m.op, m.ios, m.bytes)
+        };
+        let _ = writeln!(
+            s,
+            "{:<8} {:>24} {:>12} {:>10} {:>9.1}% {:>9.1}%",
+            m.op,
+            band,
+            human_bytes(m.bytes),
+            m.ios,
+            m.pct_ios,
+            m.pct_bytes
+        );
+    }
+    if doc.op_mix().is_empty() {
+        s.push_str("(no block IO seen)\n");
+    }
+    s
+}
+
+/// Without histograms (diskstats) only the average size is known; say so.
+fn avg_size(_doc: &TraceDoc, op: &str, ios: u64, bytes: u64) -> String {
+    if op == "flush" || ios == 0 {
+        return "-".into();
+    }
+    format!("avg {}", human_bytes(bytes / ios))
+}
+
+fn ms(ns: Option<u64>) -> String {
+    ns.map_or("-".into(), |v| format!("{:.2}", v as f64 / 1e6))
+}
+
+/// Per second: for each active op MB/s mean/max, IOPS mean/max, latency max/p99; QD mean/max.
+pub fn per_second(seconds: &[DeviceSecond]) -> String {
+    let mut s = format!(
+        "{:<13} {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6}\n",
+        "time",
+        "op",
+        "MB/s",
+        "MB/s max",
+        "IOPS",
+        "IOPS max",
+        "lat max",
+        "lat p99",
+        "QD avg",
+        "QD max"
+    );
+    for sec in seconds {
+        let t = format_hms(sec.unix_ms);
+        let qd = (
+            sec.qd_mean.map_or("-".into(), |v| format!("{v:.1}")),
+            sec.qd_max.map_or("-".into(), |v| v.to_string()),
+        );
+        let mut first = true;
+        for op in OPS {
+            let Some(o) = sec.ops.get(op).filter(|o| o.ios > 0 || o.bytes > 0) else {
+                continue;
+            };
+            let lat_max = o.lat_max_ns.or(o.await_ms.map(|a| (a * 1e6) as u64));
+            let (tq, qa, qm) = if first {
+                (t.as_str(), qd.0.as_str(), qd.1.as_str())
+            } else {
+                ("", "", "")
+            };
+            let _ = writeln!(
+                s,
+                "{tq:<13} {op:<8} {:>9.1} {:>9.1} {:>9.0} {:>9.0} {:>9} {:>9} {qa:>7} {qm:>6}",
+                o.mb_s,
+                o.mb_s_max,
+                o.iops,
+                o.iops_max,
+                ms(lat_max),
+                ms(o.lat_p99_ns)
+            );
+            first = false;
+        }
+        if first {
+            let _ = writeln!(
+                s,
+                "{t:<13} {:<8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6}",
+                "idle", "0", "0", "0", "0", "-", "-", qd.0, qd.1
+            );
+        }
+    }
+    s.push_str(
+        "(lat in ms: device time issue→completion in eBPF mode, iostat await in diskstats mode)\n",
+    );
+    s
+}
+
+/// UTC time of day with ms: "12:34:56.000".
+fn format_hms(unix_ms: u64) -> String {
+    let s = unix_ms / 1000;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        (s / 3600) % 24,
+        (s / 60) % 60,
+        s % 60,
+        unix_ms % 1000
+    )
+}
+
+fn checks(doc: &TraceDoc) -> String {
+    if doc.mode != "ebpf" {
+        return String::new();
+    }
+    let c = &doc.self_check;
+    let mut s = format!(
+        "\nself-check: lost events {}, map update failures {}, recursion misses {}, state collisions {}, completions without issue {}, requeues {}, diskstats {}\n",
+        c.lost_events,
+        c.map_update_failures,
+        c.recursion_misses,
+        c.state_collisions,
+        c.completions_without_issue,
+        c.requeues,
+        match c.diskstats_match {
+            Some(true) => "match",
+            Some(false) => "DIFFER",
+            None => "-",
+        }
+    );
+    for d in &doc.devices {
+        for k in d
+            .diskstats_check
+            .iter()
+            .filter(|k| k.tracer_ios != k.diskstats_ios || k.tracer_sectors != k.diskstats_sectors)
+        {
+            let _ = writeln!(
+                s,
+                "  {} {}: tracer {} IOs / {} sectors, diskstats {} / {}",
+                d.name, k.op, k.tracer_ios, k.tracer_sectors, k.diskstats_ios, k.diskstats_sectors
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iodig_model::trace::{Bucket, DeviceTrace, OpSecond, OpTrace, SelfCheck};
+    use std::collections::BTreeMap;
+
+    fn doc() -> TraceDoc {
+        let mut ops = BTreeMap::new();
+        let hist = vec![Bucket {
+            lower: 0,
+            upper: 4096,
+            count: 996,
+        }];
+        ops.insert(
+            "read".into(),
+            OpTrace {
+                ios: 996,
+                bytes: 996 * 4096,
+                size_hist: hist,
+                ..Default::default()
+            },
+        );
+        let hist = vec![Bucket {
+            lower: 508 << 10,
+            upper: 512 << 10,
+            count: 4,
+        }];
+        ops.insert(
+            "write".into(),
+            OpTrace {
+                ios: 4,
+                bytes: 4 * (512 << 10),
+                size_hist: hist,
+                ..Default::default()
+            },
+        );
+        let mut sec = DeviceSecond {
+            unix_ms: 3_723_000,
+            covered_ms: 1000,
+            qd_mean: Some(1.5),
+            qd_max: Some(32),
+            ..Default::default()
+        };
+        sec.ops.insert(
+            "write".into(),
+            OpSecond {
+                ios: 4,
+                bytes: 2 << 20,
+                mb_s: 2.1,
+                mb_s_max: 21.0,
+                iops: 4.0,
+                iops_max: 40.0,
+                lat_max_ns: Some(1_500_000),
+                ..Default::default()
+            },
+        );
+        TraceDoc {
+            mode: "ebpf".into(),
+            note: None,
+            attach: Some("tp_btf".into()),
+            start_unix_ms: 3_723_000,
+            end_unix_ms: 3_724_000,
+            slot_ms: 100,
+            histograms: true,
+            devices: vec![DeviceTrace {
+                name: "vda".into(),
+                dev: "254:0".into(),
+                info: None,
+                ops,
+                seconds: vec![sec],
+                diskstats_check: vec![],
+            }],
+            self_check: SelfCheck {
+                diskstats_match: Some(true),
+                ..Default::default()
+            },
+            events_file: None,
+        }
+    }
+
+    #[test]
+    fn summary_table_has_bands_and_shares() {
+        let s = summary(&doc());
+        assert!(s.contains("100% 0–4 KiB"), "{s}");
+        assert!(s.contains("100% 508–512 KiB"), "{s}");
+        assert!(s.contains("99.6%"), "{s}");
+    }
+
+    #[test]
+    fn per_second_table_shows_max_next_to_mean() {
+        let s = per_second(&doc().devices[0].seconds);
+        let row = s.lines().find(|l| l.contains("write")).unwrap();
+        assert!(row.starts_with("01:02:03.000"), "{row}");
+        assert!(
+            row.contains("21.0") && row.contains("1.50") && row.contains("32"),
+            "{row}"
+        );
+        assert!(text(&doc()).contains("diskstats match"));
+    }
+}

@@ -1,0 +1,279 @@
+//! Integration tests against the real kernel (root required, as in CI): known IO on a loop
+//! device must come out of the tracer exactly, and match /proc/diskstats.
+
+mod common;
+
+use common::*;
+use iodig_iotrace::{start, TraceMode, TraceOptions};
+use iodig_model::trace::TraceDoc;
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+fn opts(dev: &LoopDev, mode: TraceMode) -> TraceOptions {
+    TraceOptions {
+        mode,
+        devices: vec![dev.path.clone()],
+        slot_ms: 100,
+        events_file: None,
+    }
+}
+
+/// The known workload: 200 reads of 4 KiB, 40 writes of 512 KiB, one 3 GiB discard, 5 fsyncs.
+fn known_io(dev: &LoopDev) {
+    let f = dev.open_direct();
+    let buf = AlignedBuf::new(512 * KIB as usize);
+    for i in 0..200u64 {
+        pread_direct(&f, &buf, 4096, (i * 37 % 4000) * 4096);
+    }
+    for i in 0..40u64 {
+        pwrite_direct(&f, &buf, 512 * KIB as usize, 64 * MIB + i * 512 * KIB);
+    }
+    discard(&f, 4 * GIB, 3 * GIB);
+    for _ in 0..5 {
+        f.sync_all().unwrap();
+    }
+}
+
+fn op<'a>(doc: &'a TraceDoc, name: &str) -> &'a iodig_model::trace::OpTrace {
+    &doc.devices[0].ops[name]
+}
+
+#[test]
+fn ebpf_counts_sizes_and_op_split_match_issued_io_and_diskstats() {
+    let _g = lock();
+    let dev = LoopDev::new(8 * GIB, 0, false);
+    let session = start(&opts(&dev, TraceMode::Ebpf)).expect("eBPF tracing loads as root");
+    assert_eq!(session.mode(), "ebpf");
+    known_io(&dev);
+    // An idle second at the end: its depth must be back at zero (no leaked in-flight count).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let doc = session.stop().unwrap();
+    assert_eq!(doc.devices.len(), 1);
+    assert_eq!(doc.devices[0].name, dev.name);
+
+    let r = op(&doc, "read");
+    assert_eq!((r.ios, r.bytes), (200, 200 * 4096));
+    assert_eq!(r.size_hist.len(), 1);
+    assert_eq!(
+        (
+            r.size_hist[0].lower,
+            r.size_hist[0].upper,
+            r.size_hist[0].count
+        ),
+        (0, 4096, 200)
+    );
+
+    // fsync on a block device sends an empty PREFLUSH write; blk-flush turns it into a flush
+    // request, and the empty write itself completes (0 bytes): diskstats counts it as a write.
+    let w = op(&doc, "write");
+    assert_eq!(w.bytes, 40 * 512 * KIB);
+    let w512 = w
+        .size_hist
+        .iter()
+        .find(|b| b.upper == 512 * KIB)
+        .expect("a 508–512 KiB bucket");
+    assert_eq!(w512.count, 40);
+    let fl = op(&doc, "flush");
+    assert_eq!(fl.ios, 5, "one flush per fsync");
+    assert_eq!(w.ios, 40 + 5);
+    assert_eq!(doc.dominant_band("read").unwrap().label, "100% 0–4 KiB");
+    assert_eq!(
+        doc.devices[0].dominant_band("write").unwrap().label,
+        format!("{:.0}% 508–512 KiB", 4000.0 / 45.0)
+    );
+
+    let d = op(&doc, "discard");
+    assert_eq!(d.bytes, 3 * GIB);
+    assert!(
+        d.ios >= 1 && d.size_hist.iter().all(|b| b.lower >= 2 * GIB),
+        "{:?}",
+        d.size_hist
+    );
+    assert_eq!(doc.dominant_band("discard").unwrap().label, "100% > 2 GiB");
+
+    for k in &doc.devices[0].diskstats_check {
+        assert_eq!(
+            (k.tracer_ios, k.tracer_sectors),
+            (k.diskstats_ios, k.diskstats_sectors),
+            "{k:?}"
+        );
+    }
+    assert_eq!(doc.self_check.diskstats_match, Some(true));
+    assert_eq!(
+        doc.self_check.lost_events
+            + doc.self_check.map_update_failures
+            + doc.self_check.state_collisions,
+        0
+    );
+    assert_eq!(doc.self_check.recursion_misses, 0);
+
+    // Latency and the per-second series exist and add up to the totals.
+    assert_eq!(r.latency["device"].count, 200);
+    assert!(
+        r.latency["device"].p99_ns > 0 && r.latency["device"].p99_ns <= r.latency["device"].max_ns
+    );
+    let secs = &doc.devices[0].seconds;
+    assert!(secs.windows(2).all(|p| p[1].unix_ms == p[0].unix_ms + 1000));
+    assert_eq!(secs.iter().map(|s| s.ops["read"].ios).sum::<u64>(), 200);
+    assert_eq!(
+        secs.iter().map(|s| s.ops["discard"].bytes).sum::<u64>(),
+        3 * GIB
+    );
+    let mix = doc.op_mix();
+    let rd = mix.iter().find(|m| m.op == "read").unwrap();
+    assert!((rd.pct_ios - 100.0 * 200.0 / (250 + d.ios) as f64).abs() < 1e-9);
+    // Everything traced left the device again: the depth ends at zero.
+    assert_eq!(
+        secs.last().unwrap().qd_max.unwrap_or(0),
+        0,
+        "{:?}",
+        secs.last()
+    );
+}
+
+#[test]
+fn max_queue_depth_reaches_the_ios_held_in_flight() {
+    let _g = lock();
+    const N: usize = 32;
+    // Real data behind the loop device and direct IO to its backing file: each read goes to the
+    // VM's disk, so the 32 requests issued from one io_submit plug are all in flight together.
+    let dev = LoopDev::new(256 * MIB, 64 * MIB, true);
+    let session = start(&opts(&dev, TraceMode::Ebpf)).unwrap();
+    let f = dev.open_direct();
+    let done = aio_read_batches(&f, N, 20, 64 * MIB);
+    let doc = session.stop().unwrap();
+    let secs = &doc.devices[0].seconds;
+    let max = secs.iter().filter_map(|s| s.qd_max).max().unwrap();
+    assert!(max >= N as u64, "max queue depth {max} < {N} in flight");
+    assert!(
+        max <= N as u64,
+        "max queue depth {max} > the {N} IOs ever in flight"
+    );
+    assert_eq!(op(&doc, "read").ios, done as u64);
+    let mean = secs.iter().filter_map(|s| s.qd_mean).fold(0.0, f64::max);
+    assert!(mean > 0.0 && mean <= N as f64, "time-weighted mean {mean}");
+}
+
+#[test]
+fn diskstats_fallback_reports_the_same_io_counts() {
+    let _g = lock();
+    let dev = LoopDev::new(GIB, 0, false);
+    let session = start(&opts(&dev, TraceMode::Diskstats)).unwrap();
+    assert_eq!(session.mode(), "diskstats");
+    let f = dev.open_direct();
+    let buf = AlignedBuf::new(64 * KIB as usize);
+    for i in 0..100u64 {
+        pread_direct(&f, &buf, 4096, i * 8192);
+    }
+    for i in 0..10u64 {
+        pwrite_direct(&f, &buf, 64 * KIB as usize, 256 * MIB + i * 64 * KIB);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    let doc = session.stop().unwrap();
+    assert_eq!(doc.mode, "diskstats");
+    assert!(!doc.histograms);
+    assert_eq!(
+        (op(&doc, "read").ios, op(&doc, "read").bytes),
+        (100, 100 * 4096)
+    );
+    assert_eq!(
+        (op(&doc, "write").ios, op(&doc, "write").bytes),
+        (10, 10 * 64 * KIB)
+    );
+    let secs = &doc.devices[0].seconds;
+    assert_eq!(secs.iter().map(|s| s.ops["read"].ios).sum::<u64>(), 100);
+    let busiest = secs
+        .iter()
+        .map(|s| s.ops["write"].avg_size_bytes.unwrap_or(0.0))
+        .fold(0.0, f64::max);
+    assert_eq!(busiest, 65536.0);
+    assert!(secs
+        .iter()
+        .any(|s| s.util_pct.is_some() && s.qd_mean.is_some()));
+}
+
+#[test]
+fn nothing_stays_attached_after_stop_or_drop() {
+    let _g = lock();
+    let dev = LoopDev::new(GIB, 0, false);
+    let before = bpf_objects().1.len();
+    let s = start(&opts(&dev, TraceMode::Ebpf)).unwrap();
+    assert_eq!(
+        our_progs().len(),
+        4,
+        "4 programs while tracing: {:?}",
+        our_progs()
+    );
+    assert_eq!(bpf_objects().1.len(), before + 4, "4 links while tracing");
+    s.stop().unwrap();
+    assert_eq!(
+        our_progs_after_release(),
+        Vec::<String>::new(),
+        "left after stop"
+    );
+    assert_eq!(bpf_objects().1.len(), before, "links left after stop");
+    drop(start(&opts(&dev, TraceMode::Ebpf)).unwrap());
+    assert_eq!(
+        our_progs_after_release(),
+        Vec::<String>::new(),
+        "left after drop"
+    );
+}
+
+/// Child side of the kill -9 test: trace until killed.
+fn kill_child() {
+    let dev = std::env::var("IODIG_KILL_CHILD_DEV").unwrap();
+    let _s = start(&TraceOptions {
+        mode: TraceMode::Ebpf,
+        devices: vec![dev],
+        ..Default::default()
+    })
+    .unwrap();
+    println!("tracing");
+    std::thread::sleep(std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn kill_9_of_a_tracing_process_leaves_nothing_attached() {
+    if std::env::var("IODIG_KILL_CHILD_DEV").is_ok() {
+        return kill_child();
+    }
+    let _g = lock();
+    let dev = LoopDev::new(GIB, 0, false);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "kill_9_of_a_tracing_process_leaves_nothing_attached",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("IODIG_KILL_CHILD_DEV", &dev.path)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("tracing") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
+            "child exited before tracing"
+        );
+    }
+    assert_eq!(
+        our_progs().len(),
+        4,
+        "child's programs visible: {:?}",
+        our_progs()
+    );
+    // SAFETY: kill(2) on our own child's pid with SIGKILL.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+    child.wait().unwrap();
+    assert_eq!(
+        our_progs_after_release(),
+        Vec::<String>::new(),
+        "left after kill -9"
+    );
+}

@@ -1,0 +1,135 @@
+//! CSV exporter: the per-step ops table, the per-second client series and the per-second block
+//! IO series, in long form (one row per step × series or second × op) so spreadsheets and
+//! pandas read them without reshaping. Empty cells mean "not measured".
+
+use crate::analysis::Report;
+use crate::data::RunData;
+use std::fmt::Write;
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// Quotes a field when it needs it (RFC 4180).
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// One row per step and latency series, plus the sweep's aggregated "ALL" row per point.
+pub fn ops(report: &Report) -> String {
+    let mut o = String::from(
+        "workload,threads,repetitions,steps,ops_per_sec,ops_ci95,series,count,mean_us,p50_us,p90_us,p95_us,p99_us,p999_us,p9999_us,max_us\n",
+    );
+    for s in &report.sweeps {
+        for p in &s.points {
+            let steps = p
+                .steps
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let rows = std::iter::once(("ALL".to_string(), &p.all))
+                .chain(p.per_op.iter().map(|(k, v)| (k.clone(), v)));
+            for (name, v) in rows {
+                let _ = writeln!(
+                    o,
+                    "{},{},{},{},{:.3},{},{},{},{:.3},{},{},{},{},{},{},{}",
+                    field(&s.workload),
+                    p.threads,
+                    p.rep_ops.len(),
+                    steps,
+                    p.ops_per_sec,
+                    opt(p.ops_ci95.map(|c| format!("{c:.3}"))),
+                    name,
+                    v.count,
+                    v.mean_us,
+                    v.p50_us,
+                    v.p90_us,
+                    v.p95_us,
+                    v.p99_us,
+                    v.p999_us,
+                    v.p9999_us,
+                    v.max_us
+                );
+            }
+        }
+    }
+    o
+}
+
+/// Per-second client samples: one row per step, second and series.
+pub fn client(run: &RunData) -> String {
+    let mut o =
+        String::from("step,workload,threads,unix_ms,t,secs,ops_per_sec,series,count,mean_us,p50_us,p99_us,p999_us,p9999_us,max_us\n");
+    for st in &run.steps {
+        let sum = &st.summary;
+        for s in &st.timeseries {
+            for (name, v) in &s.series {
+                let _ = writeln!(
+                    o,
+                    "{},{},{},{},{},{},{:.3},{},{},{:.3},{},{},{},{},{}",
+                    sum.index,
+                    field(&sum.workload),
+                    sum.threads,
+                    s.unix_ms,
+                    s.t,
+                    s.secs,
+                    s.ops_per_sec,
+                    name,
+                    v.count,
+                    v.mean_us,
+                    v.p50_us,
+                    v.p99_us,
+                    v.p999_us,
+                    v.p9999_us,
+                    v.max_us
+                );
+            }
+        }
+    }
+    o
+}
+
+/// Per-second block IO: one row per step, device, second and op with IO.
+pub fn io(run: &RunData) -> String {
+    let mut o = String::from(
+        "step,device,unix_ms,covered_ms,op,ios,bytes,mb_s,mb_s_max,iops,iops_max,lat_max_ns,lat_p99_ns,await_ms,qd_mean,qd_max\n",
+    );
+    for st in &run.steps {
+        let Some(t) = &st.trace else { continue };
+        for d in &t.devices {
+            for s in &d.seconds {
+                for (op, v) in &s.ops {
+                    if v.ios == 0 && v.bytes == 0 {
+                        continue;
+                    }
+                    let _ = writeln!(
+                        o,
+                        "{},{},{},{},{},{},{},{:.3},{:.3},{:.1},{:.1},{},{},{},{},{}",
+                        st.summary.index,
+                        field(&d.name),
+                        s.unix_ms,
+                        s.covered_ms,
+                        op,
+                        v.ios,
+                        v.bytes,
+                        v.mb_s,
+                        v.mb_s_max,
+                        v.iops,
+                        v.iops_max,
+                        opt(v.lat_max_ns),
+                        opt(v.lat_p99_ns),
+                        opt(v.await_ms),
+                        opt(s.qd_mean.map(|q| format!("{q:.2}"))),
+                        opt(s.qd_max)
+                    );
+                }
+            }
+        }
+    }
+    o
+}

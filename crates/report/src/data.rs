@@ -1,0 +1,127 @@
+//! Reading a run directory back: run.json and each step's files, checked, with errors that name
+//! the path and say how to fix it. Missing optional files (no trace, no sys samples, no database
+//! events) are not errors: the report says what it could not show.
+
+use anyhow::{bail, Context, Result};
+use iodig_model::files;
+use iodig_model::sys::SysDoc;
+use iodig_model::trace::TraceDoc;
+use iodig_model::{RunDoc, Sample, StepHistograms, StepSummary, SCHEMA_VERSION};
+
+use std::path::{Path, PathBuf};
+
+pub use iodig_model::events::DbEvent;
+
+/// One step with everything its directory holds.
+#[derive(Debug, Clone)]
+pub struct StepData {
+    pub summary: StepSummary,
+    pub dir: PathBuf,
+    pub timeseries: Vec<Sample>,
+    pub histograms: Option<StepHistograms>,
+    pub trace: Option<TraceDoc>,
+    pub sys: Option<SysDoc>,
+    pub events: Vec<DbEvent>,
+}
+
+impl StepData {
+    /// Unix ms of the end of the measured window.
+    pub fn end_unix_ms(&self) -> u64 {
+        self.summary.started_unix_ms + self.summary.runtime_ms
+    }
+
+    /// `workloada × 32 threads (step 3)`.
+    pub fn title(&self) -> String {
+        format!(
+            "step {} · {} {} × {} threads",
+            self.summary.index, self.summary.phase, self.summary.workload, self.summary.threads
+        )
+    }
+}
+
+/// A whole run directory.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    pub path: PathBuf,
+    pub doc: RunDoc,
+    pub steps: Vec<StepData>,
+}
+
+impl RunData {
+    /// A short name for tables: the directory's file name.
+    pub fn name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.path.display().to_string())
+    }
+
+    /// The measured `run` steps (load steps are not part of the sweep).
+    pub fn run_steps(&self) -> impl Iterator<Item = &StepData> {
+        self.steps.iter().filter(|s| s.summary.phase == "run")
+    }
+}
+
+fn read_optional<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    iodig_model::fsio::read_json(path).map(Some)
+}
+
+/// Reads and checks a run directory.
+pub fn load_run(path: &Path) -> Result<RunData> {
+    if !path.exists() {
+        bail!(
+            "{}: no such run directory; give the directory that `iodig run` printed (it holds run.json)",
+            path.display()
+        );
+    }
+    if !path.is_dir() {
+        bail!(
+            "{}: not a directory; give a run directory (the one holding run.json)",
+            path.display()
+        );
+    }
+    let run_json = path.join(files::RUN);
+    if !run_json.is_file() {
+        bail!(
+            "{}: not a run directory (no {} inside); give the directory that `iodig run` printed",
+            path.display(),
+            files::RUN
+        );
+    }
+    let raw: serde_json::Value = iodig_model::fsio::read_json(&run_json)?;
+    let version = raw.get("schema_version").and_then(|v| v.as_u64());
+    match version {
+        Some(v) if v <= u64::from(SCHEMA_VERSION) => {}
+        Some(v) => bail!(
+            "{}: schema version {v} is newer than this iodig reads ({SCHEMA_VERSION}); report it with the iodig version that wrote it ({})",
+            run_json.display(),
+            raw.pointer("/tool/version").and_then(|v| v.as_str()).unwrap_or("unknown")
+        ),
+        None => bail!("{}: no schema_version; this is not a run.json written by iodig", run_json.display()),
+    }
+    let doc: RunDoc = serde_json::from_value(raw)
+        .with_context(|| format!("{} is not a valid iodig run.json", run_json.display()))?;
+    let mut steps = Vec::with_capacity(doc.steps.len());
+    for s in &doc.steps {
+        let dir = path.join(&s.dir);
+        let timeseries: Vec<Sample> =
+            read_optional(&dir.join(files::TIMESERIES))?.unwrap_or_default();
+        steps.push(StepData {
+            summary: s.clone(),
+            histograms: read_optional(&dir.join(files::HISTOGRAMS))?,
+            trace: read_optional(&dir.join(files::TRACE))?,
+            sys: read_optional(&dir.join(files::SYSSTAT))?,
+            events: read_optional(&dir.join(files::EVENTS))?.unwrap_or_default(),
+            timeseries,
+            dir,
+        });
+    }
+    Ok(RunData {
+        path: path.to_path_buf(),
+        doc,
+        steps,
+    })
+}

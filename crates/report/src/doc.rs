@@ -1,0 +1,123 @@
+//! A format-neutral document (headings, paragraphs, lists, tables, charts) that the exporters
+//! render: the report and the comparison are built once here, so the HTML and the Markdown say
+//! the same thing with the same numbers.
+
+use crate::svg::{BarChart, LineChart};
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub headers: Vec<String>,
+    /// Right-align these columns (numbers).
+    pub numeric: Vec<bool>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(headers: &[&str]) -> Self {
+        Table {
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            // Every column but the first is a number unless said otherwise.
+            numeric: (0..headers.len()).map(|i| i > 0).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn text_columns(mut self, cols: &[usize]) -> Self {
+        for &c in cols {
+            if let Some(n) = self.numeric.get_mut(c) {
+                *n = false;
+            }
+        }
+        self
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Chart {
+    Line(LineChart),
+    Bar(BarChart),
+}
+
+#[derive(Debug, Clone)]
+pub enum Block {
+    Heading(u8, String),
+    Para(String),
+    List(Vec<String>),
+    /// Two-column facts (the header).
+    Facts(Vec<(String, String)>),
+    Table(Table),
+    Chart(Box<Chart>),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Doc {
+    pub title: String,
+    pub blocks: Vec<Block>,
+}
+
+impl Doc {
+    pub fn new(title: &str) -> Self {
+        Doc {
+            title: title.into(),
+            blocks: Vec::new(),
+        }
+    }
+    pub fn h(&mut self, level: u8, text: impl Into<String>) {
+        self.blocks.push(Block::Heading(level, text.into()));
+    }
+    pub fn p(&mut self, text: impl Into<String>) {
+        self.blocks.push(Block::Para(text.into()));
+    }
+    pub fn list(&mut self, items: Vec<String>) {
+        if !items.is_empty() {
+            self.blocks.push(Block::List(items));
+        }
+    }
+    pub fn table(&mut self, t: Table) {
+        if !t.rows.is_empty() {
+            self.blocks.push(Block::Table(t));
+        }
+    }
+    pub fn line_chart(&mut self, c: LineChart) {
+        if !c.is_empty() {
+            self.blocks.push(Block::Chart(Box::new(Chart::Line(c))));
+        }
+    }
+    pub fn bar_chart(&mut self, c: BarChart) {
+        if !c.categories.is_empty() {
+            self.blocks.push(Block::Chart(Box::new(Chart::Bar(c))));
+        }
+    }
+}
+
+/// Thousands separators for counts and rates: 123,456.
+pub fn thousands(v: f64) -> String {
+    let neg = v < 0.0;
+    let s = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if neg {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// A latency in µs shown in ms with 3 significant-ish decimals.
+pub fn us_as_ms(us: f64) -> String {
+    let ms = us / 1000.0;
+    if ms >= 100.0 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.3}")
+    }
+}

@@ -1,0 +1,194 @@
+//! Small statistics for repetitions: Student's t distribution (via the regularised incomplete
+//! beta function) for confidence intervals and Welch's unequal-variance t-test. Written out here
+//! because the report needs only these two and they are short and well known (Numerical Recipes
+//! §6.4); a statistics crate would bring far more than it gives.
+
+/// Mean and sample variance (n − 1).
+pub fn mean_var(x: &[f64]) -> (f64, f64) {
+    let n = x.len() as f64;
+    if x.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = x.iter().sum::<f64>() / n;
+    let v = if x.len() > 1 {
+        x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, v)
+}
+
+fn ln_gamma(x: f64) -> f64 {
+    // Lanczos approximation (g = 7, n = 9), accurate to ~1e-15 for x > 0.
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = C[0];
+    let t = x + 7.5;
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
+    let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
+    let tiny = 1e-300;
+    let mut c = 1.0;
+    let mut d = 1.0 - qab * x / qap;
+    if d.abs() < tiny {
+        d = tiny;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        let m2 = 2.0 * m;
+        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < tiny {
+            d = tiny;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < tiny {
+            c = tiny;
+        }
+        d = 1.0 / d;
+        h *= d * c;
+        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+        d = 1.0 + aa * d;
+        if d.abs() < tiny {
+            d = tiny;
+        }
+        c = 1.0 + aa / c;
+        if c.abs() < tiny {
+            c = tiny;
+        }
+        d = 1.0 / d;
+        let del = d * c;
+        h *= del;
+        if (del - 1.0).abs() < 1e-14 {
+            break;
+        }
+    }
+    h
+}
+
+/// Regularised incomplete beta I_x(a, b).
+pub fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let bt = (ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln()).exp();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        bt * beta_cf(a, b, x) / a
+    } else {
+        1.0 - bt * beta_cf(b, a, 1.0 - x) / b
+    }
+}
+
+/// Two-sided p-value of Student's t with `df` degrees of freedom.
+pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    inc_beta(df / 2.0, 0.5, df / (df + t * t))
+}
+
+/// The 97.5% quantile of Student's t (for 95% two-sided intervals), by bisection.
+pub fn t_quantile_975(df: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0, 1000.0);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if t_two_sided_p(mid, df) > 0.05 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Result of Welch's t-test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Welch {
+    pub t: f64,
+    pub df: f64,
+    pub p: f64,
+}
+
+/// Welch's unequal-variance t-test of two samples; None when either has fewer than two values
+/// or both have no variance (identical constant samples tell nothing).
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (ma, va) = mean_var(a);
+    let (mb, vb) = mean_var(b);
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let se2 = va / na + vb / nb;
+    if se2 <= 0.0 {
+        return if ma == mb {
+            None
+        } else {
+            Some(Welch {
+                t: f64::INFINITY,
+                df: na + nb - 2.0,
+                p: 0.0,
+            })
+        };
+    }
+    let t = (ma - mb) / se2.sqrt();
+    let df = se2 * se2 / ((va / na).powi(2) / (na - 1.0) + (vb / nb).powi(2) / (nb - 1.0));
+    Some(Welch {
+        t,
+        df,
+        p: t_two_sided_p(t, df),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t_quantiles_match_tables() {
+        assert!((t_quantile_975(1.0) - 12.706).abs() < 1e-3);
+        assert!((t_quantile_975(4.0) - 2.776).abs() < 1e-3);
+        assert!((t_quantile_975(30.0) - 2.042).abs() < 1e-3);
+    }
+
+    #[test]
+    fn welch_matches_a_known_example() {
+        // Example 1 of Wikipedia's "Welch's t-test": t = −2.46, ν = 24.99, p = 0.021.
+        let a = [
+            27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7,
+            21.4,
+        ];
+        let b = [
+            27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5,
+            24.4,
+        ];
+        let w = welch(&a, &b).unwrap();
+        assert!((w.t + 2.46).abs() < 5e-3, "{w:?}");
+        assert!((w.df - 24.99).abs() < 5e-3, "{w:?}");
+        assert!((w.p - 0.021).abs() < 5e-4, "{w:?}");
+    }
+
+    #[test]
+    fn welch_needs_two_values_each() {
+        assert!(welch(&[1.0], &[2.0, 3.0]).is_none());
+    }
+}

@@ -1,0 +1,949 @@
+//! One `iodig run` / `iodig load`: resolve properties, open the binding, load if needed, sweep
+//! the thread counts, observe each step (block IO, system) and write the run directory.
+
+use crate::environment;
+use crate::errors::{PrivilegeError, UsageError};
+use crate::progress::{Progress, ProgressMode};
+use crate::rundir::RunDir;
+use crate::step::{run_step, unix_ms, Phase, StepObserver, StepPlan, StepResult};
+use anyhow::{Context, Result};
+use iodig_db::{BasicFactory, DbError, DbFactory, Status};
+use iodig_iotrace::{TraceError, TraceMode, TraceOptions, TraceSession};
+use iodig_model::props::{nearest, Properties};
+use iodig_model::{
+    files, RunConfig, RunDoc, StepHistograms, StepSummary, ToolInfo, SCHEMA_VERSION,
+};
+use iodig_report::ycsb;
+use iodig_stats::IntervalMode;
+use iodig_sysstat::{Sampler, SysOptions};
+use iodig_workload::{CoreWorkload, WorkloadSpec, BUILTIN_WORKLOADS, CORE_PROPERTIES};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Records in the dataset of `iodig run` without `-P`: large enough to leave memory-resident
+/// caches (with the storage-bound RocksDB defaults), small enough to load in seconds.
+pub const DEFAULT_RECORDS: u64 = 200_000;
+/// Measured seconds per step when neither a duration nor an operation count is given.
+pub const DEFAULT_STEP_SECS: u64 = 10;
+/// Thread sweep of `iodig run` without `--threads`.
+pub const DEFAULT_THREADS: &[u64] = &[1, 4, 16];
+
+/// Properties of the runner itself, besides the workload's and the bindings'.
+const RUNNER_PROPERTIES: &[&str] = &["hdrhistogram.percentiles"];
+
+/// Whether to load before running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadPolicy {
+    /// Load when the data directory does not already hold this dataset.
+    Auto,
+    /// Always load (wiping an iodig-managed data directory first).
+    Always,
+    Never,
+}
+
+/// Everything the command line asked for.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Load only (`iodig load`) or load-if-needed and run (`iodig run`).
+    pub phase: Phase,
+    pub db: String,
+    /// Workloads run one after another on the same dataset (one from the command line, or
+    /// several from an experiment file), each over its thread sweep.
+    pub workloads: Vec<WorkloadRun>,
+    /// Each workload × thread count is run this many times; the report merges repetitions.
+    pub repetitions: u32,
+    pub load_threads: Option<u64>,
+    pub target: Option<f64>,
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    pub out_dir: PathBuf,
+    pub trace: TraceOptions,
+    pub load: LoadPolicy,
+    pub status: bool,
+    pub seed: Option<u64>,
+    /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes).
+    pub restore_each_step: bool,
+    /// `--client I/N`: this client's slice of the key space (1-based I).
+    pub client: Option<(u64, u64)>,
+    pub command_line: Vec<String>,
+}
+
+/// One workload of a run: its property files, overrides and thread sweep.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadRun {
+    pub property_files: Vec<String>,
+    pub overrides: Vec<String>,
+    /// Thread counts of the sweep; empty = default.
+    pub threads: Vec<u64>,
+}
+
+/// A workload with its properties resolved and checked.
+struct ResolvedWorkload {
+    label: String,
+    props: Properties,
+    threads: Vec<u64>,
+}
+
+/// Where the finished run is.
+pub struct RunOutcome {
+    pub run_dir: PathBuf,
+    pub interrupted: bool,
+}
+
+/// Resolves files, overrides and defaults into the effective properties of one workload.
+fn resolve_properties(req: &RunRequest, w: &WorkloadRun) -> Result<(Properties, String)> {
+    let mut props = Properties::new();
+    let mut label = String::from("workload");
+    for f in &w.property_files {
+        let path = Path::new(f);
+        match BUILTIN_WORKLOADS
+            .iter()
+            .find(|(name, _)| *name == f.as_str())
+        {
+            Some((name, text)) if !path.exists() => {
+                load_text(&mut props, name, text)?;
+            }
+            _ => props.load_file(path).map_err(|e| UsageError(e.0))?,
+        }
+        label = path
+            .file_name()
+            .map_or(f.clone(), |n| n.to_string_lossy().to_string());
+    }
+    if w.property_files.is_empty() {
+        // `iodig run` with no workload: YCSB workload A on iodig's default dataset, timed steps.
+        let (name, text) = BUILTIN_WORKLOADS[0];
+        load_text(&mut props, name, text)?;
+        props.set("recordcount", DEFAULT_RECORDS.to_string());
+        props.remove("operationcount");
+        label = name.to_string();
+    }
+    for o in &w.overrides {
+        props.apply_override(o).map_err(|e| UsageError(e.0))?;
+    }
+    if let Some(t) = req.target {
+        props.set("target", t.to_string());
+    }
+    if let Some((i, n)) = req.client {
+        apply_client_slice(&mut props, i, n)?;
+    }
+    check_known(&props, &req.db)?;
+    Ok((props, label))
+}
+
+/// `--client I/N`: YCSB's insertstart/insertcount for the I-th of N equal slices.
+fn apply_client_slice(props: &mut Properties, i: u64, n: u64) -> Result<()> {
+    if n == 0 || i == 0 || i > n {
+        return Err(UsageError(format!(
+            "--client {i}/{n}: write I/N with 1 ≤ I ≤ N, e.g. --client 2/4"
+        ))
+        .into());
+    }
+    if props.contains("insertstart") || props.contains("insertcount") {
+        return Err(UsageError(format!(
+            "--client {i}/{n} sets insertstart and insertcount itself; leave those properties out"
+        ))
+        .into());
+    }
+    let records = props
+        .get_u64("recordcount", 0)
+        .map_err(|e| UsageError(e.0))?;
+    let start = (records as u128 * (i - 1) as u128 / n as u128) as u64;
+    let end = (records as u128 * i as u128 / n as u128) as u64;
+    props.set("insertstart", start.to_string());
+    props.set("insertcount", (end - start).to_string());
+    Ok(())
+}
+
+fn load_text(props: &mut Properties, name: &str, text: &str) -> Result<()> {
+    let tmp = std::env::temp_dir().join(format!("iodig-{}-{name}", std::process::id()));
+    std::fs::write(&tmp, text)?;
+    let r = props.load_file(&tmp);
+    let _ = std::fs::remove_file(&tmp);
+    r.map_err(|e| UsageError(e.0).into())
+}
+
+/// Every property must be one iodig knows: a typo would otherwise silently change nothing.
+fn check_known(props: &Properties, db: &str) -> Result<()> {
+    let mut known: Vec<&str> = CORE_PROPERTIES.to_vec();
+    known.extend(iodig_db::known_properties());
+    known.extend_from_slice(RUNNER_PROPERTIES);
+    for (key, _) in props.iter() {
+        if !known.contains(&key) {
+            let hint = match nearest(key, &known) {
+                Some(n) => format!("did you mean {n}?"),
+                None => format!("see docs/properties.md for the properties of --db {db}"),
+            };
+            return Err(UsageError(format!(
+                "unknown property {key} (from {}); {hint}",
+                props.origin(key).unwrap_or("?")
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Runs the request end to end.
+pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
+    if !iodig_db::binding_names().contains(&req.db.as_str()) {
+        return Err(UsageError(format!(
+            "--db {}: unknown database binding; use one of {}",
+            req.db,
+            iodig_db::binding_names().join(", ")
+        ))
+        .into());
+    }
+    let threads = req.workloads.iter().flat_map(|w| &w.threads);
+    if let Some(t) = threads.chain(&req.load_threads).find(|t| **t == 0) {
+        return Err(UsageError(format!("--threads {t}: a thread count must be at least 1")).into());
+    }
+    if req.workloads.is_empty() {
+        return Err(UsageError(
+            "no workload to run; give -P FILE or a [[workload]] in the experiment file".into(),
+        )
+        .into());
+    }
+    let mut workloads = Vec::new();
+    for w in &req.workloads {
+        let (props, label) = resolve_properties(req, w)?;
+        let spec = WorkloadSpec::from_properties(&props)
+            .map_err(|e| UsageError(format!("{label}: {}", e.0)))?;
+        for note in &spec.notes {
+            eprintln!("note: {label}: {note}");
+        }
+        workloads.push(ResolvedWorkload {
+            label,
+            props,
+            threads: w.threads.clone(),
+        });
+    }
+    // The first workload defines the dataset and the binding's settings; the others must use the
+    // same dataset, since they run on what was loaded once.
+    let mut props = workloads[0].props.clone();
+    let label = if workloads.len() == 1 {
+        workloads[0].label.clone()
+    } else {
+        "experiment".to_string()
+    };
+    let spec = WorkloadSpec::from_properties(&props).map_err(|e| UsageError(e.0))?;
+    let seed = match (req.seed, props.get("seed")) {
+        (Some(s), _) => s,
+        (None, Some(_)) => props.get_u64("seed", 0).map_err(|e| UsageError(e.0))?,
+        (None, None) => unix_ms(SystemTime::now()) ^ (u64::from(std::process::id()) << 32),
+    };
+    props.set("seed", seed.to_string());
+    if let Some(p) = props.get("hdrhistogram.percentiles") {
+        ycsb::parse_percentiles(p).map_err(UsageError)?;
+    }
+    if req.db == "rocksdb" && !props.contains("rocksdb.dir") {
+        props.set(
+            "rocksdb.dir",
+            req.out_dir
+                .join("data")
+                .join("rocksdb")
+                .display()
+                .to_string(),
+        );
+    }
+    std::fs::create_dir_all(&req.out_dir).map_err(|e| {
+        UsageError(format!(
+            "--out {}: cannot create the output directory ({e}); choose a writable directory with --out DIR",
+            req.out_dir.display()
+        ))
+    })?;
+    for w in &mut workloads {
+        for key in ["seed", "rocksdb.dir", "hosts"] {
+            if let Some(v) = props.get(key) {
+                w.props.set_default(key, v.to_string());
+            }
+        }
+    }
+    let mut ctx = Experiment {
+        req,
+        props,
+        spec,
+        seed,
+        label,
+        managed: None,
+        workloads,
+    };
+    ctx.check_same_dataset()?;
+    match req.db.as_str() {
+        #[cfg(feature = "cassandra")]
+        "cassandra" => {
+            let _guard = ctx.start_managed_cassandra()?;
+            let load = ctx.cassandra_load_decision();
+            let factory = iodig_db::cassandra::open(&ctx.props).map_err(db_error)?;
+            ctx.run_with(&factory, load, stop)
+        }
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => {
+            let load = ctx.prepare_data_dir(ctx.props.get("rocksdb.dir").map(PathBuf::from))?;
+            let factory = iodig_db::rocks::RocksFactory::open(&ctx.props).map_err(db_error)?;
+            ctx.run_with(&factory, load, stop)
+        }
+        _ => {
+            let factory = BasicFactory::open(&ctx.props).map_err(db_error)?;
+            let load = req.phase == Phase::Load || req.load == LoadPolicy::Always;
+            ctx.run_with(&factory, load, stop)
+        }
+    }
+}
+
+/// A binding's configuration error is a usage error (exit 2); anything else is a failure.
+fn db_error(e: DbError) -> anyhow::Error {
+    match e {
+        DbError::Config(m) => UsageError(m).into(),
+        DbError::Unavailable(m) => anyhow::anyhow!(m),
+    }
+}
+
+const DATASET_MARKER: &str = ".iodig-dataset.json";
+
+struct Experiment<'a> {
+    req: &'a RunRequest,
+    props: Properties,
+    spec: WorkloadSpec,
+    seed: u64,
+    label: String,
+    /// Directory of the Cassandra nodes iodig manages for this run, if any.
+    managed: Option<PathBuf>,
+    workloads: Vec<ResolvedWorkload>,
+}
+
+/// Snapshot tag of the loaded dataset on managed nodes.
+#[cfg(feature = "cassandra")]
+const LOADED_SNAPSHOT: &str = "iodig-loaded";
+
+impl Experiment<'_> {
+    /// Without `hosts`, runs against a managed node under `<out>/data/cassandra`: reused if
+    /// running, restarted with its data if stopped, started fresh otherwise. The guard stops
+    /// what this run started.
+    #[cfg(feature = "cassandra")]
+    fn start_managed_cassandra(&mut self) -> Result<Option<iodig_cassandra::Guard>> {
+        if self.props.contains("hosts") {
+            if self.req.restore_each_step {
+                return Err(UsageError(
+                    "--restore-each-step needs nodes iodig manages; leave out the hosts property"
+                        .into(),
+                )
+                .into());
+            }
+            return Ok(None);
+        }
+        let dir = self.req.out_dir.join("data").join("cassandra");
+        let existing = iodig_cassandra::Cluster::load(&dir).ok();
+        let (cluster, guard) = match existing {
+            Some(c) if c.alive() => {
+                eprintln!(
+                    "note: using the running Cassandra node(s) in {}",
+                    dir.display()
+                );
+                (c, None)
+            }
+            Some(_) => {
+                eprintln!(
+                    "note: restarting the managed Cassandra node in {}",
+                    dir.display()
+                );
+                let c = iodig_cassandra::restart(&dir)
+                    .context("cannot restart the managed Cassandra node")?;
+                (c, Some(iodig_cassandra::Guard { dir: dir.clone() }))
+            }
+            None => {
+                eprintln!("note: no hosts given; starting a managed Apache Cassandra node in {} (about a minute)", dir.display());
+                let opts = iodig_cassandra::UpOptions {
+                    nodes: 1,
+                    dir: dir.clone(),
+                    ..Default::default()
+                };
+                let c =
+                    iodig_cassandra::up(&opts).context("cannot start a managed Cassandra node")?;
+                (c, Some(iodig_cassandra::Guard { dir: dir.clone() }))
+            }
+        };
+        self.props.set("hosts", cluster.hosts());
+        self.managed = Some(dir);
+        Ok(guard)
+    }
+
+    /// Managed nodes keep a dataset marker like RocksDB's data directory; external hosts are
+    /// loaded only when asked (`iodig load`, `--reload`).
+    #[cfg(feature = "cassandra")]
+    fn cassandra_load_decision(&self) -> bool {
+        match (self.req.phase, self.req.load, &self.managed) {
+            (Phase::Load, _, _) | (_, LoadPolicy::Always, _) => true,
+            (_, LoadPolicy::Never, _) | (_, _, None) => false,
+            (_, LoadPolicy::Auto, Some(dir)) => {
+                let marker: Option<serde_json::Value> = std::fs::read(dir.join(DATASET_MARKER))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok());
+                marker.as_ref() != Some(&self.dataset_signature())
+            }
+        }
+    }
+
+    /// After a load on managed nodes: snapshot it, so steps can start from the same state.
+    fn after_load(&self) -> Result<()> {
+        #[cfg(feature = "cassandra")]
+        if let Some(dir) = &self.managed {
+            let ks = self.props.get_str("cassandra.keyspace", "ycsb");
+            iodig_cassandra::snapshot(dir, LOADED_SNAPSHOT, ks)
+                .context("cannot snapshot the loaded dataset")?;
+        }
+        Ok(())
+    }
+
+    /// Before a run step with `--restore-each-step`: put the loaded dataset back.
+    fn before_run_step(&self) -> Result<()> {
+        if !self.req.restore_each_step {
+            return Ok(());
+        }
+        #[cfg(feature = "cassandra")]
+        if let Some(dir) = &self.managed {
+            let ks = self.props.get_str("cassandra.keyspace", "ycsb");
+            eprintln!("note: restoring snapshot {LOADED_SNAPSHOT} before the step");
+            iodig_cassandra::restore(dir, LOADED_SNAPSHOT, ks)
+                .context("cannot restore the loaded dataset")?;
+            return Ok(());
+        }
+        Err(UsageError(format!(
+            "--restore-each-step: restoring is supported on managed Cassandra nodes; --db {} cannot restore yet",
+            self.req.db
+        ))
+        .into())
+    }
+
+    /// Flushes and compactions of the step, from the binding and from managed nodes.
+    fn db_events(
+        &self,
+        factory_events: Vec<iodig_model::events::DbEvent>,
+        since_unix_ms: u64,
+    ) -> Vec<iodig_model::events::DbEvent> {
+        #[allow(unused_mut)]
+        let mut all = factory_events;
+        #[cfg(feature = "cassandra")]
+        if let Some(dir) = &self.managed {
+            all.extend(iodig_cassandra::events(dir, Some(since_unix_ms)).unwrap_or_default());
+        }
+        let _ = since_unix_ms;
+        all.sort_by_key(|e| e.start_unix_ms);
+        all
+    }
+
+    /// Every workload of the run must describe the dataset that is loaded once.
+    fn check_same_dataset(&self) -> Result<()> {
+        let first = dataset_signature(&self.props);
+        for w in &self.workloads[1..] {
+            if dataset_signature(&w.props) != first {
+                return Err(UsageError(format!(
+                    "workload {} describes another dataset than {} (recordcount, fieldcount, fieldlength, …); put the dataset properties in the experiment's [properties]",
+                    w.label, self.workloads[0].label
+                ))
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// What makes two loads the same dataset.
+    fn dataset_signature(&self) -> serde_json::Value {
+        dataset_signature(&self.props)
+    }
+}
+
+/// The properties that make two loads the same dataset.
+fn dataset_signature(props: &Properties) -> serde_json::Value {
+    {
+        let keys = [
+            "recordcount",
+            "insertstart",
+            "insertcount",
+            "fieldcount",
+            "fieldlength",
+            "minfieldlength",
+            "fieldlengthdistribution",
+            "fieldnameprefix",
+            "insertorder",
+            "zeropadding",
+            "dataintegrity",
+            "table",
+        ];
+        let map: serde_json::Map<String, serde_json::Value> = keys
+            .iter()
+            .filter_map(|k| {
+                props
+                    .get(k)
+                    .map(|v| (k.to_string(), serde_json::Value::String(v.to_string())))
+            })
+            .collect();
+        serde_json::Value::Object(map)
+    }
+}
+
+impl Experiment<'_> {
+    /// Decides whether to load, wiping a data directory that holds another dataset when it is
+    /// safe to (iodig made it) and refusing otherwise.
+    #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+    fn prepare_data_dir(&self, dir: Option<PathBuf>) -> Result<bool> {
+        let Some(dir) = dir else {
+            return Ok(self.req.phase == Phase::Load);
+        };
+        let marker = dir.join(DATASET_MARKER);
+        let current: Option<serde_json::Value> = std::fs::read(&marker)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let same = current.as_ref() == Some(&self.dataset_signature());
+        let has_data = std::fs::read_dir(&dir)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(false);
+        let wipe_ok = current.is_some() || !has_data;
+        match (self.req.phase, self.req.load) {
+            (Phase::Load, _) => Ok(true),
+            (_, LoadPolicy::Never) => Ok(false),
+            (_, LoadPolicy::Auto) if same => {
+                eprintln!("note: {} already holds this dataset; not loading again (--reload to force)", dir.display());
+                Ok(false)
+            }
+            (_, policy) if has_data && !wipe_ok && policy == LoadPolicy::Auto => Err(UsageError(format!(
+                "{} holds data that iodig did not load; use --reload to wipe it and load, or --no-load to run on it as it is",
+                dir.display()
+            ))
+            .into()),
+            _ => {
+                if has_data {
+                    std::fs::remove_dir_all(&dir).with_context(|| format!("cannot wipe {}", dir.display()))?;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    fn run_config(&self, threads: &[u64]) -> RunConfig {
+        RunConfig {
+            db: self.req.db.clone(),
+            property_files: self
+                .req
+                .workloads
+                .iter()
+                .flat_map(|w| w.property_files.clone())
+                .collect(),
+            properties: self.props.to_map(),
+            threads: threads.to_vec(),
+            target_ops_per_sec: self.req.target,
+            warmup_secs: self.req.warmup.as_secs_f64(),
+            seed: self.seed,
+            trace: format!("{:?}", self.req.trace.mode).to_lowercase(),
+        }
+    }
+
+    fn interval_mode(&self) -> Result<IntervalMode> {
+        let default = if self.req.target.is_some() {
+            "both"
+        } else {
+            "op"
+        };
+        Ok(
+            match self
+                .props
+                .get_choice("measurement.interval", default, &["op", "intended", "both"])
+                .map_err(|e| UsageError(e.0))?
+            {
+                "op" => IntervalMode::Op,
+                "intended" => IntervalMode::Intended,
+                _ => IntervalMode::Both,
+            },
+        )
+    }
+
+    fn run_with<F: DbFactory>(
+        &self,
+        factory: &F,
+        load: bool,
+        stop: &AtomicBool,
+    ) -> Result<RunOutcome> {
+        let sweep = |w: &ResolvedWorkload| -> Vec<u64> {
+            match (w.threads.is_empty(), self.req.phase) {
+                (false, _) => w.threads.clone(),
+                (true, Phase::Load) => {
+                    vec![self.req.load_threads.unwrap_or(default_load_threads())]
+                }
+                (true, Phase::Run) => DEFAULT_THREADS.to_vec(),
+            }
+        };
+        let threads = sweep(&self.workloads[0]);
+        let data_dir = factory.data_dir();
+        let trace_probe = self.preflight_trace(data_dir.as_deref())?;
+        let now = unix_ms(SystemTime::now());
+        let mut notes = self.spec.notes.clone();
+        notes.extend(trace_probe.clone());
+        let doc = RunDoc {
+            schema_version: SCHEMA_VERSION,
+            tool: ToolInfo {
+                name: "iodig".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                command_line: self.req.command_line.clone(),
+            },
+            started_unix_ms: now,
+            updated_unix_ms: now,
+            status: "running".into(),
+            config: self.run_config(&threads),
+            environment: environment::describe(data_dir.as_deref()),
+            steps: Vec::new(),
+            notes,
+        };
+        let mut run = RunDir::create(
+            &self.req.out_dir,
+            &format!("{}-{}", self.label, F::NAME),
+            doc,
+        )?;
+        eprintln!("run directory: {}", run.path.display());
+        let mode = ProgressMode::detect(
+            self.req.status,
+            self.props
+                .get_u64("status.interval", 10)
+                .map_err(|e| UsageError(e.0))?,
+        );
+        let mut progress = Progress::new(mode);
+        let mut interrupted = false;
+        if load {
+            let load_threads = match self.req.phase {
+                Phase::Load => threads[0],
+                Phase::Run => self.req.load_threads.unwrap_or(default_load_threads()),
+            };
+            let plan = StepPlan {
+                phase: Phase::Load,
+                threads: load_threads,
+                target_ops_per_sec: if self.req.phase == Phase::Load {
+                    self.req.target
+                } else {
+                    None
+                },
+                operation_count: self.spec.insert_count,
+                max_execution: None,
+                warmup: Duration::ZERO,
+                interval_mode: self.interval_mode()?,
+            };
+            progress.set_label(format!("{} t={load_threads}", self.label));
+            let step = StepRun {
+                workload: &self.workloads[0],
+                plan: &plan,
+                name: "load",
+            };
+            interrupted = self.run_one(
+                factory,
+                &mut run,
+                &step,
+                &mut progress,
+                stop,
+                data_dir.as_deref(),
+            )?;
+            if !interrupted {
+                if let Some(dir) = data_dir.as_ref().or(self.managed.as_ref()) {
+                    iodig_model::fsio::write_json_atomic(
+                        &dir.join(DATASET_MARKER),
+                        &self.dataset_signature(),
+                    )?;
+                }
+                self.after_load()?;
+            }
+        }
+        if self.req.phase == Phase::Run && !interrupted {
+            'sweep: for rep in 0..self.req.repetitions.max(1) {
+                for w in &self.workloads {
+                    let workload_spec =
+                        WorkloadSpec::from_properties(&w.props).map_err(|e| UsageError(e.0))?;
+                    let duration = self.req.duration.or_else(|| {
+                        let secs = w
+                            .props
+                            .get_u64("maxexecutiontime", 0)
+                            .ok()
+                            .filter(|s| *s > 0);
+                        match (secs, workload_spec.operation_count) {
+                            (Some(s), _) => Some(Duration::from_secs(s)),
+                            (None, 0) => Some(Duration::from_secs(DEFAULT_STEP_SECS)),
+                            (None, _) => None,
+                        }
+                    });
+                    for t in sweep(w) {
+                        let plan = StepPlan {
+                            phase: Phase::Run,
+                            threads: t,
+                            target_ops_per_sec: self.req.target,
+                            operation_count: workload_spec.operation_count,
+                            max_execution: duration,
+                            warmup: self.req.warmup,
+                            interval_mode: self.interval_mode()?,
+                        };
+                        self.before_run_step()?;
+                        progress.set_label(format!("{} t={t}", w.label));
+                        let name = if self.req.repetitions > 1 {
+                            format!("{}-t{t}-r{}", w.label, rep + 1)
+                        } else {
+                            format!("{}-t{t}", w.label)
+                        };
+                        let step = StepRun {
+                            workload: w,
+                            plan: &plan,
+                            name: &name,
+                        };
+                        if self.run_one(
+                            factory,
+                            &mut run,
+                            &step,
+                            &mut progress,
+                            stop,
+                            data_dir.as_deref(),
+                        )? {
+                            interrupted = true;
+                            break 'sweep;
+                        }
+                    }
+                }
+            }
+        }
+        let closed = factory.close();
+        run.finish(if interrupted {
+            "interrupted"
+        } else {
+            "completed"
+        })?;
+        closed.map_err(db_error)?;
+        match iodig_report::write_report(&run.path) {
+            Ok(report) => {
+                for finding in &report.findings {
+                    eprintln!("finding: {finding}");
+                }
+                eprintln!("report: {}", run.path.join("report.html").display());
+            }
+            Err(e) => eprintln!("warning: the report could not be written: {e:#}"),
+        }
+        eprintln!("results: {}", run.path.display());
+        Ok(RunOutcome {
+            run_dir: run.path.clone(),
+            interrupted,
+        })
+    }
+
+    /// Checks the tracer once before anything runs: an explicit `--trace ebpf` that cannot work
+    /// fails now (exit 3), not after the load; a fallback is said once.
+    fn preflight_trace(&self, data_dir: Option<&Path>) -> Result<Option<String>> {
+        if self.req.trace.mode == TraceMode::Off {
+            return Ok(None);
+        }
+        match iodig_iotrace::start(&self.trace_options(data_dir)) {
+            Ok(session) => {
+                let note = session.note().map(str::to_string);
+                drop(session);
+                if let Some(n) = &note {
+                    eprintln!("note: {n}");
+                }
+                Ok(note)
+            }
+            Err(TraceError::Privilege { reason }) => {
+                Err(PrivilegeError(format!("--trace ebpf: {reason}")).into())
+            }
+            Err(e @ TraceError::UnknownDevice { .. }) => {
+                Err(UsageError(format!("--device: {e}")).into())
+            }
+            Err(TraceError::Other(e)) => Err(e.context("cannot start block-IO tracing")),
+        }
+    }
+
+    /// The trace covers the devices named with `--device` and the one under the data directory.
+    fn trace_options(&self, data_dir: Option<&Path>) -> TraceOptions {
+        let mut opts = self.req.trace.clone();
+        if let Some(dev) = data_dir
+            .and_then(environment::storage_of)
+            .and_then(|s| s.device)
+        {
+            if !opts.devices.contains(&dev) {
+                opts.devices.push(dev);
+            }
+        }
+        opts
+    }
+
+    fn run_one<F: DbFactory>(
+        &self,
+        factory: &F,
+        run: &mut RunDir,
+        step: &StepRun<'_>,
+        progress: &mut Progress,
+        stop: &AtomicBool,
+        data_dir: Option<&Path>,
+    ) -> Result<bool> {
+        let StepRun {
+            workload: w,
+            plan,
+            name,
+        } = *step;
+        let mut props = w.props.clone();
+        props.set("threadcount", plan.threads.to_string());
+        let workload = CoreWorkload::new(
+            WorkloadSpec::from_properties(&props).map_err(|e| UsageError(e.0))?,
+            self.seed,
+        );
+        let mut observer = Observer {
+            trace_opts: (self.req.trace.mode != TraceMode::Off)
+                .then(|| self.trace_options(data_dir)),
+            trace: None,
+            sys: None,
+            trace_error: None,
+        };
+        let result = run_step(factory, &workload, plan, stop, progress, &mut observer)?;
+        let index = run.doc.steps.len();
+        let (dir, rel) = run.step_dir(index, name)?;
+        let (trace_doc, sys_doc) = observer.finish();
+        let summary = self.summarize(index, &rel, &w.label, plan, &result, trace_doc.as_ref());
+        let percentiles = match self.props.get("hdrhistogram.percentiles") {
+            Some(p) => ycsb::parse_percentiles(p).map_err(UsageError)?,
+            None => ycsb::DEFAULT_PERCENTILES.to_vec(),
+        };
+        let text = ycsb::step_text(&summary, &percentiles);
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+        run.write_bytes(&dir, files::YCSB_TEXT, text.as_bytes())?;
+        run.write_json(&dir, files::TIMESERIES, &result.samples)?;
+        run.write_json(
+            &dir,
+            files::HISTOGRAMS,
+            &StepHistograms {
+                unit: "us".into(),
+                series: result.totals.to_encoded()?,
+            },
+        )?;
+        run.write_bytes(&dir, files::HDR_LOG, &result.hlog)?;
+        if let Some(t) = &trace_doc {
+            run.write_json(&dir, files::TRACE, t)?;
+        }
+        if let Some(s) = &sys_doc {
+            run.write_json(&dir, files::SYSSTAT, s)?;
+        }
+        let since = result
+            .started_unix_ms
+            .saturating_sub(plan.warmup.as_millis() as u64);
+        let events = self.db_events(factory.events_since(since), since);
+        run.write_json(&dir, files::EVENTS, &events)?;
+        if let Some(e) = &observer.trace_error {
+            eprintln!("warning: block-IO trace of step {name} failed: {e}");
+        }
+        run.write_json(&dir, files::STEP_SUMMARY, &summary)?;
+        run.push_step(summary)?;
+        if let Some(e) = &result.error {
+            return Err(anyhow::anyhow!("step {name} failed: {e}"));
+        }
+        Ok(result.interrupted || stop.load(Ordering::Relaxed))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn summarize(
+        &self,
+        index: usize,
+        rel: &str,
+        label: &str,
+        plan: &StepPlan,
+        r: &StepResult,
+        trace: Option<&iodig_model::trace::TraceDoc>,
+    ) -> StepSummary {
+        let status_names: Vec<&str> = Status::ALL.iter().map(|s| s.name()).collect();
+        let runtime_ms = r.runtime.as_millis() as u64;
+        StepSummary {
+            index,
+            phase: plan.phase.name().into(),
+            dir: rel.into(),
+            workload: label.to_string(),
+            threads: plan.threads,
+            target_ops_per_sec: plan.target_ops_per_sec,
+            started_unix_ms: r.started_unix_ms,
+            runtime_ms,
+            operations: r.operations,
+            throughput_ops_per_sec: if runtime_ms > 0 {
+                1000.0 * r.operations as f64 / runtime_ms as f64
+            } else {
+                0.0
+            },
+            interrupted: r.interrupted,
+            series: r.totals.summaries(),
+            returns: r.totals.returns(&status_names),
+            trace_mode: trace.map(|t| t.mode.clone()),
+            trace_note: trace.and_then(|t| t.note.clone()),
+        }
+    }
+}
+
+/// One step to run: which workload, how, under which name.
+#[derive(Clone, Copy)]
+struct StepRun<'a> {
+    workload: &'a ResolvedWorkload,
+    plan: &'a StepPlan,
+    name: &'a str,
+}
+
+fn default_load_threads() -> u64 {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(2);
+    (cores * 2).max(4)
+}
+
+/// Starts the block-IO tracer and the system sampler when measurement starts, stops them after.
+struct Observer {
+    trace_opts: Option<TraceOptions>,
+    trace: Option<TraceSession>,
+    sys: Option<Sampler>,
+    trace_error: Option<String>,
+}
+
+impl StepObserver for Observer {
+    fn measurement_started(&mut self) {
+        if let Some(opts) = &self.trace_opts {
+            match iodig_iotrace::start(opts) {
+                Ok(s) => self.trace = Some(s),
+                Err(e) => self.trace_error = Some(e.to_string()),
+            }
+        }
+        let pid = std::process::id();
+        let opts = SysOptions {
+            interval: Duration::from_secs(1),
+            pids: vec![("iodig".into(), pid)],
+            per_cpu: true,
+        };
+        self.sys = Sampler::start(opts).ok();
+    }
+}
+
+impl Observer {
+    fn finish(
+        &mut self,
+    ) -> (
+        Option<iodig_model::trace::TraceDoc>,
+        Option<iodig_model::sys::SysDoc>,
+    ) {
+        let trace = self.trace.take().and_then(|t| match t.stop() {
+            Ok(doc) => Some(doc),
+            Err(e) => {
+                self.trace_error = Some(format!("{e:#}"));
+                None
+            }
+        });
+        (trace, self.sys.take().map(Sampler::stop))
+    }
+}
+
+/// Installs Ctrl-C / SIGTERM handling: the first signal ends the current step cleanly, a second
+/// Ctrl-C exits at once.
+pub fn install_stop_handler() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag))?;
+        signal_hook::flag::register(sig, Arc::clone(&flag))?;
+    }
+    Ok(flag)
+}

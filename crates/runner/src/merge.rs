@@ -1,0 +1,270 @@
+//! `iodig merge`: combines the run directories of N clients that drove one database at the same
+//! time into one run directory, exactly: histograms are added (never percentiles averaged),
+//! operations and return codes summed, and per-second histograms from each client's HDR
+//! interval log added by wall-clock second.
+
+use crate::errors::UsageError;
+use crate::rundir::RunDir;
+use crate::step::unix_ms;
+use anyhow::{anyhow, Context, Result};
+use base64::Engine;
+use hdrhistogram::serialization::interval_log::{
+    IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag,
+};
+use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
+use iodig_model::fsio::read_json;
+use iodig_model::{files, RunDoc, Sample, StepHistograms, StepSummary, SCHEMA_VERSION};
+use iodig_report::ycsb;
+use iodig_stats::{new_histogram, summarize, Histogram, SeriesSet};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Merges `runs` (one per client) into a new run directory under `out`; returns its path.
+pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf> {
+    if runs.len() < 2 {
+        return Err(UsageError(
+            "iodig merge needs at least two run directories, one per client".into(),
+        )
+        .into());
+    }
+    let docs: Vec<RunDoc> = runs.iter().map(|r| read_run(r)).collect::<Result<_>>()?;
+    check_same_steps(runs, &docs)?;
+    let first = &docs[0];
+    let mut doc = first.clone();
+    doc.steps.clear();
+    doc.status = if docs.iter().all(|d| d.status == "completed") {
+        "completed".into()
+    } else {
+        "interrupted".into()
+    };
+    doc.updated_unix_ms = unix_ms(SystemTime::now());
+    doc.notes.push(format!(
+        "merged from {} clients: {}; block-IO traces and system samples stay in each client's run directory",
+        runs.len(),
+        runs.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+    ));
+    let label = runs[0]
+        .file_name()
+        .map_or("run".into(), |n| n.to_string_lossy().to_string());
+    let mut merged = RunDir::create(out, &format!("merged-{label}"), doc)?;
+    for index in 0..first.steps.len() {
+        let steps: Vec<&StepSummary> = docs.iter().map(|d| &d.steps[index]).collect();
+        let dirs: Vec<PathBuf> = runs
+            .iter()
+            .zip(&steps)
+            .map(|(r, s)| r.join(&s.dir))
+            .collect();
+        merge_step(&mut merged, index, &steps, &dirs)?;
+    }
+    merged.finish(&merged.doc.status.clone())?;
+    Ok(merged.path.clone())
+}
+
+fn read_run(dir: &Path) -> Result<RunDoc> {
+    let path = dir.join(files::RUN);
+    if !path.is_file() {
+        return Err(UsageError(format!(
+            "{}: not a run directory (no run.json); give directories written by iodig run",
+            dir.display()
+        ))
+        .into());
+    }
+    let doc: RunDoc = read_json(&path)?;
+    if doc.schema_version > SCHEMA_VERSION {
+        return Err(UsageError(format!(
+            "{}: schema version {} is newer than this iodig understands ({SCHEMA_VERSION}); use a newer iodig",
+            path.display(),
+            doc.schema_version
+        ))
+        .into());
+    }
+    Ok(doc)
+}
+
+/// Clients must have run the same steps: same phase, workload and thread count, in order.
+fn check_same_steps(runs: &[PathBuf], docs: &[RunDoc]) -> Result<()> {
+    let key = |s: &StepSummary| (s.phase.clone(), s.workload.clone(), s.threads);
+    let first: Vec<_> = docs[0].steps.iter().map(key).collect();
+    for (run, doc) in runs.iter().zip(docs).skip(1) {
+        let these: Vec<_> = doc.steps.iter().map(key).collect();
+        if these != first {
+            return Err(UsageError(format!(
+                "{} ran other steps than {} ({these:?} vs {first:?}); merge runs of the same command on several clients",
+                run.display(),
+                runs[0].display()
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+fn merge_step(
+    merged: &mut RunDir,
+    index: usize,
+    steps: &[&StepSummary],
+    dirs: &[PathBuf],
+) -> Result<()> {
+    let mut totals = SeriesSet::new();
+    for dir in dirs {
+        let h: StepHistograms = read_json(&dir.join(files::HISTOGRAMS))?;
+        totals.merge(&SeriesSet::from_encoded(&h.series)?);
+    }
+    let mut returns: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for s in steps {
+        for (op, by_status) in &s.returns {
+            for (status, n) in by_status {
+                *returns
+                    .entry(op.clone())
+                    .or_default()
+                    .entry(status.clone())
+                    .or_default() += n;
+            }
+        }
+    }
+    let operations: u64 = steps.iter().map(|s| s.operations).sum();
+    // Clients ran at the same time: the merged step lasts as long as the longest client.
+    let runtime_ms = steps.iter().map(|s| s.runtime_ms).max().unwrap_or(0);
+    let first = steps[0];
+    let (dir, rel) = merged.step_dir(
+        index,
+        first
+            .dir
+            .rsplit('/')
+            .next()
+            .unwrap_or("step")
+            .split_once('-')
+            .map_or("step", |(_, l)| l),
+    )?;
+    let (samples, hlog) = merge_seconds(dirs)?;
+    let summary = StepSummary {
+        index,
+        dir: rel,
+        started_unix_ms: steps.iter().map(|s| s.started_unix_ms).min().unwrap_or(0),
+        runtime_ms,
+        operations,
+        throughput_ops_per_sec: if runtime_ms > 0 {
+            operations as f64 * 1000.0 / runtime_ms as f64
+        } else {
+            0.0
+        },
+        interrupted: steps.iter().any(|s| s.interrupted),
+        series: totals.summaries(),
+        returns,
+        trace_mode: None,
+        trace_note: Some("per client: see each client's run directory".into()),
+        ..first.clone()
+    };
+    let text = ycsb::step_text(&summary, ycsb::DEFAULT_PERCENTILES);
+    merged.write_bytes(&dir, files::YCSB_TEXT, text.as_bytes())?;
+    merged.write_json(
+        &dir,
+        files::HISTOGRAMS,
+        &StepHistograms {
+            unit: "us".into(),
+            series: totals.to_encoded()?,
+        },
+    )?;
+    merged.write_json(&dir, files::TIMESERIES, &samples)?;
+    merged.write_bytes(&dir, files::HDR_LOG, &hlog)?;
+    merged.write_json(&dir, files::STEP_SUMMARY, &summary)?;
+    merged.push_step(summary)
+}
+
+/// One wall-clock second of all clients: operations and per-series histograms.
+#[derive(Default)]
+struct Second {
+    operations: u64,
+    secs: f64,
+    series: BTreeMap<String, Histogram>,
+}
+
+/// Sums per-second operations by wall-clock second and adds the per-second histograms of the
+/// clients' interval logs; writes a merged interval log.
+fn merge_seconds(dirs: &[PathBuf]) -> Result<(Vec<Sample>, Vec<u8>)> {
+    let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
+    for dir in dirs {
+        let samples: Vec<Sample> = read_json(&dir.join(files::TIMESERIES))?;
+        for s in samples {
+            let sec = seconds.entry(s.unix_ms.div_ceil(1000)).or_default();
+            sec.operations += s.operations;
+            sec.secs = sec.secs.max(s.secs);
+        }
+        read_hlog(&dir.join(files::HDR_LOG), &mut seconds)?;
+    }
+    let start_ms = seconds.keys().next().map_or(0, |s| s * 1000);
+    let mut hlog = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let base = UNIX_EPOCH + Duration::from_millis(start_ms);
+    {
+        let mut writer = IntervalLogWriterBuilder::new()
+            .add_comment("iodig merged latency log: histograms of all clients added per second, microseconds")
+            .with_start_time(base)
+            .with_base_time(base)
+            .begin_log_with(&mut hlog, &mut ser)?;
+        for (sec, s) in &seconds {
+            let end = Duration::from_millis(sec * 1000 - start_ms);
+            let len = Duration::from_secs_f64(s.secs.max(0.001));
+            for (name, h) in &s.series {
+                writer
+                    .write_histogram(h, end.saturating_sub(len), len, Tag::new(name))
+                    .map_err(|e| anyhow!("cannot write the merged interval log: {e:?}"))?;
+            }
+        }
+    }
+    let samples = seconds
+        .into_iter()
+        .map(|(sec, s)| Sample {
+            t: (sec * 1000 - start_ms) as f64 / 1000.0,
+            unix_ms: sec * 1000,
+            secs: s.secs,
+            operations: s.operations,
+            ops_per_sec: if s.secs > 0.0 {
+                s.operations as f64 / s.secs
+            } else {
+                0.0
+            },
+            series: s
+                .series
+                .iter()
+                .map(|(n, h)| (n.clone(), summarize(h)))
+                .collect(),
+        })
+        .collect();
+    Ok((samples, hlog))
+}
+
+fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>) -> Result<()> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut base = Duration::ZERO;
+    let mut de = Deserializer::new();
+    for entry in IntervalLogIterator::new(&bytes) {
+        match entry.map_err(|e| anyhow!("{}: bad interval log: {e:?}", path.display()))? {
+            LogEntry::BaseTime(t) => base = t,
+            LogEntry::StartTime(t) if base.is_zero() => base = t,
+            LogEntry::StartTime(_) => {}
+            LogEntry::Interval(i) => {
+                let end = base + i.start_timestamp() + i.duration();
+                let raw =
+                    base64::engine::general_purpose::STANDARD.decode(i.encoded_histogram())?;
+                let h: Histogram = de
+                    .deserialize(&mut raw.as_slice())
+                    .map_err(|e| anyhow!("{}: {e:?}", path.display()))?;
+                let tag = i
+                    .tag()
+                    .map_or("UNTAGGED".to_string(), |t| t.as_str().to_string());
+                let sec = (end.as_millis() as u64).div_ceil(1000);
+                let slot = seconds
+                    .entry(sec)
+                    .or_default()
+                    .series
+                    .entry(tag)
+                    .or_insert_with(new_histogram);
+                slot.add(&h)
+                    .map_err(|e| anyhow!("{}: {e:?}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}

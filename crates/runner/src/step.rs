@@ -1,0 +1,452 @@
+//! One step: N workers run a phase of the workload against a binding while one collector turns
+//! their logs into per-second samples, whole-step histograms and an HDR interval log.
+
+use crate::pacer::{Pacer, ThreadPacer, TokioPacer};
+use crate::progress::Progress;
+use crate::timed::Timed;
+use anyhow::{anyhow, Context, Result};
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use iodig_db::{Db, DbFactory, Execution};
+use iodig_model::Sample;
+use iodig_stats::{series_name, Entry, IntervalMode, SeriesSet, WorkerLog};
+use iodig_workload::{ops_for_thread, CoreWorkload, Worker};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Which phase a step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Load,
+    Run,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Load => "load",
+            Phase::Run => "run",
+        }
+    }
+}
+
+/// What one step does.
+#[derive(Debug, Clone)]
+pub struct StepPlan {
+    pub phase: Phase,
+    pub threads: u64,
+    /// Whole-client target rate (YCSB's `-target`).
+    pub target_ops_per_sec: Option<f64>,
+    /// Total operations over all workers; 0 = until the time limit.
+    pub operation_count: u64,
+    /// Measured duration limit (YCSB's `maxexecutiontime`).
+    pub max_execution: Option<Duration>,
+    pub warmup: Duration,
+    pub interval_mode: IntervalMode,
+}
+
+/// Called by the collector at the edges of the measured window.
+pub trait StepObserver {
+    /// Warm-up is over: start tracers and samplers now, on the measured window's clock.
+    fn measurement_started(&mut self) {}
+}
+
+impl StepObserver for () {}
+
+/// What a step measured.
+pub struct StepResult {
+    pub started_unix_ms: u64,
+    pub runtime: Duration,
+    pub operations: u64,
+    pub totals: SeriesSet,
+    pub samples: Vec<Sample>,
+    /// HDR interval log (one tagged histogram per series per second).
+    pub hlog: Vec<u8>,
+    /// Ctrl-C, SIGTERM or a worker failure ended the step early.
+    pub interrupted: bool,
+    /// First worker failure, if any.
+    pub error: Option<String>,
+}
+
+/// A counter on its own cache line, so workers do not slow each other down.
+#[repr(align(128))]
+#[derive(Default)]
+struct PaddedCounter(AtomicU64);
+
+/// State shared by the workers and the collector.
+struct Shared {
+    logs: Vec<Arc<WorkerLog>>,
+    ops: Vec<PaddedCounter>,
+    finished: AtomicUsize,
+    /// Set by the collector at the time limit, or on interruption.
+    halt: AtomicBool,
+    error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn fail(&self, msg: String) {
+        let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        e.get_or_insert(msg);
+        self.halt.store(true, Ordering::Release);
+    }
+}
+
+/// Everything a worker needs, owned so it can move into a thread or a task.
+struct WorkerJob<D: Db> {
+    index: usize,
+    db: D,
+    worker: Worker,
+    phase: Phase,
+    op_count: u64,
+    /// Interval between this worker's scheduled starts under a target rate.
+    tick: Option<Duration>,
+    measure_from: Instant,
+    shared: Arc<Shared>,
+}
+
+impl<D: Db> WorkerJob<D> {
+    async fn run<P: Pacer>(self, pacer: P) {
+        let WorkerJob {
+            index,
+            db,
+            mut worker,
+            phase,
+            op_count,
+            tick,
+            measure_from,
+            shared,
+        } = self;
+        let mut timed = Timed::new(db, Arc::clone(&shared.logs[index]), measure_from, pacer);
+        if let Err(e) = timed.init().await {
+            shared.fail(format!("worker {index}: init failed: {e}"));
+            shared.finished.fetch_add(1, Ordering::AcqRel);
+            return;
+        }
+        // YCSB spreads slow per-thread schedules with a random first delay below one tick.
+        if let Some(t) = tick.filter(|t| *t >= Duration::from_millis(1)) {
+            let frac = (index as f64 * 0.618_033_988_75).fract();
+            timed
+                .pacer
+                .sleep_until(Instant::now() + t.mul_f64(frac))
+                .await;
+        }
+        let start = Instant::now();
+        let mut done: u64 = 0;
+        while (op_count == 0 || done < op_count) && !shared.halt.load(Ordering::Relaxed) {
+            if let Some(t) = tick {
+                let deadline = start + t.mul_f64(done as f64);
+                timed.pacer.sleep_until(deadline).await;
+                timed.intended_start = deadline;
+            } else {
+                timed.intended_start = Instant::now();
+            }
+            let op_start = timed.intended_start;
+            match phase {
+                Phase::Load => {
+                    worker.do_insert(&mut timed).await;
+                }
+                Phase::Run => {
+                    if let Err(e) = worker.do_transaction(&mut timed).await {
+                        shared.fail(e.to_string());
+                        break;
+                    }
+                }
+            }
+            done += 1;
+            if op_start >= measure_from {
+                shared.ops[index].0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if let Err(e) = timed.cleanup().await {
+            shared.fail(format!("worker {index}: cleanup failed: {e}"));
+        }
+        shared.finished.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Runs one step to its end (op count, time limit, `stop`, or a worker failure).
+pub fn run_step<F: DbFactory>(
+    factory: &F,
+    workload: &Arc<CoreWorkload>,
+    plan: &StepPlan,
+    stop: &AtomicBool,
+    progress: &mut Progress,
+    observer: &mut dyn StepObserver,
+) -> Result<StepResult> {
+    if plan.threads == 0 {
+        return Err(anyhow!("--threads must be at least 1"));
+    }
+    let threads = plan.threads as usize;
+    let shared = Arc::new(Shared {
+        logs: (0..threads).map(|_| Arc::new(WorkerLog::new())).collect(),
+        ops: (0..threads).map(|_| PaddedCounter::default()).collect(),
+        finished: AtomicUsize::new(0),
+        halt: AtomicBool::new(false),
+        error: Mutex::new(None),
+    });
+    let tick = plan
+        .target_ops_per_sec
+        .filter(|t| *t > 0.0)
+        .map(|t| Duration::from_secs_f64(plan.threads as f64 / t));
+    let measure_from = Instant::now() + plan.warmup;
+    let mut jobs = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let db = factory
+            .worker()
+            .with_context(|| format!("binding {}: cannot create worker {index}", F::NAME))?;
+        jobs.push(WorkerJob {
+            index,
+            db,
+            worker: workload.worker(index as u64),
+            phase: plan.phase,
+            op_count: ops_for_thread(plan.operation_count, plan.threads, index as u64),
+            tick,
+            measure_from,
+            shared: Arc::clone(&shared),
+        });
+    }
+    let collector = Collector::new(plan, Arc::clone(&shared), stop, measure_from);
+    match F::EXECUTION {
+        Execution::Threads => std::thread::scope(|s| {
+            for job in jobs {
+                std::thread::Builder::new()
+                    .name(format!("iodig-worker-{}", job.index))
+                    .stack_size(512 << 10)
+                    .spawn_scoped(s, move || {
+                        futures_lite::future::block_on(job.run(ThreadPacer))
+                    })
+                    .context("cannot start a worker thread")?;
+            }
+            collector.run(progress, observer)
+        }),
+        Execution::Tasks => {
+            let cores = std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(cores.clamp(1, 4))
+                .thread_name("iodig-io")
+                .enable_time()
+                .build()
+                .context("cannot start the async runtime")?;
+            let handles: Vec<_> = jobs
+                .into_iter()
+                .map(|job| rt.spawn(job.run(TokioPacer)))
+                .collect();
+            let result = collector.run(progress, observer);
+            rt.block_on(async {
+                for h in handles {
+                    let _ = h.await;
+                }
+            });
+            result
+        }
+    }
+}
+
+/// The collecting side of a step: runs on the calling thread while workers run.
+struct Collector<'a> {
+    plan: &'a StepPlan,
+    shared: Arc<Shared>,
+    stop: &'a AtomicBool,
+    measure_from: Instant,
+}
+
+impl<'a> Collector<'a> {
+    fn new(
+        plan: &'a StepPlan,
+        shared: Arc<Shared>,
+        stop: &'a AtomicBool,
+        measure_from: Instant,
+    ) -> Self {
+        Self {
+            plan,
+            shared,
+            stop,
+            measure_from,
+        }
+    }
+
+    fn all_finished(&self) -> bool {
+        self.shared.finished.load(Ordering::Acquire) >= self.shared.logs.len()
+    }
+
+    fn should_end(&self) -> bool {
+        self.all_finished()
+            || self.stop.load(Ordering::Relaxed)
+            || self.shared.halt.load(Ordering::Relaxed)
+    }
+
+    /// Sleeps until `until`, waking early when the step should end.
+    fn wait_until(&self, until: Instant) {
+        while !self.should_end() {
+            let now = Instant::now();
+            if now >= until {
+                return;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(20)));
+        }
+    }
+
+    fn run(self, progress: &mut Progress, observer: &mut dyn StepObserver) -> Result<StepResult> {
+        progress.phase_started(self.plan);
+        self.wait_until(self.measure_from);
+        observer.measurement_started();
+        let started_wall = SystemTime::now();
+        let started = Instant::now();
+        let deadline = self.plan.max_execution.map(|d| started + d);
+        let mut state = CollectState::new(self.plan.interval_mode, started_wall);
+        loop {
+            let next = next_second_boundary(started_wall, started);
+            let until = deadline.map_or(next, |d| d.min(next));
+            self.wait_until(until);
+            let time_up = deadline.is_some_and(|d| Instant::now() >= d);
+            if self.should_end() || time_up {
+                break;
+            }
+            state.collect(&self.shared, started)?;
+            progress.tick(
+                self.plan,
+                &state.totals,
+                state.operations,
+                started.elapsed(),
+                state.samples.last(),
+            );
+        }
+        // Let workers finish the operation in hand, then take what they logged.
+        self.shared.halt.store(true, Ordering::Release);
+        while !self.all_finished() {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let runtime = started.elapsed();
+        state.collect(&self.shared, started)?;
+        progress.finished();
+        let error = self
+            .shared
+            .error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let interrupted = self.stop.load(Ordering::Relaxed) || error.is_some();
+        Ok(StepResult {
+            started_unix_ms: unix_ms(started_wall),
+            runtime,
+            operations: state.operations,
+            totals: state.totals,
+            samples: state.samples,
+            hlog: state.hlog,
+            interrupted,
+            error,
+        })
+    }
+}
+
+/// The next whole wall-clock second at least half a second away, as an `Instant`, so client
+/// samples share their boundaries with the tracer's and the system sampler's.
+fn next_second_boundary(started_wall: SystemTime, started: Instant) -> Instant {
+    let now = Instant::now();
+    let wall_now = started_wall + (now - started);
+    let since_epoch = wall_now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let mut to_next =
+        Duration::from_secs(1) - Duration::from_nanos(u64::from(since_epoch.subsec_nanos()));
+    if to_next < Duration::from_millis(500) {
+        to_next += Duration::from_secs(1);
+    }
+    now + to_next
+}
+
+/// Accumulated results of the collector.
+struct CollectState {
+    mode: IntervalMode,
+    started_wall: SystemTime,
+    interval: SeriesSet,
+    totals: SeriesSet,
+    samples: Vec<Sample>,
+    operations: u64,
+    last_t: Duration,
+    spare: Vec<Entry>,
+    hlog: Vec<u8>,
+}
+
+impl CollectState {
+    fn new(mode: IntervalMode, started_wall: SystemTime) -> Self {
+        let mut hlog = Vec::new();
+        let mut ser = V2DeflateSerializer::new();
+        // Header only: StartTime and BaseTime make the log readable by HdrHistogram's Java tools.
+        let _ = IntervalLogWriterBuilder::new()
+            .add_comment("iodig latency log: one tagged histogram per series per second, values in microseconds")
+            .with_start_time(started_wall)
+            .with_base_time(started_wall)
+            .begin_log_with(&mut hlog, &mut ser);
+        hlog.extend_from_slice(b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n");
+        Self {
+            mode,
+            started_wall,
+            interval: SeriesSet::new(),
+            totals: SeriesSet::new(),
+            samples: Vec::new(),
+            operations: 0,
+            last_t: Duration::ZERO,
+            spare: Vec::new(),
+            hlog,
+        }
+    }
+
+    /// Drains every worker log into one interval sample.
+    fn collect(&mut self, shared: &Shared, started: Instant) -> Result<()> {
+        let t = started.elapsed();
+        let secs = (t - self.last_t).as_secs_f64();
+        self.interval.clear();
+        for log in &shared.logs {
+            log.drain_into(&mut self.spare);
+            for e in &self.spare {
+                self.interval.record(e, self.mode);
+            }
+        }
+        let ops_total: u64 = shared.ops.iter().map(|c| c.0.load(Ordering::Relaxed)).sum();
+        let operations = ops_total - self.operations;
+        self.operations = ops_total;
+        self.totals.merge(&self.interval);
+        self.write_hlog(t, secs)?;
+        self.samples.push(Sample {
+            t: t.as_secs_f64(),
+            unix_ms: unix_ms(self.started_wall + t),
+            secs,
+            operations,
+            ops_per_sec: if secs > 0.0 {
+                operations as f64 / secs
+            } else {
+                0.0
+            },
+            series: self.interval.summaries(),
+        });
+        self.last_t = t;
+        Ok(())
+    }
+
+    fn write_hlog(&mut self, t: Duration, secs: f64) -> Result<()> {
+        let mut ser = V2DeflateSerializer::new();
+        let mut writer = IntervalLogWriterBuilder::new()
+            .begin_log_with(&mut self.hlog, &mut ser)
+            .context("cannot write the HDR interval log")?;
+        for (id, h) in self.interval.histograms() {
+            let name = series_name(id);
+            writer
+                .write_histogram(
+                    h,
+                    t.saturating_sub(Duration::from_secs_f64(secs)),
+                    Duration::from_secs_f64(secs),
+                    Tag::new(&name),
+                )
+                .map_err(|e| anyhow!("cannot write the HDR interval log: {e:?}"))?;
+        }
+        Ok(())
+    }
+}

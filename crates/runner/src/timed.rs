@@ -1,0 +1,132 @@
+//! The one place that measures: [`Timed`] wraps any binding, times each call and logs it with
+//! its status, its service time and its latency from the intended start (YCSB's `DBWrapper`).
+
+use crate::pacer::{micros_u32, Pacer};
+use iodig_db::{Db, DbError, Fields, Record, Status};
+use iodig_model::OpKind;
+use iodig_stats::{Entry, WorkerLog};
+use iodig_workload::MeasuredDb;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A binding with timing around every call.
+pub struct Timed<D: Db, P: Pacer> {
+    db: D,
+    log: Arc<WorkerLog>,
+    /// Operations that start before this instant (warm-up) are not logged.
+    measure_from: Instant,
+    /// Scheduled start of the current operation; the actual start without a target rate.
+    pub intended_start: Instant,
+    pub pacer: P,
+}
+
+impl<D: Db, P: Pacer> Timed<D, P> {
+    pub fn new(db: D, log: Arc<WorkerLog>, measure_from: Instant, pacer: P) -> Self {
+        Self {
+            db,
+            log,
+            measure_from,
+            intended_start: Instant::now(),
+            pacer,
+        }
+    }
+
+    #[inline]
+    fn measure(&self, op: OpKind, status: Status, start: Instant, end: Instant) {
+        if start < self.measure_from {
+            return;
+        }
+        self.log.push(Entry {
+            op,
+            status: status.index() as u8,
+            ok: status.is_ok(),
+            service_us: micros_u32(end - start),
+            intended_us: micros_u32(end.saturating_duration_since(self.intended_start.min(start))),
+        });
+    }
+
+    /// Runs the binding's per-worker init.
+    pub async fn init(&mut self) -> Result<(), DbError> {
+        self.db.init().await
+    }
+
+    /// Runs and measures the binding's per-worker cleanup (YCSB's `[CLEANUP]`).
+    pub async fn cleanup(&mut self) -> Result<(), DbError> {
+        let start = Instant::now();
+        let result = self.db.cleanup().await;
+        // Cleanup happens after the measured window; log it regardless of warm-up.
+        let status = if result.is_ok() {
+            Status::Ok
+        } else {
+            Status::Error
+        };
+        self.log.push(Entry {
+            op: OpKind::Cleanup,
+            status: status.index() as u8,
+            ok: status.is_ok(),
+            service_us: micros_u32(start.elapsed()),
+            intended_us: micros_u32(start.elapsed()),
+        });
+        result
+    }
+}
+
+impl<D: Db, P: Pacer> Db for Timed<D, P> {
+    async fn read(
+        &mut self,
+        table: &str,
+        key: &str,
+        fields: Fields<'_>,
+        out: &mut Record,
+    ) -> Status {
+        let start = Instant::now();
+        let status = self.db.read(table, key, fields, out).await;
+        self.measure(OpKind::Read, status, start, Instant::now());
+        status
+    }
+
+    async fn scan(
+        &mut self,
+        table: &str,
+        start_key: &str,
+        count: usize,
+        fields: Fields<'_>,
+        out: &mut Vec<Record>,
+    ) -> Status {
+        let start = Instant::now();
+        let status = self.db.scan(table, start_key, count, fields, out).await;
+        self.measure(OpKind::Scan, status, start, Instant::now());
+        status
+    }
+
+    async fn update(&mut self, table: &str, key: &str, values: &Record) -> Status {
+        let start = Instant::now();
+        let status = self.db.update(table, key, values).await;
+        self.measure(OpKind::Update, status, start, Instant::now());
+        status
+    }
+
+    async fn insert(&mut self, table: &str, key: &str, values: &Record) -> Status {
+        let start = Instant::now();
+        let status = self.db.insert(table, key, values).await;
+        self.measure(OpKind::Insert, status, start, Instant::now());
+        status
+    }
+
+    async fn delete(&mut self, table: &str, key: &str) -> Status {
+        let start = Instant::now();
+        let status = self.db.delete(table, key).await;
+        self.measure(OpKind::Delete, status, start, Instant::now());
+        status
+    }
+}
+
+impl<D: Db, P: Pacer> MeasuredDb for Timed<D, P> {
+    fn record(&mut self, op: OpKind, status: Status, start: Instant, end: Instant) {
+        self.measure(op, status, start, end);
+    }
+
+    async fn pause(&mut self, d: Duration) {
+        self.pacer.sleep_until(Instant::now() + d).await;
+    }
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# bench-tracer.sh: overhead of `iodig trace` at saturation. fio 4 KiB random reads, O_DIRECT,
+# iodepth 32 on a loop device, run alternately without and with the tracer attached, ROUNDS
+# times each; prints per-run IOPS, the medians and their ratio, lost events, and BPF run time
+# per IO. BPF stats cost two clock reads per program run, so they stay off during the IOPS
+# comparison and are switched on for one extra traced run that measures run time per IO.
+#
+# Usage (root): scripts/bench-tracer.sh [ROUNDS] [SECONDS]
+#   IODIG=path/to/iodig   binary with the `trace` subcommand (default target/release/iodig)
+#   BENCH_DIR=dir         where the loop device's backing file lives (default /var/tmp)
+set -euo pipefail
+
+ROUNDS=${1:-5}
+SECS=${2:-10}
+IODIG=${IODIG:-target/release/iodig}
+DIR=${BENCH_DIR:-/var/tmp}
+SIZE_MB=1024
+
+[[ $(id -u) == 0 ]] || { echo "bench-tracer.sh: run as root (loop devices, eBPF)" >&2; exit 3; }
+command -v fio >/dev/null || { echo "bench-tracer.sh: fio missing (apt-get install fio)" >&2; exit 2; }
+[[ -x $IODIG ]] || { echo "bench-tracer.sh: $IODIG not found; build with cargo build --release or set IODIG" >&2; exit 2; }
+
+work=$(mktemp -d "$DIR/iodig-bench.XXXXXX")
+img="$work/disk.img"
+stats_before=$(cat /proc/sys/kernel/bpf_stats_enabled)
+loopdev=""
+cleanup() {
+    echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled
+    [[ -n $loopdev ]] && losetup -d "$loopdev"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Written data, cached backing file, buffered loop: the device path is CPU-bound, which is
+# where a tracer's per-IO cost shows most.
+dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
+loopdev=$(losetup -f --show --direct-io=off "$img")
+dev=${loopdev#/dev/}
+cat "$img" > /dev/null
+
+fio_cmd=(fio --name=randread --filename="$loopdev" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio
+         --direct=1 --time_based --runtime="$SECS" --size=${SIZE_MB}M --randrepeat=0 --output-format=json)
+iops() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$1"; }
+
+report() {
+    python3 - "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+sc = d["self_check"]
+ios = sum(o["ios"] for dev in d["devices"] for o in dev["ops"].values())
+run = sum(p["run_time_ns"] for p in sc["programs"])
+cnt = sum(p["run_cnt"] for p in sc["programs"])
+print(f"  trace: mode={d['mode']} attach={d.get('attach')} ios={ios} lost_events={sc['lost_events']} "
+      f"recursion_misses={sc['recursion_misses']} prog_runs={cnt} bpf_ns_per_io={run / max(ios, 1):.0f} "
+      f"diskstats_match={sc['diskstats_match']}")
+PY
+}
+
+echo 0 > /proc/sys/kernel/bpf_stats_enabled
+declare -a base traced
+for r in $(seq 1 "$ROUNDS"); do
+    "${fio_cmd[@]}" --output="$work/base$r.json"
+    base+=("$(iops "$work/base$r.json")")
+    "$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/traced$r.json" > "$work/trace$r.json"
+    traced+=("$(iops "$work/traced$r.json")")
+    report "$work/trace$r.json"
+    echo "round $r: without tracer ${base[-1]} IOPS, with tracer ${traced[-1]} IOPS"
+done
+
+echo 1 > /proc/sys/kernel/bpf_stats_enabled
+"$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/stats.json" > "$work/trace-stats.json"
+echo "BPF stats run ($(iops "$work/stats.json") IOPS with stats on):"
+report "$work/trace-stats.json"
+
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+mb=$(median "${base[@]}")
+mt=$(median "${traced[@]}")
+echo "median without tracer: $mb IOPS"
+echo "median with tracer:    $mt IOPS"
+python3 -c "import sys; b,t=float(sys.argv[1]),float(sys.argv[2]); print(f'ratio with/without: {t/b:.4f} (loss {100*(1-t/b):.2f}%)')" "$mb" "$mt"
+echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

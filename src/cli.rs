@@ -1,0 +1,220 @@
+//! The command line: one subcommand per verb, flags named as YCSB names them where YCSB has them.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "iodig",
+    version,
+    about = "Benchmark a database on its storage and dig past the averages",
+    long_about = "iodig runs YCSB workloads against embedded RocksDB or Apache Cassandra, traces the block IO \
+underneath with eBPF, samples the system, and writes one run directory per run.\n\n\
+EXAMPLES:\n  iodig run                                   # workload A on RocksDB, threads 1,4,16, traced\n  \
+iodig run -P workloads/workloadc -p recordcount=1000000 --threads 1,2,4 --duration 30s\n  \
+iodig load --db basic -p recordcount=5 -p basicdb.verbose=true --threads 1\n  \
+iodig trace --duration 10s"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Load the dataset if needed, then run the workload over a sweep of thread counts.
+    Run(BenchArgs),
+    /// Load phase only (YCSB's `load`).
+    Load(BenchArgs),
+    /// Trace block IO alone, for a duration or while a command runs (like biosnoop + iostat).
+    Trace(crate::cmd::trace::TraceArgs),
+    /// Combine the run directories of clients that drove one database together (exact merge).
+    Merge(MergeArgs),
+    /// Write report.html, report.md and CSV files into a run directory.
+    Report(crate::cmd::report::ReportArgs),
+    /// Compare runs with the first: advantage tables, latency ratios, significance, regressions.
+    Compare(crate::cmd::compare::CompareArgs),
+    /// Start, stop and inspect local Apache Cassandra nodes.
+    Cassandra(crate::cmd::cassandra::CassandraArgs),
+}
+
+/// Flags of `iodig merge`.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Run directories, one per client (`--client 1/N` … `--client N/N`).
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub runs: Vec<PathBuf>,
+
+    /// Where the merged run directory is created.
+    #[arg(long, default_value = "runs", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// Flags shared by `run` and `load`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// An experiment file (TOML: workloads × thread counts × repetitions, see docs/experiments.md);
+    /// its settings replace -P, --threads, --db, --duration, --warmup, --trace and --target.
+    #[arg(value_name = "EXPERIMENT.toml")]
+    pub experiment: Option<PathBuf>,
+
+    /// YCSB workload property file; several allowed, later ones win. Bare names workloada…workloadf
+    /// use the built-in copies.
+    #[arg(short = 'P', value_name = "FILE")]
+    pub workload: Vec<String>,
+
+    /// Property override, YCSB style (`-p recordcount=1000000`); wins over -P files.
+    #[arg(short = 'p', value_name = "NAME=VALUE")]
+    pub property: Vec<String>,
+
+    /// Database binding: rocksdb (embedded, default), basic (no-op), cassandra.
+    #[arg(long, default_value = "rocksdb", value_name = "NAME")]
+    pub db: String,
+
+    /// Client threads (YCSB's -threads); a comma list runs one step per count, e.g. 4,8,16.
+    #[arg(long, value_name = "N[,N…]", value_delimiter = ',')]
+    pub threads: Vec<u64>,
+
+    /// Threads for the load step of `run` (default: 2 × cores, at least 4).
+    #[arg(long, value_name = "N")]
+    pub load_threads: Option<u64>,
+
+    /// Target throughput in ops/s for the whole client (YCSB's -target); latency is then also
+    /// measured from each operation's intended start.
+    #[arg(long, value_name = "OPS")]
+    pub target: Option<f64>,
+
+    /// Measured duration of each run step, e.g. 30s, 2m (default: operationcount, else 10s).
+    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+    pub duration: Option<Duration>,
+
+    /// Unmeasured warm-up before each run step.
+    #[arg(long, value_parser = parse_duration, default_value = "2s", value_name = "TIME")]
+    pub warmup: Duration,
+
+    /// Directory of run directories (and of iodig-managed data).
+    #[arg(long, default_value = "runs", value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Block-IO observation: auto (eBPF, else diskstats), ebpf, diskstats, off.
+    #[arg(long, default_value = "auto", value_name = "MODE")]
+    pub trace: String,
+
+    /// Also trace this block device (the data directory's device is always traced).
+    #[arg(long, value_name = "DEV")]
+    pub device: Vec<String>,
+
+    /// Width of the tracer's time slots in ms (bursts are reported per slot).
+    #[arg(long, default_value_t = 100, value_name = "MS")]
+    pub slot_ms: u32,
+
+    /// Load again even if the data directory already holds this dataset (wipes it first).
+    #[arg(long, conflicts_with = "no_load")]
+    pub reload: bool,
+
+    /// Never load; run on the data as it is.
+    #[arg(long)]
+    pub no_load: bool,
+
+    /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes), as
+    /// the briefs restore from a backup before every test.
+    #[arg(long)]
+    pub restore_each_step: bool,
+
+    /// Show status lines on stderr (YCSB's -s); on a terminal a live bar is shown anyway.
+    #[arg(short = 's')]
+    pub status: bool,
+
+    /// This client's slice of the key space when N clients drive one database: I of N (1-based).
+    #[arg(long, value_parser = parse_client, value_name = "I/N")]
+    pub client: Option<(u64, u64)>,
+
+    /// Seed of all random choices: the same seed and thread count repeat the op sequence.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+/// Parses `30s`, `500ms`, `2m`, `1h` or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration; write e.g. 30s, 500ms, 2m"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?}; use ms, s, m or h")),
+    };
+    if !(secs.is_finite() && secs >= 0.0) {
+        return Err(format!("{s:?}: a duration must be ≥ 0"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses `I/N` of `--client`.
+pub fn parse_client(s: &str) -> Result<(u64, u64), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("{s:?}: write I/N, e.g. 2/4"))?;
+    let (i, n) = (
+        i.trim()
+            .parse()
+            .map_err(|_| format!("{s:?}: I is not a number"))?,
+        n.trim()
+            .parse()
+            .map_err(|_| format!("{s:?}: N is not a number"))?,
+    );
+    if i == 0 || n == 0 || i > n {
+        return Err(format!("{s:?}: need 1 ≤ I ≤ N"));
+    }
+    Ok((i, n))
+}
+
+/// Accepts YCSB's single-dash flags (`-threads 8`, `-target 1000`, `-db basic`).
+pub fn normalize_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    args.into_iter()
+        .map(|a| match a.as_str() {
+            "-threads" | "-target" | "-db" => format!("-{a}"),
+            _ => a,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
+        assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn ycsb_flags_are_accepted() {
+        let args =
+            normalize_args(["iodig", "run", "-threads", "8", "-db", "basic"].map(String::from));
+        let cli = Cli::try_parse_from(args).unwrap();
+        let Command::Run(b) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(b.threads, vec![8]);
+        assert_eq!(b.db, "basic");
+    }
+}

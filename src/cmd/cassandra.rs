@@ -1,0 +1,224 @@
+//! `iodig cassandra up|down|status|snapshot|restore|events`: real local Apache Cassandra nodes
+//! for tests and demos, managed by pid from a state file in `--dir`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use iodig_cassandra::{NodeStatus, UpOptions};
+
+/// Start, inspect and stop local Cassandra nodes on 127.0.0.1 … 127.0.0.N.
+#[derive(Debug, clap::Args)]
+pub struct CassandraArgs {
+    #[command(subcommand)]
+    pub command: CassandraCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum CassandraCommand {
+    /// Start N nodes (from $CASSANDRA_HOME, or cassandra-all jars from Maven Central) and wait
+    /// until each accepts CQL.
+    Up {
+        /// Number of nodes, on 127.0.0.1 … 127.0.0.N.
+        #[arg(long, default_value_t = 1)]
+        nodes: u32,
+        /// JVM heap per node, as java spells it (1G, 2048M).
+        #[arg(long, default_value = "1G")]
+        heap: String,
+        #[command(flatten)]
+        dir: DirArg,
+        /// Cassandra version fetched from Maven Central when CASSANDRA_HOME is unset.
+        #[arg(long, default_value = iodig_cassandra::DEFAULT_VERSION)]
+        cassandra_version: String,
+        /// Virtual nodes per node (num_tokens); the briefs used 256.
+        #[arg(long, default_value_t = 16)]
+        tokens: u32,
+        /// Turn on PasswordAuthenticator (superuser cassandra/cassandra).
+        #[arg(long)]
+        password_auth: bool,
+        /// Seconds to wait for each node to accept CQL.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Stop the nodes `up` started in DIR, by pid (SIGTERM, then SIGKILL after the grace time).
+    Down {
+        #[command(flatten)]
+        dir: DirArg,
+        /// Seconds to wait after SIGTERM before SIGKILL.
+        #[arg(long, default_value_t = 60)]
+        grace: u64,
+    },
+    /// Each node's state, load, tokens and percent owned (nodetool status).
+    Status {
+        #[command(flatten)]
+        dir: DirArg,
+        /// Keyspace whose effective ownership to show (sums to 100 % × RF); falls back to raw
+        /// token ownership when it does not exist.
+        #[arg(long, default_value = "ycsb")]
+        keyspace: String,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Flush and snapshot a keyspace on every node (nodetool flush + snapshot -t TAG).
+    Snapshot {
+        #[command(flatten)]
+        dir: DirArg,
+        #[arg(long)]
+        tag: String,
+        #[arg(long, default_value = "ycsb")]
+        keyspace: String,
+    },
+    /// Put a keyspace back to a snapshot: stop the nodes, swap in the snapshot's sstables,
+    /// drop the commit log, start the nodes again.
+    Restore {
+        #[command(flatten)]
+        dir: DirArg,
+        #[arg(long)]
+        tag: String,
+        #[arg(long, default_value = "ycsb")]
+        keyspace: String,
+    },
+    /// Memtable flushes and compactions from the nodes' logs, as JSON lines.
+    Events {
+        #[command(flatten)]
+        dir: DirArg,
+        /// Only events that started at or after this unix time in milliseconds.
+        #[arg(long)]
+        since_unix_ms: Option<u64>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DirArg {
+    /// Directory with every node's data, commit log and logs, and the state file.
+    #[arg(long, default_value = "cassandra-nodes")]
+    pub dir: PathBuf,
+}
+
+pub fn run(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        CassandraCommand::Up {
+            nodes,
+            heap,
+            dir,
+            cassandra_version,
+            tokens,
+            password_auth,
+            timeout,
+        } => {
+            let opts = UpOptions {
+                nodes: *nodes,
+                heap: heap.clone(),
+                dir: dir.dir.clone(),
+                cassandra_version: cassandra_version.clone(),
+                num_tokens: *tokens,
+                password_auth: *password_auth,
+                ready_timeout: Duration::from_secs(*timeout),
+            };
+            let started = std::time::Instant::now();
+            let cluster = iodig_cassandra::up(&opts).context("iodig cassandra up")?;
+            for n in &cluster.nodes {
+                println!(
+                    "node {} up: {}:{} pid {} (JMX {}), logs in {}",
+                    n.index,
+                    n.address,
+                    n.cql_port,
+                    n.pid,
+                    n.jmx_port,
+                    n.log_dir().display()
+                );
+            }
+            println!(
+                "{} node(s) accept CQL after {:.0} s; use -p hosts={}; stop with `iodig cassandra down --dir {}`",
+                cluster.nodes.len(),
+                started.elapsed().as_secs_f64(),
+                cluster.hosts(),
+                cluster.options.dir.display()
+            );
+        }
+        CassandraCommand::Down { dir, grace } => {
+            for s in iodig_cassandra::down(&dir.dir, Duration::from_secs(*grace))
+                .context("iodig cassandra down")?
+            {
+                println!("{} pid {}: {}", s.address, s.pid, s.how);
+            }
+        }
+        CassandraCommand::Status {
+            dir,
+            keyspace,
+            json,
+        } => {
+            let rows = match iodig_cassandra::status(&dir.dir, Some(keyspace)) {
+                Ok(r) => r,
+                // No such keyspace yet: nodetool refuses; raw token ownership still helps.
+                Err(e)
+                    if e.to_string().contains("does not exist")
+                        || e.to_string().contains("Unknown keyspace") =>
+                {
+                    eprintln!(
+                        "iodig: keyspace {keyspace} does not exist yet; showing token ownership"
+                    );
+                    iodig_cassandra::status(&dir.dir, None).context("iodig cassandra status")?
+                }
+                Err(e) => return Err(e).context("iodig cassandra status"),
+            };
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", status_table(&rows));
+            }
+        }
+        CassandraCommand::Snapshot { dir, tag, keyspace } => {
+            iodig_cassandra::snapshot(&dir.dir, tag, keyspace)
+                .context("iodig cassandra snapshot")?;
+            println!("snapshot {tag} of keyspace {keyspace} taken on every node");
+        }
+        CassandraCommand::Restore { dir, tag, keyspace } => {
+            let c = iodig_cassandra::restore(&dir.dir, tag, keyspace)
+                .context("iodig cassandra restore")?;
+            println!(
+                "keyspace {keyspace} restored to snapshot {tag}; {} node(s) accept CQL at {}",
+                c.nodes.len(),
+                c.hosts()
+            );
+        }
+        CassandraCommand::Events { dir, since_unix_ms } => {
+            for e in iodig_cassandra::events(&dir.dir, *since_unix_ms)
+                .context("iodig cassandra events")?
+            {
+                println!("{}", serde_json::to_string(&e)?);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The briefs' ownership table.
+fn status_table(rows: &[NodeStatus]) -> String {
+    let mut s = format!(
+        "{:<5} {:<12} {:>12} {:>6} {:>8} {:<8} {:<36} {}\n",
+        "State", "Address", "Load", "Tokens", "Owns", "Pid", "Host ID", "Rack"
+    );
+    for r in rows {
+        let owns = r
+            .owns_percent
+            .map(|p| format!("{p:.1}%"))
+            .unwrap_or_else(|| "?".into());
+        let pid = match (r.pid, r.running) {
+            (Some(p), true) => p.to_string(),
+            (Some(_), false) => "stopped".into(),
+            (None, _) => "-".into(),
+        };
+        s.push_str(&format!(
+            "{:<5} {:<12} {:>12} {:>6} {:>8} {:<8} {:<36} {}\n",
+            r.state, r.address, r.load, r.tokens, owns, pid, r.host_id, r.rack
+        ));
+    }
+    let total: f64 = rows.iter().filter_map(|r| r.owns_percent).sum();
+    s.push_str(&format!(
+        "total owned: {total:.1}% (100% × replication factor)\n"
+    ));
+    s
+}

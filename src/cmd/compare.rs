@@ -1,0 +1,48 @@
+//! `iodig compare RUN_A RUN_B [RUN…]`: the briefs' advantage tables against the first run,
+//! written as compare.html and compare.md; exit 1 with --fail-on-regression when a later run is
+//! worse than the first beyond the limit.
+
+use anyhow::Result;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// Run directories; the first is the baseline every other run is compared with.
+    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Directory for compare.html and compare.md.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Exit 1 when a later run's ops/s is lower, or its p99 higher, than the baseline's by more
+    /// than PCT percent at any workload × thread count.
+    #[arg(long, value_name = "PCT")]
+    pub fail_on_regression: Option<f64>,
+}
+
+pub fn run(args: &CompareArgs) -> Result<ExitCode> {
+    if let Some(p) = args.fail_on_regression {
+        anyhow::ensure!(
+            p.is_finite() && p >= 0.0,
+            "--fail-on-regression {p}: give a percentage ≥ 0, e.g. 5"
+        );
+    }
+    let out = iodig_report::write_compare(&iodig_report::CompareOptions {
+        runs: args.runs.clone(),
+        out: args.out.clone(),
+        fail_on_regression_pct: args.fail_on_regression,
+    })?;
+    print!("{}", out.summary_markdown);
+    println!();
+    for f in &out.files {
+        println!("{}", f.display());
+    }
+    if !out.regressions.is_empty() {
+        eprintln!("iodig compare: regressions beyond the limit:");
+        for r in &out.regressions {
+            eprintln!("- {r}");
+        }
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,20 @@
+//! `iodig merge`: several clients' run directories into one, exactly.
+
+use crate::cli::MergeArgs;
+use anyhow::Result;
+use std::process::ExitCode;
+
+pub fn run(args: &MergeArgs) -> Result<ExitCode> {
+    let merged = iodig_runner::merge::merge_runs(&args.runs, &args.out)?;
+    for line in std::fs::read_dir(merged.join("steps"))?.flatten() {
+        if let Ok(text) = std::fs::read_to_string(line.path().join(iodig_model::files::YCSB_TEXT)) {
+            println!("# {}", line.file_name().to_string_lossy());
+            print!("{text}");
+        }
+    }
+    if let Err(e) = iodig_report::write_report(&merged) {
+        eprintln!("warning: the report could not be written: {e:#}");
+    }
+    eprintln!("results: {}", merged.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,8 @@
+//! One module per subcommand: each turns its flags into a library call.
+
+pub mod bench;
+pub mod cassandra;
+pub mod compare;
+pub mod merge;
+pub mod report;
+pub mod trace;

@@ -1,0 +1,30 @@
+//! `iodig report RUN_DIR`: writes report.html, report.md and the CSV files into the run
+//! directory and prints their paths and the findings.
+
+use anyhow::Result;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Run directory written by `iodig run` (the one holding run.json).
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+    /// Do not print the findings.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+pub fn run(args: &ReportArgs) -> Result<ExitCode> {
+    let out = iodig_report::write_report(&args.run_dir)?;
+    for f in &out.files {
+        println!("{}", f.display());
+    }
+    if !args.quiet && !out.findings.is_empty() {
+        println!("\nFindings:");
+        for f in &out.findings {
+            println!("- {f}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,119 @@
+//! `iodig trace`: the block-IO tracer alone, like biosnoop + iostat, for a duration or while a
+//! command runs; prints the briefs' summary and per-second tables, or the TraceDoc as JSON.
+
+use anyhow::{Context, Result};
+use iodig_iotrace::cli_support::{install_stop_signals, parse_duration, stop_requested};
+use iodig_iotrace::{render, TraceError, TraceMode, TraceOptions};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct TraceArgs {
+    /// Block device to trace ("vda", "/dev/nvme0n1", or a partition: its whole disk is traced);
+    /// repeat for several. Default: every whole disk that sees IO.
+    #[arg(long = "device", short = 'd', value_name = "DEV")]
+    pub devices: Vec<String>,
+    /// How long to trace ("30s", "500ms", "2m", "10"). Default: until COMMAND exits or Ctrl-C.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Width of the sub-second slots behind the per-second max figures (must divide 1000).
+    #[arg(long, default_value_t = 100, value_name = "MS")]
+    pub slot_ms: u32,
+    /// Print one JSON document (the TraceDoc, see docs/tracing.md) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write every IO as a CSV line to FILE (eBPF mode; drops are counted as lost events).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// auto: eBPF, or diskstats with the reason when eBPF is not possible; ebpf: exit 3 instead.
+    #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<TraceMode>())]
+    pub mode: TraceMode,
+    /// Command to run and trace; iodig exits with its exit code.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+pub fn run(args: &TraceArgs) -> Result<ExitCode> {
+    let opts = TraceOptions {
+        mode: args.mode,
+        devices: args.devices.clone(),
+        slot_ms: args.slot_ms,
+        events_file: args.events.clone(),
+    };
+    let session = match iodig_iotrace::start(&opts) {
+        Ok(s) => s,
+        Err(e @ TraceError::UnknownDevice { .. }) => return Ok(fail(&e, 2)),
+        Err(e @ TraceError::Privilege { .. }) => {
+            return Ok(fail(
+                &format!("{e} (--mode ebpf was asked for; try --mode auto)"),
+                3,
+            ))
+        }
+        Err(TraceError::Other(e)) => return Err(e),
+    };
+    if let Some(note) = session.note() {
+        eprintln!("iodig trace: {note}");
+    }
+    install_stop_signals();
+    let child_code = trace_until_done(args)?;
+    let doc = session.stop().context("stopping the tracer")?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", render::text(&doc));
+    }
+    Ok(child_code.map_or(ExitCode::SUCCESS, ExitCode::from))
+}
+
+fn fail(msg: &dyn std::fmt::Display, code: u8) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(code)
+}
+
+/// Waits for the duration, the command, or SIGINT/SIGTERM; returns the command's exit code.
+fn trace_until_done(args: &TraceArgs) -> Result<Option<u8>> {
+    let deadline = args.duration.map(|d| Instant::now() + d);
+    let mut child = match args.command.split_first() {
+        Some((prog, rest)) => Some(
+            Command::new(prog)
+                .args(rest)
+                .spawn()
+                .with_context(|| format!("cannot run {prog:?} (the COMMAND after --)"))?,
+        ),
+        None => None,
+    };
+    loop {
+        if let Some(code) = child.as_mut().map(child_exit).transpose()?.flatten() {
+            return Ok(Some(code));
+        }
+        if stop_requested() || deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Interrupted or out of time: the command (if any) gets the same signal a terminal would send.
+    match child {
+        Some(mut c) => {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(c.id().to_string())
+                .status();
+            Ok(Some(exit_code(c.wait()?)))
+        }
+        None => Ok(None),
+    }
+}
+
+fn child_exit(c: &mut Child) -> Result<Option<u8>> {
+    Ok(c.try_wait()?.map(exit_code))
+}
+
+/// The command's exit code; 128 + signal when a signal ended it (shell convention).
+fn exit_code(st: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code().map_or_else(
+        || 128u8.wrapping_add(st.signal().unwrap_or(0) as u8),
+        |c| c as u8,
+    )
+}

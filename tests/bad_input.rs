@@ -1,0 +1,234 @@
+//! Every bad input of the foundation gets a one-line error naming the flag, property or path and
+//! the fix, exit code 2, and leaves what was already written intact.
+
+mod common;
+
+use common::*;
+
+fn expect_usage_error(args: &[&str], needles: &[&str]) -> Run {
+    let r = run_iodig(args);
+    assert_eq!(r.code(), 2, "args {args:?}\nstderr: {}", r.stderr);
+    let err_line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error"))
+        .unwrap_or_else(|| panic!("no error line: {}", r.stderr));
+    for n in needles {
+        assert!(r.stderr.contains(n), "{n:?} not in: {}", r.stderr);
+    }
+    assert!(err_line.len() < 400, "error is not one line: {err_line}");
+    r
+}
+
+fn out_dir() -> (tempfile::TempDir, String) {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().to_str().unwrap().to_string();
+    (d, s)
+}
+
+#[test]
+fn unknown_property_names_the_nearest_known_one() {
+    let (_d, out) = out_dir();
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "-p",
+            "recordcont=10",
+            "--trace",
+            "off",
+            "--out",
+            &out,
+        ],
+        &["recordcont", "did you mean recordcount?"],
+    );
+}
+
+#[test]
+fn proportions_not_summing_to_one_are_normalised_and_said() {
+    let (_d, out) = out_dir();
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "basic",
+        "-p",
+        "readproportion=0.7",
+        "-p",
+        "updateproportion=0.7",
+        "-p",
+        "operationcount=100",
+        "--threads",
+        "1",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(r.stderr.contains("normalised as YCSB does"), "{}", r.stderr);
+    assert!(r.stderr.contains("readproportion=0.5000"), "{}", r.stderr);
+    let run = r.run_json();
+    assert!(run["notes"][0].as_str().unwrap().contains("normalised"));
+}
+
+#[test]
+fn zero_or_negative_threads_are_refused() {
+    let (_d, out) = out_dir();
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "--threads",
+            "0",
+            "--trace",
+            "off",
+            "--out",
+            &out,
+        ],
+        &["--threads"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "--threads",
+            "-3",
+            "--trace",
+            "off",
+            "--out",
+            &out,
+        ],
+        &["--threads"],
+    );
+}
+
+#[test]
+fn missing_workload_file_is_named() {
+    let (_d, out) = out_dir();
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "-P",
+            "/nonexistent/workloadz",
+            "--out",
+            &out,
+        ],
+        &["/nonexistent/workloadz", "-P"],
+    );
+}
+
+#[test]
+fn malformed_property_override_is_named() {
+    let (_d, out) = out_dir();
+    expect_usage_error(
+        &["run", "--db", "basic", "-p", "recordcount", "--out", &out],
+        &["-p recordcount", "name=value"],
+    );
+}
+
+#[test]
+fn unwritable_output_directory_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let out = file.join("runs");
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "-p",
+            "operationcount=10",
+            "--trace",
+            "off",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &["--out", "writable"],
+    );
+}
+
+#[test]
+fn unknown_db_lists_the_bindings() {
+    let (_d, out) = out_dir();
+    expect_usage_error(
+        &["run", "--db", "mongodb", "--out", &out],
+        &["--db mongodb", "rocksdb", "basic"],
+    );
+}
+
+#[test]
+fn rocksdb_directory_held_by_another_process_is_named_and_left_intact() {
+    let (_d, out) = out_dir();
+    let db_dir = format!("{out}/held");
+    // First load a small dataset, then hold the database open from another iodig process.
+    let load = run_iodig(&[
+        "load",
+        "-p",
+        "recordcount=200",
+        "-p",
+        &format!("rocksdb.dir={db_dir}"),
+        "--threads",
+        "1",
+        "--trace",
+        "off",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(load.code(), 0, "{}", load.stderr);
+    let holder = iodig()
+        .args([
+            "run",
+            "--no-load",
+            "-p",
+            "recordcount=200",
+            "-p",
+            &format!("rocksdb.dir={db_dir}"),
+            "--threads",
+            "1",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0s",
+            "--trace",
+            "off",
+            "--out",
+            &out,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let r = expect_usage_error(
+        &[
+            "run",
+            "--no-load",
+            "-p",
+            "recordcount=200",
+            "-p",
+            &format!("rocksdb.dir={db_dir}"),
+            "--trace",
+            "off",
+            "--out",
+            &out,
+        ],
+        &["rocksdb.dir", "held by another process"],
+    );
+    drop(r);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(holder.id() as i32, libc::SIGTERM) };
+    let status = holder.wait_with_output().unwrap().status;
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        std::path::Path::new(&db_dir).join("CURRENT").is_file(),
+        "the database must be left intact"
+    );
+}

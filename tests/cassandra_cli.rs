@@ -1,0 +1,196 @@
+//! Real Apache Cassandra through the real binary: `iodig cassandra up`, a load, workloads A–F,
+//! status; and `iodig run --db cassandra` without hosts, which starts and stops a managed node.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// Stops the nodes of a directory even when an assertion fails.
+struct Nodes<'a>(&'a Path);
+
+impl Drop for Nodes<'_> {
+    fn drop(&mut self) {
+        let _ = iodig()
+            .args([
+                "cassandra",
+                "down",
+                "--grace",
+                "20",
+                "--dir",
+                self.0.to_str().unwrap(),
+            ])
+            .output();
+    }
+}
+
+/// Tests here start nodes on the same loopback ports: one at a time.
+static PORTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn java_pids_with(dir: &Path) -> Vec<String> {
+    let needle = dir.to_str().unwrap().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (cmd.contains("CassandraDaemon") && cmd.contains(&needle))
+                .then(|| e.file_name().to_string_lossy().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn workloads_a_to_f_run_against_a_real_node() {
+    let _ports = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let nodes = tmp.path().join("nodes");
+    let out = tmp.path().join("runs");
+    let _guard = Nodes(&nodes);
+    let up = run_iodig(&[
+        "cassandra",
+        "up",
+        "--nodes",
+        "1",
+        "--heap",
+        "1G",
+        "--dir",
+        nodes.to_str().unwrap(),
+    ]);
+    assert_eq!(up.code(), 0, "{}\n{}", up.stdout, up.stderr);
+    let common = [
+        "--db",
+        "cassandra",
+        "-p",
+        "hosts=127.0.0.1",
+        "-p",
+        "recordcount=2000",
+        "--trace",
+        "off",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let load = run_iodig(
+        &[
+            &["load", "-P", "workloads/workloada", "--threads", "8"],
+            &common[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(load.code(), 0, "{}", load.stderr);
+    assert_eq!(
+        ycsb_value(&parse_ycsb(&load.stdout), "INSERT", "Return=OK"),
+        Some(2000.0)
+    );
+    for w in ["a", "b", "c", "d", "e", "f"] {
+        let file = format!("workloads/workload{w}");
+        let r = run_iodig(
+            &[
+                &[
+                    "run",
+                    "--no-load",
+                    "-P",
+                    &file,
+                    "-p",
+                    "operationcount=1000",
+                    "--threads",
+                    "16",
+                    "--warmup",
+                    "0s",
+                ],
+                &common[..],
+            ]
+            .concat(),
+        );
+        assert_eq!(r.code(), 0, "workload {w}: {}", r.stderr);
+        let p = parse_ycsb(&r.stdout);
+        let failed: f64 = p
+            .iter()
+            .filter(|(m, _, _)| m.ends_with("-FAILED"))
+            .map(|(m, _, _)| ycsb_value(&p, m, "Operations").unwrap())
+            .sum();
+        assert_eq!(failed, 0.0, "workload {w} had failures:\n{}", r.stdout);
+        let main_op = match w {
+            "e" => "SCAN",
+            "f" => "READ-MODIFY-WRITE",
+            _ => "READ",
+        };
+        assert!(
+            ycsb_value(&p, main_op, "Operations").unwrap() > 0.0,
+            "workload {w}:\n{}",
+            r.stdout
+        );
+        if w != "e" {
+            // Every key read was loaded (or acknowledged): no NOT_FOUND.
+            assert_eq!(
+                ycsb_value(&p, "READ", "Return=NOT_FOUND"),
+                None,
+                "workload {w}:\n{}",
+                r.stdout
+            );
+        }
+    }
+    let status = run_iodig(&[
+        "cassandra",
+        "status",
+        "--json",
+        "--dir",
+        nodes.to_str().unwrap(),
+    ]);
+    assert_eq!(status.code(), 0, "{}", status.stderr);
+    let rows: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let owns: f64 = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["owns_percent"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!(
+        (owns - 100.0).abs() < 0.5,
+        "ownership sums to {owns}% for RF 1"
+    );
+}
+
+#[test]
+fn run_without_hosts_starts_and_stops_a_managed_node() {
+    let _ports = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("runs");
+    let managed = out.join("data").join("cassandra");
+    let _guard = Nodes(&managed);
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "cassandra",
+        "-P",
+        "workloads/workloadc",
+        "-p",
+        "recordcount=1000",
+        "--threads",
+        "8",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("starting a managed Apache Cassandra node"),
+        "{}",
+        r.stderr
+    );
+    let run = r.run_json();
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["steps"].as_array().unwrap().len(), 2, "load + run");
+    assert!(run["steps"][1]["series"]["READ"]["count"].as_u64().unwrap() > 0);
+    assert!(
+        java_pids_with(&managed).is_empty(),
+        "the managed node must be stopped after the run"
+    );
+}

@@ -1,0 +1,166 @@
+//! The tracer through the real binary, as root on the real kernel: `iodig run --trace ebpf`
+//! stores the trace, system samples and RocksDB events with each step; `iodig trace` alone; no
+//! BPF program stays attached after iodig exits, even by kill -9.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+/// Tests here look at the kernel's global list of BPF programs: one at a time.
+static KERNEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    KERNEL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn bpf_programs() -> String {
+    let out = std::process::Command::new("bpftool")
+        .args(["prog", "show"])
+        .output()
+        .expect("bpftool is installed by scripts/setup.sh");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn run_stores_trace_sys_and_db_events_with_each_step() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    // Writes with a tiny memtable so RocksDB flushes during the step.
+    let r = run_iodig(&[
+        "run",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "requestdistribution=uniform",
+        "-p",
+        "rocksdb.writebuffersize=1M",
+        "--threads",
+        "4",
+        "--load-threads",
+        "4",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--out",
+        out,
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "load + one run step");
+    let device = run["environment"]["storage"]["device"]
+        .as_str()
+        .expect("data dir device resolved")
+        .to_string();
+    for step in steps {
+        assert_eq!(step["trace_mode"], "ebpf");
+        let step_dir = r.run_dir().join(step["dir"].as_str().unwrap());
+        let trace = read_json(&step_dir.join("trace.json"));
+        assert_eq!(trace["mode"], "ebpf");
+        let text = trace.to_string();
+        assert!(
+            text.contains(&device),
+            "trace does not cover the data device {device}"
+        );
+        let sys = read_json(&step_dir.join("sys.json"));
+        assert!(!sys["samples"].as_array().unwrap().is_empty());
+        assert!(step_dir.join("db-events.json").is_file());
+    }
+    // The run step reads from the device (direct reads, small block cache): the tracer saw reads.
+    let run_step = r.run_dir().join(steps[1]["dir"].as_str().unwrap());
+    let trace = read_json(&run_step.join("trace.json"));
+    let devices = trace["devices"].as_array().unwrap();
+    let dev = devices
+        .iter()
+        .find(|d| d.to_string().contains(&device))
+        .unwrap();
+    let reads = dev["ops"]["read"]["ios"].as_u64().unwrap_or(0);
+    assert!(reads > 0, "no reads traced on {device}: {dev}");
+    // The load wrote 20k records through a 1 MiB memtable: RocksDB logged flushes.
+    let load_events: Vec<serde_json::Value> = serde_json::from_slice(
+        &std::fs::read(
+            r.run_dir()
+                .join(steps[0]["dir"].as_str().unwrap())
+                .join("db-events.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        load_events.iter().any(|e| e["kind"] == "flush"),
+        "no flush events: {load_events:?}"
+    );
+}
+
+#[test]
+fn trace_alone_prints_the_summary_and_json() {
+    let _serial = serial();
+    let r = run_iodig(&["trace", "--duration", "1s", "--json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("one JSON document");
+    assert_eq!(doc["mode"], "ebpf");
+    let r = run_iodig(&["trace", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(
+        r.code(),
+        7,
+        "exit code of COMMAND passes through: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn unknown_device_lists_the_devices_present() {
+    let _serial = serial();
+    let r = run_iodig(&["trace", "--device", "nosuchdisk", "--duration", "1s"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("nosuchdisk"), "{}", r.stderr);
+    let any_disk = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
+    assert!(
+        r.stderr.contains(any_disk.to_str().unwrap()),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn kill_9_leaves_no_program_attached() {
+    let _serial = serial();
+    let mut child = iodig()
+        .args(["trace", "--duration", "60s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !bpf_programs().contains("rq_issue") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tracer never attached"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // The kernel frees links and programs when the last fd closes; give it a moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while bpf_programs().contains("rq_issue") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "programs still attached after kill -9:\n{}",
+            bpf_programs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

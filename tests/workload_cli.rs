@@ -1,0 +1,434 @@
+//! End-to-end tests of `iodig load` / `iodig run` through the real binary: YCSB key order and
+//! BasicDB output, YCSB summary text, the run directory, seeds, 64-bit counts, target rate.
+
+mod common;
+
+use common::*;
+
+fn basic_load(out: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "load",
+        "--db",
+        "basic",
+        "--threads",
+        "1",
+        "--trace",
+        "off",
+        "--out",
+        out,
+        "-p",
+        "basicdb.verbose=true",
+    ];
+    args.extend_from_slice(extra);
+    run_iodig(&args)
+}
+
+fn insert_keys(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("INSERT usertable "))
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn load_keys_and_order_match_ycsb_basicdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = basic_load(dir.path().to_str().unwrap(), &["-P", "workloads/workloada"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let keys = insert_keys(&r.stdout);
+    assert_eq!(keys.len(), 1000);
+    assert_eq!(keys[0], "user6284781860667377211");
+    assert_eq!(keys[1], "user8517097267634966620");
+    assert_eq!(keys[2], "user1820151046732198393");
+    assert_eq!(keys[3], "user4052466453699787802");
+    assert_eq!(keys[999], "user2071219101098386137");
+    // BasicDB's line: `INSERT usertable <key> [ field1=<100 chars> field0=… ]`, fields in Java
+    // HashMap order.
+    let line = r.stdout.lines().find(|l| l.starts_with("INSERT ")).unwrap();
+    let body = line
+        .split_once(" [ ")
+        .unwrap()
+        .1
+        .strip_suffix(" ]")
+        .unwrap();
+    let fields: Vec<&str> = body.split(" field").collect();
+    assert_eq!(fields.len(), 10, "{line}");
+    assert!(body.starts_with("field1="), "{line}");
+    let order: Vec<char> = fields
+        .iter()
+        .map(|f| f.trim_start_matches("field").chars().next().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        vec!['1', '0', '7', '6', '9', '8', '3', '2', '5', '4']
+    );
+}
+
+#[test]
+fn insertstart_and_insertcount_split_a_load_across_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let whole = insert_keys(&basic_load(out, &["-p", "recordcount=400"]).stdout);
+    let a = basic_load(
+        out,
+        &[
+            "-p",
+            "recordcount=400",
+            "-p",
+            "insertstart=0",
+            "-p",
+            "insertcount=150",
+        ],
+    );
+    let b = basic_load(
+        out,
+        &[
+            "-p",
+            "recordcount=400",
+            "-p",
+            "insertstart=150",
+            "-p",
+            "insertcount=250",
+        ],
+    );
+    let mut both = insert_keys(&a.stdout);
+    both.extend(insert_keys(&b.stdout));
+    assert_eq!(whole.len(), 400);
+    assert_eq!(both, whole);
+}
+
+#[test]
+fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "basic",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "operationcount=3000",
+        "--threads",
+        "2",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let parsed = parse_ycsb(&r.stdout);
+    let reads = ycsb_value(&parsed, "READ", "Operations").unwrap();
+    let updates = ycsb_value(&parsed, "UPDATE", "Operations").unwrap();
+    assert_eq!(reads + updates, 3000.0);
+    assert_eq!(
+        ycsb_value(&parsed, "OVERALL", "Throughput(ops/sec)").is_some(),
+        true
+    );
+    assert!(ycsb_value(&parsed, "OVERALL", "RunTime(ms)").unwrap() >= 0.0);
+    assert_eq!(ycsb_value(&parsed, "READ", "Return=OK"), Some(reads));
+    for p in ["50th", "95th", "99th", "99.9", "99.99"] {
+        assert!(
+            ycsb_value(&parsed, "READ", &format!("{p}PercentileLatency(us)")).is_some(),
+            "{p}"
+        );
+    }
+    assert_eq!(ycsb_value(&parsed, "CLEANUP", "Operations"), Some(2.0));
+
+    let run = r.run_json();
+    assert_eq!(run["schema_version"], 1);
+    assert_eq!(run["status"], "completed");
+    let step = &run["steps"][0];
+    assert_eq!(step["operations"], 3000);
+    assert_eq!(step["series"]["READ"]["count"].as_f64().unwrap(), reads);
+    let step_dir = r.run_dir().join(step["dir"].as_str().unwrap());
+    for f in [
+        "summary.json",
+        "timeseries.json",
+        "histograms.json",
+        "latency.hlog",
+        "ycsb.txt",
+    ] {
+        assert!(step_dir.join(f).is_file(), "missing {f}");
+    }
+    let hlog = std::fs::read_to_string(step_dir.join("latency.hlog")).unwrap();
+    assert!(hlog.contains("#[StartTime: "), "{hlog}");
+    assert!(hlog.lines().any(|l| l.starts_with("Tag=READ,")), "{hlog}");
+    let series: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(step_dir.join("timeseries.json")).unwrap()).unwrap();
+    let total: u64 = series
+        .iter()
+        .map(|s| s["operations"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 3000);
+}
+
+fn run_keys(seed: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "basic",
+        "-P",
+        "workloads/workloadb",
+        "-p",
+        "operationcount=300",
+        "-p",
+        "basicdb.verbose=true",
+        "--seed",
+        seed,
+        "--threads",
+        "1",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    r.stdout
+        .lines()
+        .filter(|l| l.starts_with("READ ") || l.starts_with("UPDATE "))
+        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn same_seed_repeats_the_op_and_key_sequence() {
+    let a = run_keys("7");
+    assert_eq!(a.len(), 300);
+    assert_eq!(a, run_keys("7"));
+    assert_ne!(a, run_keys("8"));
+}
+
+#[test]
+fn ten_billion_records_are_accepted_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "basic",
+        "-P",
+        "workloads/workloadc",
+        "-p",
+        "recordcount=10000000000",
+        "-p",
+        "operationcount=2000",
+        "-p",
+        "requestdistribution=uniform",
+        "-p",
+        "insertorder=ordered",
+        "-p",
+        "basicdb.verbose=true",
+        "--threads",
+        "1",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let max = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("READ usertable user"))
+        .map(|l| l.split(' ').next().unwrap().parse::<u64>().unwrap())
+        .max()
+        .unwrap();
+    assert!(max > 1 << 32, "keys stay below 2^32: max {max}");
+}
+
+#[test]
+fn target_rate_is_held_and_intended_latency_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "basic",
+        "-P",
+        "workloads/workloadc",
+        "-p",
+        "recordcount=1000",
+        "--target",
+        "2000",
+        "--threads",
+        "4",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let parsed = parse_ycsb(&r.stdout);
+    let tput = ycsb_value(&parsed, "OVERALL", "Throughput(ops/sec)").unwrap();
+    assert!((tput - 2000.0).abs() < 200.0, "throughput {tput}");
+    assert!(ycsb_value(&parsed, "Intended-READ", "Operations").is_some());
+}
+
+#[test]
+fn workload_f_records_read_modify_write_like_ycsb() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "basic",
+        "-P",
+        "workloads/workloadf",
+        "-p",
+        "operationcount=4000",
+        "--threads",
+        "2",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let p = parse_ycsb(&r.stdout);
+    let read = ycsb_value(&p, "READ", "Operations").unwrap();
+    let rmw = ycsb_value(&p, "READ-MODIFY-WRITE", "Operations").unwrap();
+    let update = ycsb_value(&p, "UPDATE", "Operations").unwrap();
+    // Every op reads; half are read-modify-writes whose update is also counted under UPDATE.
+    assert_eq!(read, 4000.0);
+    assert_eq!(update, rmw);
+    assert!((rmw / 4000.0 - 0.5).abs() < 0.05, "{rmw}");
+    assert_eq!(
+        ycsb_value(&p, "OVERALL", "Throughput(ops/sec)").is_some(),
+        true
+    );
+}
+
+#[test]
+fn ctrl_c_ends_the_step_and_keeps_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = iodig()
+        .args([
+            "run",
+            "--db",
+            "basic",
+            "-P",
+            "workloads/workloada",
+            "--threads",
+            "2,4",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0s",
+            "--trace",
+            "off",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed().as_secs() < 10, "did not stop promptly");
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let run_dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .expect("results line");
+    let run = read_json(&std::path::Path::new(run_dir.trim()).join("run.json"));
+    assert_eq!(run["status"], "interrupted");
+    assert_eq!(
+        run["steps"].as_array().unwrap().len(),
+        1,
+        "the second step must not start"
+    );
+    assert_eq!(run["steps"][0]["interrupted"], true);
+    assert!(run["steps"][0]["operations"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn clients_split_the_key_space_and_merge_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let whole = insert_keys(&basic_load(out, &["-p", "recordcount=100"]).stdout);
+    let one = insert_keys(&basic_load(out, &["-p", "recordcount=100", "--client", "1/2"]).stdout);
+    let two = insert_keys(&basic_load(out, &["-p", "recordcount=100", "--client", "2/2"]).stdout);
+    assert_eq!([one.clone(), two].concat(), whole);
+    assert_eq!(one.len(), 50);
+
+    let client = |c: &str| {
+        let r = run_iodig(&[
+            "run",
+            "--db",
+            "basic",
+            "-P",
+            "workloads/workloadc",
+            "-p",
+            "recordcount=1000",
+            "-p",
+            "operationcount=5000",
+            "--client",
+            c,
+            "--threads",
+            "2",
+            "--warmup",
+            "0s",
+            "--trace",
+            "off",
+            "--out",
+            out,
+        ]);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        r.run_dir()
+    };
+    let (a, b) = (client("1/2"), client("2/2"));
+    let merged_out = dir.path().join("merged");
+    let m = run_iodig(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        merged_out.to_str().unwrap(),
+    ]);
+    assert_eq!(m.code(), 0, "{}", m.stderr);
+    let run = m.run_json();
+    let step = &run["steps"][0];
+    assert_eq!(step["operations"], 10_000);
+    assert_eq!(step["series"]["READ"]["count"], 10_000);
+    assert_eq!(step["returns"]["READ"]["OK"], 10_000);
+    let series: Vec<serde_json::Value> = serde_json::from_slice(
+        &std::fs::read(
+            m.run_dir()
+                .join(step["dir"].as_str().unwrap())
+                .join("timeseries.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        series
+            .iter()
+            .map(|s| s["operations"].as_u64().unwrap())
+            .sum::<u64>(),
+        10_000
+    );
+    let per_second_reads: u64 = series
+        .iter()
+        .map(|s| s["series"]["READ"]["count"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        per_second_reads, 10_000,
+        "per-second histograms from both interval logs"
+    );
+}
