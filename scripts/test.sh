@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
-cargo test --release --workspace -- --test-threads=2
+cargo test --release --workspace --no-fail-fast -- --test-threads=2

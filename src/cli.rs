@@ -73,7 +73,12 @@ pub struct BenchArgs {
     pub db: String,
 
     /// Client threads (YCSB's -threads); a comma list runs one step per count, e.g. 4,8,16.
-    #[arg(long, value_name = "N[,N…]", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "N[,N…]",
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
     pub threads: Vec<u64>,
 
     /// Threads for the load step of `run` (default: 2 × cores, at least 4).

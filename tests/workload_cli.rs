@@ -123,10 +123,7 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     let reads = ycsb_value(&parsed, "READ", "Operations").unwrap();
     let updates = ycsb_value(&parsed, "UPDATE", "Operations").unwrap();
     assert_eq!(reads + updates, 3000.0);
-    assert_eq!(
-        ycsb_value(&parsed, "OVERALL", "Throughput(ops/sec)").is_some(),
-        true
-    );
+    assert!(ycsb_value(&parsed, "OVERALL", "Throughput(ops/sec)").is_some());
     assert!(ycsb_value(&parsed, "OVERALL", "RunTime(ms)").unwrap() >= 0.0);
     assert_eq!(ycsb_value(&parsed, "READ", "Return=OK"), Some(reads));
     for p in ["50th", "95th", "99th", "99.9", "99.99"] {
@@ -303,10 +300,7 @@ fn workload_f_records_read_modify_write_like_ycsb() {
     assert_eq!(read, 4000.0);
     assert_eq!(update, rmw);
     assert!((rmw / 4000.0 - 0.5).abs() < 0.05, "{rmw}");
-    assert_eq!(
-        ycsb_value(&p, "OVERALL", "Throughput(ops/sec)").is_some(),
-        true
-    );
+    assert!(ycsb_value(&p, "OVERALL", "Throughput(ops/sec)").is_some());
 }
 
 #[test]

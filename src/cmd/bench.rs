@@ -50,7 +50,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
     if let Some(path) = &args.experiment {
         apply_experiment_file(&mut req, path, &args.property)?;
     }
-    if let Some(t) = req.target.filter(|t| !(*t > 0.0)) {
+    if let Some(t) = req.target.filter(|t| t.is_nan() || *t <= 0.0) {
         return Err(UsageError(format!(
             "--target {t}: the target rate must be above 0 ops/s"
         ))

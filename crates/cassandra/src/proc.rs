@@ -46,8 +46,39 @@ fn signal(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// Stops one node: SIGTERM, up to `grace` for Cassandra's drain, then SIGKILL.
+/// True once every thread of `pid` has exited. The JVM's main thread can exit (the process then
+/// reads as a zombie) while other threads still hold its sockets; a node counts as stopped only
+/// when its ports are released, so the next `up` can bind them.
+fn all_threads_exited(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    tasks.flatten().all(|t| {
+        let tid = t.file_name().to_string_lossy().parse::<u32>().unwrap_or(0);
+        std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat"))
+            .ok()
+            .and_then(|text| text.rfind(')').and_then(|i| text[i + 2..].chars().next()))
+            .is_none_or(|state| state == 'Z' || state == 'X')
+    })
+}
+
+/// Stops one node and waits until its threads are gone (its sockets released).
 pub fn stop(node: &NodeInfo, grace: Duration) -> &'static str {
+    let how = stop_process(node, grace);
+    if how == "not running" {
+        return how;
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !all_threads_exited(node.pid) && Instant::now() < deadline {
+        reap(node.pid);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reap(node.pid);
+    how
+}
+
+/// SIGTERM, up to `grace` for Cassandra's drain, then SIGKILL.
+fn stop_process(node: &NodeInfo, grace: Duration) -> &'static str {
     reap(node.pid);
     if !node_alive(node) {
         return "not running";

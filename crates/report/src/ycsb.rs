@@ -73,14 +73,17 @@ pub fn ordinal(p: f64) -> String {
 }
 
 fn percentile_value(s: &SeriesSummary, p: f64) -> u64 {
-    match p {
-        x if x == 50.0 => s.p50_us,
-        x if x == 90.0 => s.p90_us,
-        x if x == 95.0 => s.p95_us,
-        x if x == 99.0 => s.p99_us,
-        x if x == 99.9 => s.p999_us,
-        _ => s.p9999_us,
-    }
+    let table = [
+        (50.0, s.p50_us),
+        (90.0, s.p90_us),
+        (95.0, s.p95_us),
+        (99.0, s.p99_us),
+        (99.9, s.p999_us),
+    ];
+    table
+        .iter()
+        .find(|(q, _)| *q == p)
+        .map_or(s.p9999_us, |(_, v)| *v)
 }
 
 /// Series in a stable order: OVERALL first in the caller, then ops in YCSB's usual order.

@@ -126,6 +126,11 @@ fn resolve_properties(req: &RunRequest, w: &WorkloadRun) -> Result<(Properties, 
     if let Some(t) = req.target {
         props.set("target", t.to_string());
     }
+    // `--duration` makes steps time-bound: a workload file's placeholder operationcount (1000 in
+    // YCSB's files) would otherwise end them after a few milliseconds. An explicit -p wins.
+    if req.duration.is_some() && props.origin("operationcount") != Some("-p") {
+        props.set("operationcount", "0");
+    }
     if let Some((i, n)) = req.client {
         apply_client_slice(&mut props, i, n)?;
     }
@@ -415,6 +420,27 @@ impl Experiment<'_> {
             self.req.db
         ))
         .into())
+    }
+
+    /// Processes whose CPU and memory the system sampler follows: iodig itself (with an
+    /// embedded database inside) and the managed database nodes.
+    fn observed_processes(&self) -> Vec<(String, u32)> {
+        #[allow(unused_mut)]
+        let mut pids = vec![("iodig".to_string(), std::process::id())];
+        #[cfg(feature = "cassandra")]
+        if let Some(cluster) = self
+            .managed
+            .as_deref()
+            .and_then(|d| iodig_cassandra::Cluster::load(d).ok())
+        {
+            pids.extend(
+                cluster
+                    .nodes
+                    .iter()
+                    .map(|n| (format!("cassandra {}", n.address), n.pid)),
+            );
+        }
+        pids
     }
 
     /// Flushes and compactions of the step, from the binding and from managed nodes.
@@ -790,6 +816,7 @@ impl Experiment<'_> {
         let mut observer = Observer {
             trace_opts: (self.req.trace.mode != TraceMode::Off)
                 .then(|| self.trace_options(data_dir)),
+            pids: self.observed_processes(),
             trace: None,
             sys: None,
             trace_error: None,
@@ -896,6 +923,7 @@ fn default_load_threads() -> u64 {
 /// Starts the block-IO tracer and the system sampler when measurement starts, stops them after.
 struct Observer {
     trace_opts: Option<TraceOptions>,
+    pids: Vec<(String, u32)>,
     trace: Option<TraceSession>,
     sys: Option<Sampler>,
     trace_error: Option<String>,
@@ -909,10 +937,9 @@ impl StepObserver for Observer {
                 Err(e) => self.trace_error = Some(e.to_string()),
             }
         }
-        let pid = std::process::id();
         let opts = SysOptions {
             interval: Duration::from_secs(1),
-            pids: vec![("iodig".into(), pid)],
+            pids: self.pids.clone(),
             per_cpu: true,
         };
         self.sys = Sampler::start(opts).ok();

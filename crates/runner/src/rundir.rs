@@ -112,7 +112,9 @@ mod tests {
     #[test]
     fn timestamps_are_utc_calendar_dates() {
         assert_eq!(timestamp_utc(UNIX_EPOCH), "19700101-000000");
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_363_200 + 3723); // 2026-11-22 01:02:03
-        assert_eq!(timestamp_utc(t), "20261122-010203");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_363_200 + 3723); // 2026-11-22 17:02:03 UTC
+        assert_eq!(timestamp_utc(t), "20261122-170203");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29 00:00:00 UTC
+        assert_eq!(timestamp_utc(leap), "20000229-000000");
     }
 }
