@@ -281,7 +281,9 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
         "cassandra" => {
             let _guard = ctx.start_managed_cassandra()?;
             let load = ctx.cassandra_load_decision();
-            let factory = iodig_db::cassandra::open(&ctx.props).map_err(db_error)?;
+            let handle = crate::step::async_runtime()?.handle().clone();
+            let factory =
+                iodig_db::cassandra::open_with_handle(&ctx.props, &handle).map_err(db_error)?;
             ctx.run_with(&factory, load, stop)
         }
         #[cfg(feature = "rocksdb")]

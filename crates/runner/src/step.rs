@@ -165,6 +165,25 @@ impl<D: Db> WorkerJob<D> {
     }
 }
 
+/// The process's one async runtime for network bindings: the driver's connections and the
+/// workers' tasks share its threads, so a request does not hop between runtimes.
+pub fn async_runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cores.clamp(1, 4))
+        .thread_name("iodig-io")
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    Ok(RUNTIME.get_or_init(|| rt))
+}
+
 pub fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
