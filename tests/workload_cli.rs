@@ -426,3 +426,58 @@ fn clients_split_the_key_space_and_merge_exactly() {
         "per-second histograms from both interval logs"
     );
 }
+
+#[test]
+fn experiment_file_runs_workloads_threads_and_repetitions_into_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("exp.toml");
+    std::fs::write(
+        &spec,
+        r#"db = "basic"
+repetitions = 2
+warmup = "0s"
+trace = "off"
+
+[properties]
+recordcount = 1000
+operationcount = 500
+
+[[workload]]
+file = "workloads/workloada"
+threads = [1, 2]
+
+[[workload]]
+file = "workloadc"
+threads = [2]
+"#,
+    )
+    .unwrap();
+    let r = run_iodig(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let steps = run["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["dir"].as_str().unwrap()).collect();
+    assert_eq!(steps.len(), 6, "2 repetitions × (2 + 1) steps: {names:?}");
+    assert!(
+        names[0].ends_with("workloada-t1-r1") && names[5].ends_with("workloadc-t2-r2"),
+        "{names:?}"
+    );
+    assert!(steps.iter().all(|s| s["operations"] == 500));
+    assert_eq!(steps[2]["workload"], "workloadc");
+    assert!(r.run_dir().join("report.html").is_file());
+    // Compare the run with itself: no regression, exit 0.
+    let c = run_iodig(&[
+        "compare",
+        r.run_dir().to_str().unwrap(),
+        r.run_dir().to_str().unwrap(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    assert!(dir.path().join("compare.html").is_file());
+}
