@@ -457,7 +457,8 @@ impl Experiment<'_> {
         if let Some(dir) = &self.managed {
             all.extend(iodig_cassandra::events(dir, Some(since_unix_ms)).unwrap_or_default());
         }
-        let _ = since_unix_ms;
+        #[cfg(not(feature = "cassandra"))]
+        let _ = since_unix_ms; // only managed Cassandra nodes need the start time
         all.sort_by_key(|e| e.start_unix_ms);
         all
     }
@@ -481,38 +482,7 @@ impl Experiment<'_> {
     fn dataset_signature(&self) -> serde_json::Value {
         dataset_signature(&self.props)
     }
-}
 
-/// The properties that make two loads the same dataset.
-fn dataset_signature(props: &Properties) -> serde_json::Value {
-    {
-        let keys = [
-            "recordcount",
-            "insertstart",
-            "insertcount",
-            "fieldcount",
-            "fieldlength",
-            "minfieldlength",
-            "fieldlengthdistribution",
-            "fieldnameprefix",
-            "insertorder",
-            "zeropadding",
-            "dataintegrity",
-            "table",
-        ];
-        let map: serde_json::Map<String, serde_json::Value> = keys
-            .iter()
-            .filter_map(|k| {
-                props
-                    .get(k)
-                    .map(|v| (k.to_string(), serde_json::Value::String(v.to_string())))
-            })
-            .collect();
-        serde_json::Value::Object(map)
-    }
-}
-
-impl Experiment<'_> {
     /// Decides whether to load, wiping a data directory that holds another dataset when it is
     /// safe to (iodig made it) and refusing otherwise.
     #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
@@ -975,4 +945,31 @@ pub fn install_stop_handler() -> Result<Arc<AtomicBool>> {
         signal_hook::flag::register(sig, Arc::clone(&flag))?;
     }
     Ok(flag)
+}
+
+/// The properties that make two loads the same dataset.
+fn dataset_signature(props: &Properties) -> serde_json::Value {
+    let keys = [
+        "recordcount",
+        "insertstart",
+        "insertcount",
+        "fieldcount",
+        "fieldlength",
+        "minfieldlength",
+        "fieldlengthdistribution",
+        "fieldnameprefix",
+        "insertorder",
+        "zeropadding",
+        "dataintegrity",
+        "table",
+    ];
+    let map: serde_json::Map<String, serde_json::Value> = keys
+        .iter()
+        .filter_map(|k| {
+            props
+                .get(k)
+                .map(|v| (k.to_string(), serde_json::Value::String(v.to_string())))
+        })
+        .collect();
+    serde_json::Value::Object(map)
 }
