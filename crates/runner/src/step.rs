@@ -246,15 +246,7 @@ pub fn run_step<F: DbFactory>(
             collector.run(progress, observer)
         }),
         Execution::Tasks => {
-            let cores = std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2);
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(cores.clamp(1, 4))
-                .thread_name("iodig-io")
-                .enable_time()
-                .build()
-                .context("cannot start the async runtime")?;
+            let rt = async_runtime()?;
             let handles: Vec<_> = jobs
                 .into_iter()
                 .map(|job| rt.spawn(job.run(TokioPacer)))
