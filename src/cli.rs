@@ -140,27 +140,28 @@ pub struct BenchArgs {
     pub seed: Option<u64>,
 }
 
-/// Parses `30s`, `500ms`, `2m`, `1h` or plain seconds.
+/// Parses `30s`, `500ms`, `2m` (or `2min`), `1h` or plain seconds (`10`, `0.5`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let n: f64 = num
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
         .parse()
-        .map_err(|_| format!("{s:?} is not a duration; write e.g. 30s, 500ms, 2m"))?;
+        .map_err(|_| format!("{s:?} is not a duration; write e.g. 30s, 500ms, 2m or 10"))?;
     let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?}; use ms, s, m or h")),
+        "" | "s" => v,
+        "ms" => v / 1000.0,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => {
+            return Err(format!(
+                "{s:?}: unknown duration unit {unit:?}; use ms, s, m or h"
+            ))
+        }
     };
-    if !(secs.is_finite() && secs >= 0.0) {
-        return Err(format!("{s:?}: a duration must be ≥ 0"));
-    }
-    Ok(Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a duration"))
 }
 
 /// Parses `I/N` of `--client`.
@@ -208,7 +209,10 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
+        assert_eq!(parse_duration("0.5").unwrap(), Duration::from_millis(500));
         assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("10x").unwrap_err().contains("unit"));
+        assert!(parse_duration("-3s").is_err());
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! `iodig trace`: the block-IO tracer alone, like biosnoop + iostat, for a duration or while a
 //! command runs; prints the briefs' summary and per-second tables, or the TraceDoc as JSON.
 
+use crate::cli::parse_duration;
 use anyhow::{Context, Result};
-use iodig_iotrace::cli_support::{install_stop_signals, parse_duration, stop_requested};
 use iodig_iotrace::{render, TraceError, TraceMode, TraceOptions};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -55,8 +56,8 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
     if let Some(note) = session.note() {
         eprintln!("iodig trace: {note}");
     }
-    install_stop_signals();
-    let child_code = trace_until_done(args)?;
+    let stop = iodig_runner::install_stop_handler()?;
+    let child_code = trace_until_done(args, &stop)?;
     let doc = session.stop().context("stopping the tracer")?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -72,7 +73,7 @@ fn fail(msg: &dyn std::fmt::Display, code: u8) -> ExitCode {
 }
 
 /// Waits for the duration, the command, or SIGINT/SIGTERM; returns the command's exit code.
-fn trace_until_done(args: &TraceArgs) -> Result<Option<u8>> {
+fn trace_until_done(args: &TraceArgs, stop: &AtomicBool) -> Result<Option<u8>> {
     let deadline = args.duration.map(|d| Instant::now() + d);
     let mut child = match args.command.split_first() {
         Some((prog, rest)) => Some(
@@ -87,7 +88,7 @@ fn trace_until_done(args: &TraceArgs) -> Result<Option<u8>> {
         if let Some(code) = child.as_mut().map(child_exit).transpose()?.flatten() {
             return Ok(Some(code));
         }
-        if stop_requested() || deadline.is_some_and(|d| Instant::now() >= d) {
+        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));

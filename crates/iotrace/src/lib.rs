@@ -3,7 +3,6 @@
 //! [`start`] picks the mode (eBPF when permitted and supported, else diskstats, saying why),
 //! [`TraceSession::stop`] returns the [`TraceDoc`]. Dropping a session detaches its probes.
 
-pub mod cli_support;
 pub mod devices;
 pub mod diskstats;
 mod doc;

@@ -32,7 +32,12 @@ impl Properties {
                 path.display()
             ))
         })?;
-        let origin = path.display().to_string();
+        self.load_str(&text, &path.display().to_string());
+        Ok(())
+    }
+
+    /// Reads properties-file text; `origin` names it in later error messages.
+    pub fn load_str(&mut self, text: &str, origin: &str) {
         let mut pending = String::new();
         for raw in text.lines() {
             let line = raw.trim_start();
@@ -49,10 +54,9 @@ impl Properties {
             let entry = std::mem::take(&mut pending);
             let (key, value) = split_entry(&entry);
             if !key.is_empty() {
-                self.set_from(key, value, &origin);
+                self.set_from(key, value, origin);
             }
         }
-        Ok(())
     }
 
     /// Applies one `-p key=value` override.

@@ -104,7 +104,7 @@ fn resolve_properties(req: &RunRequest, w: &WorkloadRun) -> Result<(Properties, 
             .find(|(name, _)| *name == f.as_str())
         {
             Some((name, text)) if !path.exists() => {
-                load_text(&mut props, name, text)?;
+                props.load_str(text, name);
             }
             _ => props.load_file(path).map_err(|e| UsageError(e.0))?,
         }
@@ -115,7 +115,7 @@ fn resolve_properties(req: &RunRequest, w: &WorkloadRun) -> Result<(Properties, 
     if w.property_files.is_empty() {
         // `iodig run` with no workload: YCSB workload A on iodig's default dataset, timed steps.
         let (name, text) = BUILTIN_WORKLOADS[0];
-        load_text(&mut props, name, text)?;
+        props.load_str(text, name);
         props.set("recordcount", DEFAULT_RECORDS.to_string());
         props.remove("operationcount");
         label = name.to_string();
@@ -160,14 +160,6 @@ fn apply_client_slice(props: &mut Properties, i: u64, n: u64) -> Result<()> {
     props.set("insertstart", start.to_string());
     props.set("insertcount", (end - start).to_string());
     Ok(())
-}
-
-fn load_text(props: &mut Properties, name: &str, text: &str) -> Result<()> {
-    let tmp = std::env::temp_dir().join(format!("iodig-{}-{name}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    let r = props.load_file(&tmp);
-    let _ = std::fs::remove_file(&tmp);
-    r.map_err(|e| UsageError(e.0).into())
 }
 
 /// Every property must be one iodig knows: a typo would otherwise silently change nothing.

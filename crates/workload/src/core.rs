@@ -9,7 +9,7 @@ use crate::keys::KeyNamer;
 use crate::rng::Rng;
 use crate::spec::{LengthDistribution, RequestDistribution, WorkloadSpec};
 use crate::values::{deterministic_value, fill_random, java_hashmap_order};
-use iodig_db::{Db, Record, Status};
+use iodig_db::{Db, Fields, Record, Status};
 use iodig_model::OpKind;
 use std::future::Future;
 use std::sync::Arc;
@@ -54,6 +54,28 @@ impl std::error::Error for WorkloadError {}
 impl From<TooManyUnacknowledged> for WorkloadError {
     fn from(_: TooManyUnacknowledged) -> Self {
         WorkloadError::TooManyUnacknowledged
+    }
+}
+
+/// How a read picks its fields.
+#[derive(Debug, Clone, Copy)]
+enum ReadFields {
+    /// `None`: the binding reads every field.
+    All,
+    /// Every field, by name (`readallfieldsbyname`).
+    AllByName,
+    /// One uniformly chosen field.
+    One,
+}
+
+impl ReadFields {
+    /// The field list to pass to the binding: every name, or the one chosen field.
+    fn fields<'a>(self, all_names: &'a [String], one: &'a [String]) -> Fields<'a> {
+        match self {
+            ReadFields::All => None,
+            ReadFields::AllByName => Some(all_names),
+            ReadFields::One => Some(one),
+        }
     }
 }
 
@@ -292,24 +314,22 @@ impl Worker {
         (self.rng.next_u64() >> 1) as usize % self.shared.field_names.len()
     }
 
-    /// Field selection of a read: all (None), all by name, or one random field.
-    fn choose_read_fields(&mut self) -> Option<()> {
-        let (all, by_name) = (
-            self.spec().read_all_fields,
-            self.spec().read_all_fields_by_name,
-        );
-        if all && !by_name {
-            return None;
+    /// Field selection of a read (YCSB's `readallfields`, `readallfieldsbyname`); a single
+    /// random field is placed in `one_field`.
+    fn choose_read_fields(&mut self) -> ReadFields {
+        match (
+            self.shared.spec.read_all_fields,
+            self.shared.spec.read_all_fields_by_name,
+        ) {
+            (true, false) => ReadFields::All,
+            (true, true) => ReadFields::AllByName,
+            (false, _) => {
+                let f = self.random_field();
+                self.one_field.clear();
+                self.one_field.push(self.shared.field_names[f].clone());
+                ReadFields::One
+            }
         }
-        self.one_field.clear();
-        if all {
-            let names = self.shared.field_names.clone();
-            self.one_field.extend(names);
-        } else {
-            let f = self.random_field();
-            self.one_field.push(self.shared.field_names[f].clone());
-        }
-        Some(())
     }
 
     /// YCSB's `doInsert` for the load phase: the next key of the shared counter, all fields,
@@ -318,10 +338,13 @@ impl Worker {
         let keynum = self.shared.key_sequence.next();
         self.shared.namer.build(keynum, &mut self.key);
         self.build_all_values();
-        let table = self.shared.spec.table.clone();
         let mut retries = 0;
         loop {
-            if db.insert(&table, &self.key, &self.values).await.is_ok() {
+            if db
+                .insert(&self.shared.spec.table, &self.key, &self.values)
+                .await
+                .is_ok()
+            {
                 return true;
             }
             retries += 1;
@@ -354,7 +377,8 @@ impl Worker {
     async fn do_read<M: MeasuredDb>(&mut self, db: &mut M) {
         let keynum = self.next_keynum();
         self.shared.namer.build(keynum, &mut self.key);
-        let fields = self.choose_read_fields().map(|_| self.one_field.as_slice());
+        let choice = self.choose_read_fields();
+        let fields = choice.fields(&self.shared.field_names, &self.one_field);
         let status = db
             .read(&self.shared.spec.table, &self.key, fields, &mut self.result)
             .await;
@@ -409,7 +433,8 @@ impl Worker {
         let keynum = self.next_keynum();
         self.shared.namer.build(keynum, &mut self.key);
         let len = self.shared.scan_length.next(&mut self.rng) as usize;
-        let fields = self.choose_read_fields().map(|_| self.one_field.as_slice());
+        let choice = self.choose_read_fields();
+        let fields = choice.fields(&self.shared.field_names, &self.one_field);
         db.scan(
             &self.shared.spec.table,
             &self.key,
@@ -425,18 +450,14 @@ impl Worker {
     async fn do_read_modify_write<M: MeasuredDb>(&mut self, db: &mut M) {
         let keynum = self.next_keynum();
         self.shared.namer.build(keynum, &mut self.key);
-        let read_fields = self.choose_read_fields().is_some();
+        let choice = self.choose_read_fields();
         if self.spec().write_all_fields {
             self.build_all_values();
         } else {
             self.build_single_value();
         }
         let table = &self.shared.spec.table;
-        let fields = if read_fields {
-            Some(self.one_field.as_slice())
-        } else {
-            None
-        };
+        let fields = choice.fields(&self.shared.field_names, &self.one_field);
         let start = Instant::now();
         let read = db.read(table, &self.key, fields, &mut self.result).await;
         let update = db.update(table, &self.key, &self.values).await;

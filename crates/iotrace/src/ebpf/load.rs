@@ -126,11 +126,13 @@ pub fn load<'o>(
     })
 }
 
-/// Attaches the loaded flavour. Links are owned by this process and never pinned, so they go
-/// away with it, however it exits (even kill -9: the kernel drops them with the last fd).
-pub fn attach(skel: &IotraceSkel<'_>, flavour: Flavour) -> Result<Vec<Link>> {
+/// The four programs of one flavour (issue, complete, requeue, insert).
+fn programs<'a, 'o>(
+    skel: &'a IotraceSkel<'o>,
+    flavour: Flavour,
+) -> [&'a libbpf_rs::ProgramMut<'o>; 4] {
     let p = &skel.progs;
-    let progs = match flavour {
+    match flavour {
         Flavour::TpBtf => [
             &p.rq_issue_btf,
             &p.rq_complete_btf,
@@ -143,7 +145,13 @@ pub fn attach(skel: &IotraceSkel<'_>, flavour: Flavour) -> Result<Vec<Link>> {
             &p.rq_requeue_raw,
             &p.rq_insert_raw,
         ],
-    };
+    }
+}
+
+/// Attaches the loaded flavour. Links are owned by this process and never pinned, so they go
+/// away with it, however it exits (even kill -9: the kernel drops them with the last fd).
+pub fn attach(skel: &IotraceSkel<'_>, flavour: Flavour) -> Result<Vec<Link>> {
+    let progs = programs(skel, flavour);
     progs
         .into_iter()
         .map(|prog| {
@@ -178,21 +186,7 @@ pub fn load_and_attach<'o>(
 /// Programs of the loaded flavour with their names, for prog-info statistics.
 pub fn prog_ids(skel: &IotraceSkel<'_>, flavour: Flavour) -> Vec<(String, u32)> {
     use std::os::fd::AsFd;
-    let p = &skel.progs;
-    let progs = match flavour {
-        Flavour::TpBtf => [
-            &p.rq_issue_btf,
-            &p.rq_complete_btf,
-            &p.rq_requeue_btf,
-            &p.rq_insert_btf,
-        ],
-        Flavour::RawTp => [
-            &p.rq_issue_raw,
-            &p.rq_complete_raw,
-            &p.rq_requeue_raw,
-            &p.rq_insert_raw,
-        ],
-    };
+    let progs = programs(skel, flavour);
     progs
         .into_iter()
         .filter_map(|prog| {
