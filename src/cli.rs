@@ -85,6 +85,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub load_threads: Option<u64>,
 
+    /// OS threads that run the requests of network bindings (cassandra), however many are in
+    /// flight (default: one per core, at most 4). One thread costs the least CPU per operation
+    /// on a machine the database shares; more lift the client's ceiling on big machines.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub io_threads: Option<u16>,
+
     /// Target throughput in ops/s for the whole client (YCSB's -target); latency is then also
     /// measured from each operation's intended start.
     #[arg(long, value_name = "OPS")]

@@ -7,6 +7,11 @@ mod cmd;
 use clap::Parser;
 use std::process::ExitCode;
 
+// The CQL driver allocates per request and per response frame; glibc's allocator cost about a
+// tenth of client CPU at 1024 requests in flight, mimalloc's thread-local free lists far less.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse_from(cli::normalize_args(std::env::args())) {
         Ok(cli) => cli,

@@ -169,6 +169,9 @@ fn run_without_hosts_starts_and_stops_a_managed_node() {
         "recordcount=1000",
         "--threads",
         "8",
+        // Eight requests in flight on one runtime thread.
+        "--io-threads",
+        "1",
         "--duration",
         "2s",
         "--warmup",
@@ -189,6 +192,7 @@ fn run_without_hosts_starts_and_stops_a_managed_node() {
     assert_eq!(run["status"], "completed");
     assert_eq!(run["steps"].as_array().unwrap().len(), 2, "load + run");
     assert!(run["steps"][1]["series"]["READ"]["count"].as_u64().unwrap() > 0);
+    assert!(run["steps"][1]["client_cpu_s"].as_f64().unwrap() > 0.0);
     assert!(
         java_pids_with(&managed).is_empty(),
         "the managed node must be stopped after the run"

@@ -140,6 +140,16 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     let step = &run["steps"][0];
     assert_eq!(step["operations"], 3000);
     assert_eq!(step["series"]["READ"]["count"].as_f64().unwrap(), reads);
+    // The client's own CPU in the measured window: some, and no more than its cores could give.
+    let cpu = step["client_cpu_s"]
+        .as_f64()
+        .expect("client_cpu_s measured");
+    let cores = std::thread::available_parallelism().unwrap().get() as f64;
+    let wall = step["runtime_ms"].as_f64().unwrap() / 1000.0;
+    assert!(
+        cpu > 0.0 && cpu <= wall * cores + 0.05,
+        "client CPU {cpu} s in {wall} s on {cores} cores"
+    );
     let step_dir = r.run_dir().join(step["dir"].as_str().unwrap());
     for f in [
         "summary.json",

@@ -12,6 +12,9 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         .trace
         .parse()
         .map_err(|e| UsageError(format!("--trace {}: {e}", args.trace)))?;
+    if let Some(n) = args.io_threads {
+        iodig_runner::step::set_io_threads(n.into());
+    }
     let mut req = RunRequest {
         phase,
         db: args.db.clone(),

@@ -37,6 +37,10 @@ pub enum CassandraCommand {
         /// Turn on PasswordAuthenticator (superuser cassandra/cassandra).
         #[arg(long)]
         password_auth: bool,
+        /// Serve CQL over TLS only, with certificates from a local CA made in DIR/tls (clients
+        /// trust DIR/tls/ca.pem).
+        #[arg(long)]
+        tls: bool,
         /// Seconds to wait for each node to accept CQL.
         #[arg(long, default_value_t = 300)]
         timeout: u64,
@@ -106,6 +110,7 @@ pub fn run(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
             cassandra_version,
             tokens,
             password_auth,
+            tls,
             timeout,
         } => {
             let opts = UpOptions {
@@ -115,6 +120,7 @@ pub fn run(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
                 cassandra_version: cassandra_version.clone(),
                 num_tokens: *tokens,
                 password_auth: *password_auth,
+                tls: *tls,
                 ready_timeout: Duration::from_secs(*timeout),
             };
             let started = std::time::Instant::now();
@@ -130,11 +136,23 @@ pub fn run(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
                     n.log_dir().display()
                 );
             }
+            let mut client_props = format!("-p hosts={}", cluster.hosts());
+            if cluster.options.tls {
+                client_props.push_str(&format!(
+                    " -p cassandra.useSSL=true -p cassandra.truststore={}",
+                    iodig_cassandra::tls::files(&cluster.options.dir)
+                        .ca_pem
+                        .display()
+                ));
+            }
+            if cluster.options.password_auth {
+                client_props
+                    .push_str(" -p cassandra.username=cassandra -p cassandra.password=cassandra");
+            }
             println!(
-                "{} node(s) accept CQL after {:.0} s; use -p hosts={}; stop with `iodig cassandra down --dir {}`",
+                "{} node(s) accept CQL after {:.0} s; use {client_props}; stop with `iodig cassandra down --dir {}`",
                 cluster.nodes.len(),
                 started.elapsed().as_secs_f64(),
-                cluster.hosts(),
                 cluster.options.dir.display()
             );
         }

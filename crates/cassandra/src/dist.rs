@@ -269,7 +269,7 @@ authorizer: {authorizer}
 role_manager: {role_manager}
 # Snapshots on TRUNCATE/DROP would keep dropped benchmark data on disk.
 auto_snapshot: false
-"#,
+{tls}"#,
         tokens = opts.num_tokens,
         storage = STORAGE_PORT,
         cql = CQL_PORT,
@@ -278,6 +278,11 @@ auto_snapshot: false
         saved = d("saved_caches"),
         hints = d("hints"),
         cdc = d("cdc_raw"),
+        tls = if opts.tls {
+            crate::tls::yaml_block(&opts.dir)
+        } else {
+            String::new()
+        },
     )
 }
 

@@ -11,6 +11,7 @@ pub mod events;
 mod nodetool;
 mod ports;
 mod proc;
+pub mod tls;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -83,6 +84,9 @@ pub struct UpOptions {
     pub num_tokens: u32,
     /// Enable `PasswordAuthenticator` (default superuser `cassandra`/`cassandra`).
     pub password_auth: bool,
+    /// Serve CQL over TLS only, with a certificate from a local CA (see [`tls`]).
+    #[serde(default)]
+    pub tls: bool,
     /// How long to wait for each node to accept CQL.
     pub ready_timeout: Duration,
 }
@@ -96,6 +100,7 @@ impl Default for UpOptions {
             cassandra_version: DEFAULT_VERSION.into(),
             num_tokens: 16,
             password_auth: false,
+            tls: false,
             ready_timeout: Duration::from_secs(300),
         }
     }
@@ -215,6 +220,9 @@ pub fn up(opts: &UpOptions) -> Result<Cluster> {
         dir: dir.clone(),
         ..opts.clone()
     };
+    if opts.tls {
+        tls::ensure(&java, &dir, opts.nodes)?;
+    }
 
     // Check every port before starting anything, so a conflict costs nothing.
     for i in 1..=opts.nodes {

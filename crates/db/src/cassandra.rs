@@ -3,7 +3,6 @@
 //! routing, per-statement consistency), with all workers sharing one session so 1024 YCSB
 //! threads are 1024 in-flight requests, not 1024 connections.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -284,8 +283,10 @@ impl Drop for Runtime {
 struct Shared {
     session: Session,
     config: CassandraConfig,
-    /// Statements prepared so far, by their CQL text, so 1024 workers prepare each only once.
-    prepared: tokio::sync::Mutex<HashMap<String, PreparedStatement>>,
+    /// Statements prepared so far. Workers read an immutable snapshot they hold (no lock, no
+    /// atomic per operation, and one copy in cache for all 1024 of them); preparing takes the
+    /// lock, so each statement is prepared once, and publishes a new snapshot.
+    statements: tokio::sync::Mutex<Arc<Vec<Cached>>>,
     /// The first failed operation is printed once, so a run of ERRORs says why.
     reported: AtomicBool,
 }
@@ -397,9 +398,25 @@ fn connect_error(config: &CassandraConfig, err: &str) -> DbError {
              cassandra.username and cassandra.password (the server said: {err})"
         ));
     }
+    if lower.contains("certificate") || lower.contains("handshake") || lower.contains("tls") {
+        let store = config.truststore.as_ref().map_or_else(
+            || "the system CA bundle".to_string(),
+            |p| p.display().to_string(),
+        );
+        return DbError::Unavailable(format!(
+            "TLS with Cassandra at {hosts} failed: {err}; cassandra.truststore ({store}) must hold the CA \
+             that signed the nodes' certificates, as PEM (nodes from `iodig cassandra up --tls`: DIR/tls/ca.pem)"
+        ));
+    }
+    // A TLS-only node resets a plaintext client during its first request.
+    let hint = if !config.use_ssl && lower.contains("reset by peer") {
+        "; if the nodes require TLS, add -p cassandra.useSSL=true -p cassandra.truststore=CA.pem"
+    } else {
+        ""
+    };
     DbError::Unavailable(format!(
         "cannot connect to Cassandra at {hosts} within {} ms (cassandra.connecttimeoutmillis): {err}; \
-         is a node listening there (check hosts and port), or start one with `iodig cassandra up`",
+         is a node listening there (check hosts and port), or start one with `iodig cassandra up`{hint}",
         config.connect_timeout.as_millis()
     ))
 }
@@ -433,7 +450,7 @@ async fn connect(config: CassandraConfig) -> Result<Shared, DbError> {
     Ok(Shared {
         session,
         config,
-        prepared: tokio::sync::Mutex::new(HashMap::new()),
+        statements: tokio::sync::Mutex::new(Arc::new(Vec::new())),
         reported: AtomicBool::new(false),
     })
 }
@@ -586,12 +603,12 @@ impl DbFactory for CassandraFactory {
     fn worker(&self) -> Result<CassandraDb, DbError> {
         Ok(CassandraDb {
             shared: self.shared.clone(),
-            local: Vec::new(),
+            statements: Arc::new(Vec::new()),
         })
     }
 }
 
-/// Statement kinds, part of the per-worker cache key.
+/// Statement kinds, part of the cache key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
     Read,
@@ -601,7 +618,8 @@ enum Op {
     Delete,
 }
 
-/// One prepared statement in a worker's own cache.
+/// One prepared statement and what it was prepared for.
+#[derive(Clone)]
 struct Cached {
     op: Op,
     table: String,
@@ -611,43 +629,57 @@ struct Cached {
     stmt: PreparedStatement,
 }
 
-/// One worker: a handle on the shared session plus its own statement cache (looked up without
-/// allocating or locking; the few distinct field sets of a workload make a linear scan cheap).
-pub struct CassandraDb {
-    shared: Arc<Shared>,
-    local: Vec<Cached>,
-}
-
-impl CassandraDb {
+impl Cached {
     /// `fields` makes a fresh iterator over the wanted names (None: all fields).
-    fn find<'a, I, F>(&self, op: Op, table: &str, fields: Option<F>) -> Option<PreparedStatement>
+    fn matches<'a, I, F>(&self, op: Op, table: &str, fields: &Option<F>) -> bool
     where
         I: Iterator<Item = &'a str>,
         F: Fn() -> I,
     {
-        self.local
+        self.op == op
+            && self.table == table
+            && match fields {
+                None => self.all,
+                Some(names) => !self.all && names().eq(self.fields.iter().map(String::as_str)),
+            }
+    }
+}
+
+/// One worker: a handle on the shared session plus the statement snapshot it last saw (the
+/// few distinct field sets of a workload make a linear scan cheap).
+pub struct CassandraDb {
+    shared: Arc<Shared>,
+    statements: Arc<Vec<Cached>>,
+}
+
+impl CassandraDb {
+    fn find<'a, I, F>(&self, op: Op, table: &str, fields: Option<F>) -> Option<usize>
+    where
+        I: Iterator<Item = &'a str>,
+        F: Fn() -> I,
+    {
+        self.statements
             .iter()
-            .find(|c| {
-                c.op == op
-                    && c.table == table
-                    && match &fields {
-                        None => c.all,
-                        Some(names) => !c.all && names().eq(c.fields.iter().map(String::as_str)),
-                    }
-            })
-            .map(|c| c.stmt.clone())
+            .position(|c| c.matches(op, table, &fields))
     }
 
-    /// The prepared statement for an op and field set, preparing it on first use.
-    async fn statement(
+    /// Prepares the statement for an op and field set unless another worker already has, and
+    /// returns its index in the worker's (refreshed) snapshot.
+    async fn prepare(
         &mut self,
         op: Op,
         table: &str,
         fields: Option<Vec<String>>,
-    ) -> Result<PreparedStatement, String> {
+    ) -> Result<usize, String> {
+        let mut published = self.shared.statements.lock().await;
+        let wanted = fields.as_ref().map(|f| || f.iter().map(String::as_str));
+        if let Some(i) = published.iter().position(|c| c.matches(op, table, &wanted)) {
+            self.statements = Arc::clone(&published);
+            return Ok(i);
+        }
         let ks = &self.shared.config.keyspace;
         let all = fields.is_none();
-        let cols = fields.clone().unwrap_or_default();
+        let cols = fields.unwrap_or_default();
         let select = if all {
             "*".to_string()
         } else {
@@ -674,71 +706,70 @@ impl CassandraDb {
             }
             Op::Delete => format!("DELETE FROM {ks}.{table} WHERE {KEY_COLUMN} = ?"),
         };
-        let stmt = {
-            let mut shared = self.shared.prepared.lock().await;
-            match shared.get(&cql) {
-                Some(s) => s.clone(),
-                None => {
-                    let mut s = self
-                        .shared
-                        .session
-                        .prepare(cql.as_str())
-                        .await
-                        .map_err(|e| error_chain(&e))?;
-                    let cfg = &self.shared.config;
-                    s.set_consistency(match op {
-                        Op::Read | Op::Scan => cfg.read_consistency,
-                        _ => cfg.write_consistency,
-                    });
-                    // Every YCSB statement is idempotent (plain writes with fixed values),
-                    // so the driver may retry them on another replica.
-                    s.set_is_idempotent(true);
-                    s.set_tracing(cfg.tracing);
-                    shared.insert(cql, s.clone());
-                    s
-                }
-            }
-        };
-        self.local.push(Cached {
+        let mut stmt = self
+            .shared
+            .session
+            .prepare(cql.as_str())
+            .await
+            .map_err(|e| error_chain(&e))?;
+        let cfg = &self.shared.config;
+        stmt.set_consistency(match op {
+            Op::Read | Op::Scan => cfg.read_consistency,
+            _ => cfg.write_consistency,
+        });
+        // Every YCSB statement is idempotent (plain writes with fixed values), so the driver
+        // may retry them on another replica.
+        stmt.set_is_idempotent(true);
+        stmt.set_tracing(cfg.tracing);
+        // The columns were checked against YCSB's at connect time, so the result metadata from
+        // PREPARE stays valid: the server need not send it with every response, nor the driver
+        // parse it.
+        stmt.set_use_cached_result_metadata(true);
+        let mut next: Vec<Cached> = published.iter().cloned().collect();
+        next.push(Cached {
             op,
             table: table.to_string(),
             fields: cols,
             all,
-            stmt: stmt.clone(),
+            stmt,
         });
-        Ok(stmt)
+        *published = Arc::new(next);
+        self.statements = Arc::clone(&published);
+        Ok(self.statements.len() - 1)
     }
 
-    async fn get_statement(
+    /// Index of the statement for a read, scan or delete of `fields`.
+    async fn statement_for(
         &mut self,
         op: Op,
         table: &str,
         fields: Fields<'_>,
-    ) -> Result<PreparedStatement, String> {
-        if let Some(s) = self.find(
+    ) -> Result<usize, String> {
+        if let Some(i) = self.find(
             op,
             table,
             fields.map(|f| move || f.iter().map(String::as_str)),
         ) {
-            return Ok(s);
+            return Ok(i);
         }
-        self.statement(op, table, fields.map(|f| f.to_vec())).await
+        self.prepare(op, table, fields.map(|f| f.to_vec())).await
     }
 
+    /// Index of the statement that writes exactly the fields of `values`.
     async fn write_statement(
         &mut self,
         op: Op,
         table: &str,
         values: &Record,
-    ) -> Result<PreparedStatement, String> {
-        if let Some(s) = self.find(op, table, Some(|| values.iter().map(|(n, _)| n))) {
-            return Ok(s);
+    ) -> Result<usize, String> {
+        if let Some(i) = self.find(op, table, Some(|| values.iter().map(|(n, _)| n))) {
+            return Ok(i);
         }
         let names: Vec<String> = values.iter().map(|(n, _)| n.to_string()).collect();
         for n in &names {
             check_identifier("field name", n).map_err(|e| e.to_string())?;
         }
-        self.statement(op, table, Some(names)).await
+        self.prepare(op, table, Some(names)).await
     }
 }
 
@@ -773,14 +804,14 @@ impl Db for CassandraDb {
         out: &mut Record,
     ) -> Status {
         out.clear();
-        let stmt = match self.get_statement(Op::Read, table, fields).await {
-            Ok(s) => s,
+        let stmt = match self.statement_for(Op::Read, table, fields).await {
+            Ok(i) => &self.statements[i].stmt,
             Err(e) => {
                 self.shared.report("prepare of a read", &e);
                 return Status::Error;
             }
         };
-        let result = match self.shared.session.execute_unpaged(&stmt, (key,)).await {
+        let result = match self.shared.session.execute_unpaged(stmt, (key,)).await {
             Ok(r) => r,
             Err(e) => {
                 self.shared.report("read", &e);
@@ -825,8 +856,8 @@ impl Db for CassandraDb {
         fields: Fields<'_>,
         out: &mut Vec<Record>,
     ) -> Status {
-        let stmt = match self.get_statement(Op::Scan, table, fields).await {
-            Ok(s) => s,
+        let stmt = match self.statement_for(Op::Scan, table, fields).await {
+            Ok(i) => &self.statements[i].stmt,
             Err(e) => {
                 self.shared.report("prepare of a scan", &e);
                 return Status::Error;
@@ -836,7 +867,7 @@ impl Db for CassandraDb {
         let result = match self
             .shared
             .session
-            .execute_unpaged(&stmt, (start_key, limit))
+            .execute_unpaged(stmt, (start_key, limit))
             .await
         {
             Ok(r) => r,
@@ -893,14 +924,14 @@ impl Db for CassandraDb {
     }
 
     async fn delete(&mut self, table: &str, key: &str) -> Status {
-        let stmt = match self.get_statement(Op::Delete, table, None).await {
-            Ok(s) => s,
+        let stmt = match self.statement_for(Op::Delete, table, None).await {
+            Ok(i) => &self.statements[i].stmt,
             Err(e) => {
                 self.shared.report("prepare of a delete", &e);
                 return Status::Error;
             }
         };
-        match self.shared.session.execute_unpaged(&stmt, (key,)).await {
+        match self.shared.session.execute_unpaged(stmt, (key,)).await {
             Ok(_) => Status::Ok,
             Err(e) => {
                 self.shared.report("delete", &e);
@@ -916,7 +947,7 @@ impl CassandraDb {
             return Status::BadRequest;
         }
         let stmt = match self.write_statement(op, table, values).await {
-            Ok(s) => s,
+            Ok(i) => &self.statements[i].stmt,
             Err(e) => {
                 self.shared.report(
                     if op == Op::Insert {
@@ -945,7 +976,7 @@ impl CassandraDb {
         if op == Op::Update {
             bound.push(key);
         }
-        match self.shared.session.execute_unpaged(&stmt, &bound).await {
+        match self.shared.session.execute_unpaged(stmt, &bound).await {
             Ok(_) => Status::Ok,
             Err(e) => {
                 self.shared

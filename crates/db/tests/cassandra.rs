@@ -1,5 +1,5 @@
 //! The `cassandra` binding against one real Apache Cassandra node (started by iodig-cassandra,
-//! password authentication on): schema creation, every operation with values read back
+//! CQL over TLS only, password authentication on): TLS and login errors, schema creation, every operation with values read back
 //! identical, NOT_FOUND, many concurrent tasks on one session, the bad-input errors, flush events,
 //! and snapshot/restore. One test function, so the node starts once and a Drop guard stops it
 //! whatever fails.
@@ -12,12 +12,20 @@ use iodig_cassandra::{Guard, UpOptions};
 use iodig_db::cassandra::{open, open_with_handle, CassandraFactory};
 use iodig_db::{Db, DbFactory, Properties, Record, Status};
 
+/// The CA file clients trust, set once the node's certificates exist.
+static TRUSTSTORE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn props(hosts: &str, extra: &[(&str, &str)]) -> Properties {
     let mut p = Properties::new();
     p.set("hosts", hosts);
     p.set("fieldcount", "4");
     p.set("cassandra.username", "cassandra");
     p.set("cassandra.password", "cassandra");
+    p.set("cassandra.useSSL", "true");
+    p.set(
+        "cassandra.truststore",
+        TRUSTSTORE.get().expect("node started"),
+    );
     for (k, v) in extra {
         p.set(k, *v);
     }
@@ -61,6 +69,7 @@ fn binding_against_one_real_node() {
         heap: "1G".into(),
         dir: dir.path().to_path_buf(),
         password_auth: true,
+        tls: true,
         ..Default::default()
     });
     // Guard before checking the result: a node that started but never got ready still stops.
@@ -70,6 +79,46 @@ fn binding_against_one_real_node() {
     let cluster = result.expect("start one Cassandra node");
     eprintln!("node up in {:?}", t0.elapsed());
     let hosts = cluster.hosts();
+    let ca = iodig_cassandra::tls::files(&cluster.options.dir).ca_pem;
+    assert!(
+        std::fs::read_to_string(&ca)
+            .unwrap()
+            .contains("BEGIN CERTIFICATE"),
+        "{}",
+        ca.display()
+    );
+    TRUSTSTORE.set(ca.display().to_string()).unwrap();
+
+    // The node speaks TLS only: a plaintext client is refused, with the contact point named.
+    let err = open(&props(
+        &hosts,
+        &[
+            ("cassandra.useSSL", "false"),
+            ("cassandra.connecttimeoutmillis", "3000"),
+        ],
+    ))
+    .err()
+    .expect("plaintext against a TLS-only node must fail")
+    .to_string();
+    assert!(
+        err.contains("127.0.0.1:9042") && err.contains("cassandra.useSSL=true"),
+        "{err}"
+    );
+    // A trust store without the node's CA: the certificate is rejected, not silently accepted.
+    let err = open(&props(
+        &hosts,
+        &[
+            ("cassandra.truststore", "/etc/ssl/certs/ca-certificates.crt"),
+            ("cassandra.connecttimeoutmillis", "3000"),
+        ],
+    ))
+    .err()
+    .expect("an untrusted node certificate must fail")
+    .to_string();
+    assert!(
+        err.contains("TLS") && err.contains("certificate") && err.contains("cassandra.truststore"),
+        "the error should say the certificate is not trusted: {err}"
+    );
 
     // Wrong credentials: the authentication failure, said plainly.
     let err = open(&props(&hosts, &[("cassandra.password", "wrong")]))

@@ -112,6 +112,20 @@ pub struct StepSummary {
     pub trace_mode: Option<String>,
     #[serde(default)]
     pub trace_note: Option<String>,
+    /// CPU time (user + system, seconds) iodig's own process used in the measured window: the
+    /// client's cost, so `client_cpu_s / operations` says whether the client could be the
+    /// bottleneck. Absent in merged steps and older runs.
+    #[serde(default)]
+    pub client_cpu_s: Option<f64>,
+}
+
+impl StepSummary {
+    /// Client CPU per operation in µs, when measured.
+    pub fn client_cpu_us_per_op(&self) -> Option<f64> {
+        self.client_cpu_s
+            .filter(|_| self.operations > 0)
+            .map(|s| s * 1e6 / self.operations as f64)
+    }
 }
 
 /// Latency distribution of one series, in microseconds.

@@ -47,6 +47,8 @@ pub struct Point {
     /// False when repetitions or ops had to be combined without histograms (percentiles are
     /// then count-weighted means of the per-step percentiles, not exact).
     pub exact: bool,
+    /// iodig's own CPU per operation over the repetitions, in µs (when every one measured it).
+    pub client_cpu_us_per_op: Option<f64>,
 }
 
 /// Where a sweep stops scaling.
@@ -153,6 +155,13 @@ fn ms(us: f64) -> f64 {
     us / 1000.0
 }
 
+/// Total client CPU over total operations of the repetitions, if each measured it.
+fn client_cpu_per_op(steps: &[&StepData]) -> Option<f64> {
+    let cpu: Option<f64> = steps.iter().map(|s| s.summary.client_cpu_s).sum();
+    let ops: u64 = steps.iter().map(|s| s.summary.operations).sum();
+    cpu.filter(|_| ops > 0).map(|c| c * 1e6 / ops as f64)
+}
+
 /// Aggregates the run steps of one workload × threads.
 fn point(threads: u64, steps: &[&StepData]) -> Point {
     let rep_ops: Vec<f64> = steps
@@ -233,6 +242,7 @@ fn point(threads: u64, steps: &[&StepData]) -> Point {
         all,
         per_op,
         exact,
+        client_cpu_us_per_op: client_cpu_per_op(steps),
     }
 }
 

@@ -22,7 +22,7 @@ fn field(s: &str) -> String {
 /// One row per step and latency series, plus the sweep's aggregated "ALL" row per point.
 pub fn ops(report: &Report) -> String {
     let mut o = String::from(
-        "workload,threads,repetitions,steps,ops_per_sec,ops_ci95,series,count,mean_us,p50_us,p90_us,p95_us,p99_us,p999_us,p9999_us,max_us\n",
+        "workload,threads,repetitions,steps,ops_per_sec,ops_ci95,series,count,mean_us,p50_us,p90_us,p95_us,p99_us,p999_us,p9999_us,max_us,client_cpu_us_per_op\n",
     );
     for s in &report.sweeps {
         for p in &s.points {
@@ -37,7 +37,7 @@ pub fn ops(report: &Report) -> String {
             for (name, v) in rows {
                 let _ = writeln!(
                     o,
-                    "{},{},{},{},{:.3},{},{},{},{:.3},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{:.3},{},{},{},{:.3},{},{},{},{},{},{},{},{}",
                     field(&s.workload),
                     p.threads,
                     p.rep_ops.len(),
@@ -53,7 +53,8 @@ pub fn ops(report: &Report) -> String {
                     v.p99_us,
                     v.p999_us,
                     v.p9999_us,
-                    v.max_us
+                    v.max_us,
+                    opt(p.client_cpu_us_per_op.map(|c| format!("{c:.3}")))
                 );
             }
         }

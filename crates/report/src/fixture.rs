@@ -458,6 +458,7 @@ fn step(
         returns: whole.returns(&["OK"]),
         trace_mode: Some("ebpf".into()),
         trace_note: None,
+        client_cpu_s: Some(total_ops as f64 * 12e-6),
     };
     write_json_atomic(&dir.join(files::STEP_SUMMARY), &summary)?;
     write_json_atomic(&dir.join(files::TIMESERIES), &samples)?;

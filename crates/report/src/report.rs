@@ -201,6 +201,7 @@ fn sweep_section(doc: &mut Doc, s: &WorkloadSweep) {
         "p99 ms",
         "p99.9 ms",
         "p99.99 ms",
+        "client CPU µs/op",
     ]);
     for p in &s.points {
         t.row(vec![
@@ -212,6 +213,9 @@ fn sweep_section(doc: &mut Doc, s: &WorkloadSweep) {
             us_as_ms(p.all.p99_us as f64),
             us_as_ms(p.all.p999_us as f64),
             us_as_ms(p.all.p9999_us as f64),
+            p.client_cpu_us_per_op
+                .map(|c| format!("{c:.1}"))
+                .unwrap_or_else(|| "–".into()),
         ]);
     }
     doc.table(t);

@@ -865,6 +865,7 @@ impl Experiment<'_> {
             returns: r.totals.returns(&status_names),
             trace_mode: trace.map(|t| t.mode.clone()),
             trace_note: trace.and_then(|t| t.note.clone()),
+            client_cpu_s: Some(r.client_cpu.as_secs_f64()),
         }
     }
 }

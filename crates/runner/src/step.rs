@@ -67,6 +67,19 @@ pub struct StepResult {
     pub interrupted: bool,
     /// First worker failure, if any.
     pub error: Option<String>,
+    /// CPU time this process used in the measured window (workers, driver, collector).
+    pub client_cpu: Duration,
+}
+
+/// User plus system CPU time of this whole process so far.
+pub fn process_cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_SELF is always valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// A counter on its own cache line, so workers do not slow each other down.
@@ -165,6 +178,14 @@ impl<D: Db> WorkerJob<D> {
     }
 }
 
+/// Threads of the async runtime; 0 = the default (cores, at most 4).
+static IO_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the async runtime's thread count (`--io-threads`); call before the first step.
+pub fn set_io_threads(n: usize) {
+    IO_THREADS.store(n, Ordering::Relaxed);
+}
+
 /// The process's one async runtime for network bindings: the driver's connections and the
 /// workers' tasks share its threads, so a request does not hop between runtimes.
 pub fn async_runtime() -> Result<&'static tokio::runtime::Runtime> {
@@ -176,7 +197,10 @@ pub fn async_runtime() -> Result<&'static tokio::runtime::Runtime> {
         .map(|n| n.get())
         .unwrap_or(2);
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cores.clamp(1, 4))
+        .worker_threads(match IO_THREADS.load(Ordering::Relaxed) {
+            0 => cores.clamp(1, 4),
+            n => n,
+        })
         .thread_name("iodig-io")
         .enable_all()
         .build()
@@ -310,6 +334,7 @@ impl<'a> Collector<'a> {
         progress.phase_started(self.plan);
         self.wait_until(self.measure_from);
         observer.measurement_started();
+        let cpu_at_start = process_cpu();
         let started_wall = SystemTime::now();
         let started = Instant::now();
         let deadline = self.plan.max_execution.map(|d| started + d);
@@ -337,6 +362,7 @@ impl<'a> Collector<'a> {
             std::thread::sleep(Duration::from_millis(2));
         }
         let runtime = started.elapsed();
+        let client_cpu = process_cpu().saturating_sub(cpu_at_start);
         state.collect(&self.shared, started)?;
         progress.finished();
         let error = self
@@ -355,6 +381,7 @@ impl<'a> Collector<'a> {
             hlog: state.hlog,
             interrupted,
             error,
+            client_cpu,
         })
     }
 }
