@@ -1,14 +1,27 @@
 #!/usr/bin/env python3
-"""Client efficiency against one local Apache Cassandra node (started here, on 127.0.0.1).
+"""Client efficiency against one local Apache Cassandra node (started here, on 127.0.0.1),
+iodig side by side with latte (the Rust CQL benchmark) when latte is installed.
 
-Loads RECORDS records (default 100k), then runs workload C (uniform keys) for SECS seconds
-(default 20) at 64 and at 1024 concurrent requests, ROUNDS times (default 2), and prints ops/s,
-client CPU µs per op (user + system of the iodig process alone, from wait4, so the server's
-CPU is excluded although it shares the machine) and the client's peak RSS. Build first:
-    cargo build --release
+Loads RECORDS records (default 100k, 10 × 100-byte fields, keys user0 … in order so latte's
+script can address them), warms the server up for WARM seconds, then runs YCSB workload C
+(uniform reads) for SECS seconds (default 20) at 64 and at 1024 requests in flight, ROUNDS times
+(default 3), alternating iodig and latte so both see the same server state. Both run their
+requests on IO_THREADS runtime threads (default 1: the server shares the machine's cores).
+
+Printed per tool and concurrency (medians over rounds):
+  - ops/s;
+  - client CPU µs/op in the measured window: iodig's own `client_cpu_s` (getrusage of its
+    process) over its operations; latte's "CPU time" over its cycles;
+  - whole-process CPU µs/op: user + system of the process from wait4 (start-up, warm-up and
+    report included) over all operations, warm-up ones estimated at the measured rate;
+  - peak RSS of the client process.
+
+Build first (`cargo build --release`); latte: `cargo install latte-cli` (or LATTE=path).
 """
+import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -16,18 +29,55 @@ import tempfile
 
 TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
 IODIG = os.path.join(TARGET, "release", "iodig")
+LATTE = os.environ.get("LATTE") or shutil.which("latte")
+HERE = os.path.dirname(os.path.abspath(__file__))
+LATTE_SCRIPT = os.path.join(HERE, "latte", "ycsb-read.rn")
 RECORDS = int(os.environ.get("RECORDS", 100_000))
 SECS = int(os.environ.get("SECS", 20))
-ROUNDS = int(os.environ.get("ROUNDS", 2))
+ROUNDS = int(os.environ.get("ROUNDS", 3))
+WARM = int(os.environ.get("WARM", 30))
+IO_THREADS = int(os.environ.get("IO_THREADS", 1))
+WARMUP = 2
 
 
-def run(cmd):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "CI": "1"})
+def run(cmd, cwd=None):
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "CI": "1"}, cwd=cwd)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
+    return p.stdout, p.stderr
+
+
+def measured(cmd, cwd=None):
+    """Runs cmd, returning stdout, stderr and (cpu seconds, peak RSS bytes) from wait4."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "CI": "1"}, cwd=cwd)
     out, err = p.stdout.read(), p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     if status != 0:
         sys.exit(f"{' '.join(cmd)} failed ({status}):\n{err}")
-    return out, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
+    return out, err, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024
+
+
+def iodig_round(common, conc):
+    out, err, cpu, rss = measured([IODIG, "run", "--no-load", *common, "--threads", str(conc),
+                                   "--io-threads", str(IO_THREADS), "--duration", f"{SECS}s",
+                                   "--warmup", f"{WARMUP}s"])
+    run_dir = re.search(r"results: (\S+)", err).group(1)
+    step = json.load(open(os.path.join(run_dir, "run.json")))["steps"][-1]
+    ops = step["operations"]
+    return (step["throughput_ops_per_sec"], step["client_cpu_s"] * 1e6 / ops,
+            cpu * 1e6 / (ops * (SECS + WARMUP) / SECS), rss / 2**20)
+
+
+def latte_round(conc, work):
+    per_thread = max(1, conc // IO_THREADS)
+    out, _, cpu, rss = measured([LATTE, "run", "-q", LATTE_SCRIPT, "-P", f"rows={RECORDS}", "-d", f"{SECS}s",
+                                 "-w", f"{WARMUP}s", "-t", str(IO_THREADS), "-p", str(per_thread),
+                                 "127.0.0.1"], cwd=work)
+    num = lambda label: float(re.search(label + r"\s+\[[^\]]+\]\s+([\d.]+)", out).group(1))
+    cycles, elapsed, window_cpu = num("Cycles"), num("Elapsed time"), num("CPU time")
+    return (cycles / elapsed, window_cpu * 1e6 / cycles,
+            cpu * 1e6 / (cycles * (SECS + WARMUP) / SECS), rss / 2**20)
 
 
 def main():
@@ -35,23 +85,29 @@ def main():
     nodes = os.path.join(work, "nodes")
     run([IODIG, "cassandra", "up", "--nodes", "1", "--heap", "2G", "--dir", nodes])
     try:
-        common = ["--db", "cassandra", "-p", "hosts=127.0.0.1", "-P", "workloads/workloadc", "-p", f"recordcount={RECORDS}",
+        common = ["--db", "cassandra", "-p", "hosts=127.0.0.1", "-P", "workloads/workloadc",
+                  "-p", f"recordcount={RECORDS}", "-p", "insertorder=ordered",
                   "-p", "requestdistribution=uniform", "--trace", "off", "--out", work]
         run([IODIG, "load", *common, "--threads", "64"])
-        print(f"# client efficiency: 1 local Cassandra node, workload C uniform, {RECORDS} records, {SECS}s, {ROUNDS} rounds")
-        print("| concurrency | ops/s | client CPU µs/op | client peak RSS MiB |")
-        print("|---|---|---|---|")
+        # A freshly started JVM serves a fraction of its steady rate for the first minute.
+        run([IODIG, "run", "--no-load", *common, "--threads", "256", "--duration", f"{WARM}s"])
+        tools = ["iodig"] + (["latte"] if LATTE else [])
+        if not LATTE:
+            print("# latte not found (cargo install latte-cli, or LATTE=path): iodig alone")
+        print(f"# 1 local Cassandra node, workload C uniform, {RECORDS} records, {SECS}s × {ROUNDS} rounds, "
+              f"{IO_THREADS} client runtime thread(s), medians")
+        print("| client | in flight | ops/s | client CPU µs/op (window) | µs/op (whole process) | peak RSS MiB |")
+        print("|---|---|---|---|---|---|")
         for conc in (64, 1024):
-            ops, cpu_per_op, rss = [], [], []
+            results = {t: [] for t in tools}
             for _ in range(ROUNDS):
-                out, cpu, maxrss = run([IODIG, "run", "--no-load", *common, "--threads", str(conc), "--duration", f"{SECS}s", "--warmup", "2s"])
-                tput = float(re.search(r"\[OVERALL\], Throughput\(ops/sec\), (\S+)", out).group(1))
-                done = float(re.search(r"\[READ\], Operations, (\d+)", out).group(1))
-                ops.append(tput)
-                # CPU covers warm-up too: divide by all operations, warm-up ones estimated at the same rate.
-                cpu_per_op.append(cpu * 1e6 / (done * (SECS + 2) / SECS))
-                rss.append(maxrss / 2**20)
-            print(f"| {conc} | {statistics.median(ops):,.0f} | {statistics.median(cpu_per_op):.2f} | {max(rss):.1f} |")
+                results["iodig"].append(iodig_round(common, conc))
+                if LATTE:
+                    results["latte"].append(latte_round(conc, work))
+            for tool, rs in results.items():
+                med = lambda i: statistics.median(r[i] for r in rs)
+                print(f"| {tool} | {conc} | {med(0):,.0f} | {med(1):.2f} | {med(2):.2f} | {max(r[3] for r in rs):.1f} |",
+                      flush=True)
     finally:
         subprocess.run([IODIG, "cassandra", "down", "--dir", nodes], capture_output=True)
         subprocess.run(["rm", "-rf", work])
