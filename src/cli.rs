@@ -86,8 +86,8 @@ pub struct BenchArgs {
     pub load_threads: Option<u64>,
 
     /// OS threads that run the requests of network bindings (cassandra), however many are in
-    /// flight (default: one per core, at most 4). One thread costs the least CPU per operation
-    /// on a machine the database shares; more lift the client's ceiling on big machines.
+    /// flight (default: one per core, at most 4). One thread may cost a little less CPU per
+    /// operation when the database shares the machine; more lift the client's ceiling.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     pub io_threads: Option<u16>,
 

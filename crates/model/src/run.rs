@@ -112,8 +112,8 @@ pub struct StepSummary {
     pub trace_mode: Option<String>,
     #[serde(default)]
     pub trace_note: Option<String>,
-    /// CPU time (user + system, seconds) iodig's own process used in the measured window: the
-    /// client's cost, so `client_cpu_s / operations` says whether the client could be the
+    /// CPU time (user + system, seconds) iodig's own process used in the measured window
+    /// (samplers included; an embedded database too): the client's cost, so `client_cpu_s / operations` says whether the client could be the
     /// bottleneck. Absent in merged steps and older runs.
     #[serde(default)]
     pub client_cpu_s: Option<f64>,

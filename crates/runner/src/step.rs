@@ -67,7 +67,7 @@ pub struct StepResult {
     pub interrupted: bool,
     /// First worker failure, if any.
     pub error: Option<String>,
-    /// CPU time this process used in the measured window (workers, driver, collector).
+    /// CPU time this process used in the measured window (workers, driver, collector, samplers).
     pub client_cpu: Duration,
 }
 
