@@ -66,24 +66,10 @@ pub enum CassandraCommand {
         json: bool,
     },
     /// Flush and snapshot a keyspace on every node (nodetool flush + snapshot -t TAG).
-    Snapshot {
-        #[command(flatten)]
-        dir: DirArg,
-        #[arg(long)]
-        tag: String,
-        #[arg(long, default_value = "ycsb")]
-        keyspace: String,
-    },
+    Snapshot(SnapshotArgs),
     /// Put a keyspace back to a snapshot: stop the nodes, swap in the snapshot's sstables,
     /// drop the commit log, start the nodes again.
-    Restore {
-        #[command(flatten)]
-        dir: DirArg,
-        #[arg(long)]
-        tag: String,
-        #[arg(long, default_value = "ycsb")]
-        keyspace: String,
-    },
+    Restore(SnapshotArgs),
     /// Memtable flushes and compactions from the nodes' logs, as JSON lines.
     Events {
         #[command(flatten)]
@@ -92,6 +78,17 @@ pub enum CassandraCommand {
         #[arg(long)]
         since_unix_ms: Option<u64>,
     },
+}
+
+/// Which snapshot of which keyspace, on the nodes of which directory.
+#[derive(Debug, clap::Args)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[arg(long)]
+    pub tag: String,
+    #[arg(long, default_value = "ycsb")]
+    pub keyspace: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -188,12 +185,12 @@ pub fn run(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
                 print!("{}", status_table(&rows));
             }
         }
-        CassandraCommand::Snapshot { dir, tag, keyspace } => {
+        CassandraCommand::Snapshot(SnapshotArgs { dir, tag, keyspace }) => {
             iodig_cassandra::snapshot(&dir.dir, tag, keyspace)
                 .context("iodig cassandra snapshot")?;
             println!("snapshot {tag} of keyspace {keyspace} taken on every node");
         }
-        CassandraCommand::Restore { dir, tag, keyspace } => {
+        CassandraCommand::Restore(SnapshotArgs { dir, tag, keyspace }) => {
             let c = iodig_cassandra::restore(&dir.dir, tag, keyspace)
                 .context("iodig cassandra restore")?;
             println!(

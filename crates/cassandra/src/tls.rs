@@ -48,22 +48,35 @@ pub fn ensure(java: &Path, dir: &Path, nodes: u32) -> Result<TlsFiles> {
     }
     fs::create_dir_all(&tls).map_err(io_err(&tls))?;
     let keytool = find_keytool(java)?;
-    let ca_store = tls.join("ca.p12");
-    let csr = tls.join("node.csr");
-    let node_pem = tls.join("node.pem");
     let path = |p: &Path| p.display().to_string();
-    let sans: Vec<String> = (1..=nodes).map(|i| format!("IP:127.0.0.{i}")).collect();
-    let common = |store: &Path| {
-        vec![
-            "-keystore".to_string(),
-            path(store),
-            "-storetype".into(),
-            "PKCS12".into(),
-            "-storepass".into(),
-            STORE_PASSWORD.into(),
-        ]
-    };
-    let key = [
+    let (ca_store, csr, node_pem) = (
+        path(&tls.join("ca.p12")),
+        path(&tls.join("node.csr")),
+        path(&tls.join("node.pem")),
+    );
+    let (keystore, ca_pem) = (path(&out.keystore), path(&out.ca_pem));
+    let sans = (1..=nodes)
+        .map(|i| format!("IP:127.0.0.{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let san = format!("SAN={sans}");
+    let in_ca: &[&str] = &[
+        "-keystore",
+        &ca_store,
+        "-storetype",
+        "PKCS12",
+        "-storepass",
+        STORE_PASSWORD,
+    ];
+    let in_node: &[&str] = &[
+        "-keystore",
+        &keystore,
+        "-storetype",
+        "PKCS12",
+        "-storepass",
+        STORE_PASSWORD,
+    ];
+    let new_key: &[&str] = &[
         "-keyalg",
         "EC",
         "-groupname",
@@ -74,61 +87,76 @@ pub fn ensure(java: &Path, dir: &Path, nodes: u32) -> Result<TlsFiles> {
     // The CA, then a node key whose certificate the CA signs for every node address, then the
     // chain imported into the node's store: the usual "CA signs the nodes" set-up, which rustls
     // verifies like any other (a bare self-signed leaf it would refuse).
-    let steps: Vec<Vec<String>> = vec![
+    let steps: [Vec<&str>; 7] = [
         [
-            vec!["-genkeypair".into(), "-alias".into(), "ca".into()],
-            common(&ca_store),
-            strs(&key),
-            strs(&["-dname", "CN=iodig local CA", "-ext", "bc:c"]),
-        ]
-        .concat(),
-        [
-            strs(&["-exportcert", "-rfc", "-alias", "ca", "-file"]),
-            vec![path(&out.ca_pem)],
-            common(&ca_store),
-        ]
-        .concat(),
-        [
-            strs(&["-genkeypair", "-alias", "node"]),
-            common(&out.keystore),
-            strs(&key),
-            strs(&["-dname", "CN=iodig local node"]),
-        ]
-        .concat(),
-        [
-            strs(&["-certreq", "-alias", "node", "-file"]),
-            vec![path(&csr)],
-            common(&out.keystore),
-        ]
-        .concat(),
-        [
-            strs(&["-gencert", "-rfc", "-alias", "ca", "-validity", "3650"]),
-            vec![
-                "-infile".into(),
-                path(&csr),
-                "-outfile".into(),
-                path(&node_pem),
+            &[
+                "-genkeypair",
+                "-alias",
+                "ca",
+                "-dname",
+                "CN=iodig local CA",
+                "-ext",
+                "bc:c",
             ],
-            vec!["-ext".into(), format!("SAN={}", sans.join(","))],
-            strs(&[
+            in_ca,
+            new_key,
+        ]
+        .concat(),
+        [
+            &["-exportcert", "-rfc", "-alias", "ca", "-file", &ca_pem],
+            in_ca,
+        ]
+        .concat(),
+        [
+            &[
+                "-genkeypair",
+                "-alias",
+                "node",
+                "-dname",
+                "CN=iodig local node",
+            ],
+            in_node,
+            new_key,
+        ]
+        .concat(),
+        [&["-certreq", "-alias", "node", "-file", &csr], in_node].concat(),
+        [
+            &[
+                "-gencert",
+                "-rfc",
+                "-alias",
+                "ca",
+                "-validity",
+                "3650",
+                "-infile",
+                &csr,
+                "-outfile",
+                &node_pem,
+                "-ext",
+                &san,
                 "-ext",
                 "KU=digitalSignature,keyAgreement",
                 "-ext",
                 "EKU=serverAuth",
-            ]),
-            common(&ca_store),
+            ],
+            in_ca,
         ]
         .concat(),
         [
-            strs(&["-importcert", "-noprompt", "-alias", "ca", "-file"]),
-            vec![path(&out.ca_pem)],
-            common(&out.keystore),
+            &["-importcert", "-noprompt", "-alias", "ca", "-file", &ca_pem],
+            in_node,
         ]
         .concat(),
         [
-            strs(&["-importcert", "-noprompt", "-alias", "node", "-file"]),
-            vec![path(&node_pem)],
-            common(&out.keystore),
+            &[
+                "-importcert",
+                "-noprompt",
+                "-alias",
+                "node",
+                "-file",
+                &node_pem,
+            ],
+            in_node,
         ]
         .concat(),
     ];
@@ -149,10 +177,6 @@ pub fn ensure(java: &Path, dir: &Path, nodes: u32) -> Result<TlsFiles> {
     }
     fs::write(&marker, nodes.to_string()).map_err(io_err(&marker))?;
     Ok(out)
-}
-
-fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
 }
 
 /// `keytool` beside `java` (same JDK), else on PATH.

@@ -775,9 +775,9 @@ impl CassandraDb {
 
 /// Copies one result row into `out`, field by field, skipping the key column (YCSB's
 /// `dataintegrity` check compares fields only).
-fn fill_record(row: ColumnIterator<'_, '_>, out: &mut Record) -> Result<(), String> {
+fn fill_record(row: ColumnIterator<'_, '_>, out: &mut Record) -> Result<(), OpError> {
     for col in row {
-        let col = col.map_err(|e| e.to_string())?;
+        let col = col?;
         let name = col.spec.name();
         if name == KEY_COLUMN {
             continue;
@@ -793,6 +793,53 @@ fn fill_record(row: ColumnIterator<'_, '_>, out: &mut Record) -> Result<(), Stri
 /// Values are YCSB's printable ASCII; they bind as CQL text, so they must be UTF-8.
 fn as_text(v: &[u8]) -> Option<&str> {
     std::str::from_utf8(v).ok()
+}
+
+/// Any failure of one operation; only its message is reported.
+type OpError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Runs a read: the row's fields into `out`, or NOT_FOUND.
+async fn read_row(
+    session: &Session,
+    stmt: &PreparedStatement,
+    key: &str,
+    out: &mut Record,
+) -> Result<Status, OpError> {
+    let rows = session
+        .execute_unpaged(stmt, (key,))
+        .await?
+        .into_rows_result()?;
+    let Some(row) = rows.rows::<ColumnIterator>()?.next() else {
+        return Ok(Status::NotFound);
+    };
+    fill_record(row?, out)?;
+    Ok(Status::Ok)
+}
+
+/// Runs a scan into `out`, reusing its records: cleared in place, grown only when needed.
+async fn scan_rows(
+    session: &Session,
+    stmt: &PreparedStatement,
+    start_key: &str,
+    limit: i32,
+    out: &mut Vec<Record>,
+) -> Result<(), OpError> {
+    let rows = session
+        .execute_unpaged(stmt, (start_key, limit))
+        .await?
+        .into_rows_result()?;
+    let mut n = 0;
+    for row in rows.rows::<ColumnIterator>()? {
+        if n == out.len() {
+            out.push(Record::new());
+        }
+        let rec = &mut out[n];
+        rec.clear();
+        fill_record(row?, rec)?;
+        n += 1;
+    }
+    out.truncate(n);
+    Ok(())
 }
 
 impl Db for CassandraDb {
@@ -811,41 +858,12 @@ impl Db for CassandraDb {
                 return Status::Error;
             }
         };
-        let result = match self.shared.session.execute_unpaged(stmt, (key,)).await {
-            Ok(r) => r,
-            Err(e) => {
-                self.shared.report("read", &e);
-                return Status::Error;
-            }
-        };
-        let rows = match result.into_rows_result() {
-            Ok(r) => r,
-            Err(e) => {
-                self.shared.report("read", &e);
-                return Status::Error;
-            }
-        };
-        let mut iter = match rows.rows::<ColumnIterator>() {
-            Ok(i) => i,
-            Err(e) => {
-                self.shared.report("read", &e);
-                return Status::Error;
-            }
-        };
-        match iter.next() {
-            None => Status::NotFound,
-            Some(Ok(row)) => match fill_record(row, out) {
-                Ok(()) => Status::Ok,
-                Err(e) => {
-                    self.shared.report("read", &e);
-                    Status::Error
-                }
-            },
-            Some(Err(e)) => {
+        read_row(&self.shared.session, stmt, key, out)
+            .await
+            .unwrap_or_else(|e| {
                 self.shared.report("read", &e);
                 Status::Error
-            }
-        }
+            })
     }
 
     async fn scan(
@@ -864,55 +882,13 @@ impl Db for CassandraDb {
             }
         };
         let limit = i32::try_from(count.max(1)).unwrap_or(i32::MAX);
-        let result = match self
-            .shared
-            .session
-            .execute_unpaged(stmt, (start_key, limit))
-            .await
-        {
-            Ok(r) => r,
+        match scan_rows(&self.shared.session, stmt, start_key, limit, out).await {
+            Ok(()) => Status::Ok,
             Err(e) => {
                 self.shared.report("scan", &e);
-                return Status::Error;
+                Status::Error
             }
-        };
-        let rows = match result.into_rows_result() {
-            Ok(r) => r,
-            Err(e) => {
-                self.shared.report("scan", &e);
-                return Status::Error;
-            }
-        };
-        let iter = match rows.rows::<ColumnIterator>() {
-            Ok(i) => i,
-            Err(e) => {
-                self.shared.report("scan", &e);
-                return Status::Error;
-            }
-        };
-        // Reuse the caller's records: clear them in place, grow only when needed.
-        let mut n = 0;
-        for row in iter {
-            let row = match row {
-                Ok(r) => r,
-                Err(e) => {
-                    self.shared.report("scan", &e);
-                    return Status::Error;
-                }
-            };
-            if n == out.len() {
-                out.push(Record::new());
-            }
-            let rec = &mut out[n];
-            rec.clear();
-            if let Err(e) = fill_record(row, rec) {
-                self.shared.report("scan", &e);
-                return Status::Error;
-            }
-            n += 1;
         }
-        out.truncate(n);
-        Status::Ok
     }
 
     async fn update(&mut self, table: &str, key: &str, values: &Record) -> Status {

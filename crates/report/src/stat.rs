@@ -43,41 +43,24 @@ fn ln_gamma(x: f64) -> f64 {
     0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
 }
 
+/// Continued fraction of the incomplete beta function (modified Lentz, as in Numerical Recipes).
 fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
-    let tiny = 1e-300;
+    let not_tiny = |v: f64| if v.abs() < 1e-300 { 1e-300 } else { v };
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < tiny {
-        d = tiny;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / not_tiny(1.0 - qab * x / qap);
     let mut h = d;
+    // One Lentz step with coefficient `aa`: updates c and d, returns the factor for h.
+    let mut step = |aa: f64| {
+        d = 1.0 / not_tiny(1.0 + aa * d);
+        c = not_tiny(1.0 + aa / c);
+        d * c
+    };
     for m in 1..300 {
         let m = m as f64;
         let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < tiny {
-            d = tiny;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < tiny {
-            c = tiny;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < tiny {
-            d = tiny;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < tiny {
-            c = tiny;
-        }
-        d = 1.0 / d;
-        let del = d * c;
+        h *= step(m * (b - m) * x / ((qam + m2) * (a + m2)));
+        let del = step(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)));
         h *= del;
         if (del - 1.0).abs() < 1e-14 {
             break;

@@ -172,17 +172,7 @@ impl LineChart {
             }
         }
         // Grid and ticks.
-        for &t in &y_ticks {
-            let y = sy(t);
-            let _ = write!(
-                o,
-                r##"<line x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                LEFT + pw,
-                LEFT - 6.0,
-                y + 4.0,
-                fmt_tick(t)
-            );
-        }
+        y_grid(&mut o, &y_ticks, sy, pw);
         for &t in &x_ticks {
             if t < x0 - 1e-9 || t > x1 + 1e-9 {
                 continue;
@@ -337,17 +327,7 @@ impl BarChart {
             r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" font-family="sans-serif" font-size="12" role="img" aria-label="{0}"><rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/><text x="{LEFT}" y="18" font-size="14" font-weight="bold">{0}</text>"##,
             esc(&self.title)
         );
-        for &t in &y_ticks {
-            let y = sy(t);
-            let _ = write!(
-                o,
-                r##"<line x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-                LEFT + pw,
-                LEFT - 6.0,
-                y + 4.0,
-                fmt_tick(t)
-            );
-        }
+        y_grid(&mut o, &y_ticks, sy, pw);
         for (ci, cat) in self.categories.iter().enumerate() {
             let cx = LEFT + cw * ci as f64;
             for (gi, (name, vals)) in self.groups.iter().enumerate() {
@@ -517,6 +497,21 @@ pub fn clock(ms: f64) -> String {
 }
 
 /// Tick labels: 1.5k, 120k, 2.5M, 0.25.
+/// Horizontal grid lines with their labels at the y ticks, across the plot width `pw`.
+fn y_grid(o: &mut String, ticks: &[f64], sy: impl Fn(f64) -> f64, pw: f64) {
+    for &t in ticks {
+        let y = sy(t);
+        let _ = write!(
+            o,
+            r##"<line x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT + pw,
+            LEFT - 6.0,
+            y + 4.0,
+            fmt_tick(t)
+        );
+    }
+}
+
 pub fn fmt_tick(v: f64) -> String {
     let a = v.abs();
     let trim = |s: String| {

@@ -2,7 +2,7 @@
 //! distribution, in ns per op. Run with `cargo run --release -p iodig-workload --example choose_bench`.
 
 use iodig_model::props::Properties;
-use iodig_workload::{CoreWorkload, WorkloadSpec};
+use iodig_workload::{CoreWorkload, WorkloadSpec, REQUEST_DISTRIBUTIONS};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -12,14 +12,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(5_000_000);
     println!("distribution,ns_per_op (median of 5 rounds of {iterations} op+key choices)");
-    for dist in [
-        "uniform",
-        "zipfian",
-        "latest",
-        "hotspot",
-        "exponential",
-        "sequential",
-    ] {
+    for dist in REQUEST_DISTRIBUTIONS {
         let mut p = Properties::new();
         for kv in [
             "recordcount=1000000".to_string(),

@@ -10,7 +10,7 @@ pub mod spec;
 pub mod values;
 
 pub use crate::core::{ops_for_thread, CoreWorkload, MeasuredDb, TxOp, Worker, WorkloadError};
-pub use crate::spec::{WorkloadSpec, CORE_PROPERTIES};
+pub use crate::spec::{WorkloadSpec, CORE_PROPERTIES, REQUEST_DISTRIBUTIONS};
 
 /// YCSB's workload files a–f, shipped in `workloads/` and compiled in for `iodig run` without `-P`.
 pub const BUILTIN_WORKLOADS: &[(&str, &str)] = &[

@@ -243,17 +243,19 @@ fn length_distribution(
     )
 }
 
+/// The values `requestdistribution` accepts.
+pub const REQUEST_DISTRIBUTIONS: [&str; 6] = [
+    "uniform",
+    "zipfian",
+    "latest",
+    "hotspot",
+    "exponential",
+    "sequential",
+];
+
 fn request_distribution(p: &Properties) -> Result<RequestDistribution, PropertyError> {
-    let choices = [
-        "uniform",
-        "zipfian",
-        "latest",
-        "hotspot",
-        "exponential",
-        "sequential",
-    ];
     Ok(
-        match p.get_choice("requestdistribution", "uniform", &choices)? {
+        match p.get_choice("requestdistribution", "uniform", &REQUEST_DISTRIBUTIONS)? {
             "uniform" => RequestDistribution::Uniform,
             "zipfian" => RequestDistribution::Zipfian,
             "latest" => RequestDistribution::Latest,
