@@ -231,9 +231,48 @@ fn status_table(rows: &[NodeStatus]) -> String {
             r.state, r.address, r.load, r.tokens, owns, pid, r.host_id, r.rack
         ));
     }
-    let total: f64 = rows.iter().filter_map(|r| r.owns_percent).sum();
-    s.push_str(&format!(
-        "total owned: {total:.1}% (100% × replication factor)\n"
-    ));
+    let owned: Vec<f64> = rows.iter().filter_map(|r| r.owns_percent).collect();
+    if owned.is_empty() {
+        s.push_str(
+            "total owned: ? (no running node to ask; start them with `iodig cassandra up`)\n",
+        );
+    } else {
+        let total: f64 = owned.iter().sum();
+        s.push_str(&format!(
+            "total owned: {total:.1}% (100% × replication factor)\n"
+        ));
+    }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(address: &str, owns_percent: Option<f64>, running: bool) -> NodeStatus {
+        NodeStatus {
+            address: address.into(),
+            state: if running { "UN" } else { "DN" }.into(),
+            load: "?".into(),
+            tokens: 16,
+            owns_percent,
+            host_id: "?".into(),
+            rack: "?".into(),
+            pid: Some(42),
+            running,
+        }
+    }
+
+    #[test]
+    fn ownership_total_sums_known_nodes_and_says_when_none_answered() {
+        let up = status_table(&[
+            row("127.0.0.1", Some(66.7), true),
+            row("127.0.0.2", Some(133.3), true),
+        ]);
+        assert!(up.contains("total owned: 200.0%"), "{up}");
+        let down = status_table(&[row("127.0.0.1", None, false)]);
+        assert!(down.contains("total owned: ? (no running node"), "{down}");
+        assert!(down.contains("stopped"), "{down}");
+        assert!(!down.contains("-0.0"), "{down}");
+    }
 }
