@@ -7,6 +7,9 @@ script can address them), warms the server up for WARM seconds, then runs YCSB w
 (uniform reads) for SECS seconds (default 20) at 64 and at 1024 requests in flight, ROUNDS times
 (default 3), alternating iodig and latte so both see the same server state. Both run their
 requests on IO_THREADS runtime threads (default 1: the server shares the machine's cores).
+PIN=1 puts the server on CPU 0 and the clients on CPU 1 (taskset): the server no longer
+preempts the client, which makes client CPU per op far steadier run to run (for A/B
+comparisons), at the cost of the server's second core.
 
 Printed per tool and concurrency (medians over rounds):
   - ops/s;
@@ -37,6 +40,8 @@ SECS = int(os.environ.get("SECS", 20))
 ROUNDS = int(os.environ.get("ROUNDS", 3))
 WARM = int(os.environ.get("WARM", 30))
 IO_THREADS = int(os.environ.get("IO_THREADS", 1))
+PIN = os.environ.get("PIN") == "1"
+CLIENT = ["taskset", "-c", "1"] if PIN else []
 WARMUP = 2
 
 
@@ -56,7 +61,7 @@ def run(cmd):
 
 
 def iodig_round(common, conc):
-    out, err, cpu, rss = measured([IODIG, "run", "--no-load", *common, "--threads", str(conc),
+    out, err, cpu, rss = measured([*CLIENT, IODIG, "run", "--no-load", *common, "--threads", str(conc),
                                    "--io-threads", str(IO_THREADS), "--duration", f"{SECS}s",
                                    "--warmup", f"{WARMUP}s"])
     run_dir = re.search(r"results: (\S+)", err).group(1)
@@ -68,7 +73,7 @@ def iodig_round(common, conc):
 
 def latte_round(conc, work):
     per_thread = max(1, conc // IO_THREADS)
-    out, _, cpu, rss = measured([LATTE, "run", "-q", LATTE_SCRIPT, "-P", f"rows={RECORDS}", "-d", f"{SECS}s",
+    out, _, cpu, rss = measured([*CLIENT, LATTE, "run", "-q", LATTE_SCRIPT, "-P", f"rows={RECORDS}", "-d", f"{SECS}s",
                                  "-w", f"{WARMUP}s", "-t", str(IO_THREADS), "-p", str(per_thread),
                                  "127.0.0.1"], cwd=work)
     num = lambda label: float(re.search(label + r"\s+\[[^\]]+\]\s+([\d.]+)", out).group(1))
@@ -82,6 +87,9 @@ def main():
     nodes = os.path.join(work, "nodes")
     run([IODIG, "cassandra", "up", "--nodes", "1", "--heap", "2G", "--dir", nodes])
     try:
+        if PIN:
+            status = json.loads(run([IODIG, "cassandra", "status", "--json", "--dir", nodes])[0])
+            run(["taskset", "-a", "-p", "-c", "0", str(status[0]["pid"])])
         common = ["--db", "cassandra", "-p", "hosts=127.0.0.1", "-P", "workloads/workloadc",
                   "-p", f"recordcount={RECORDS}", "-p", "insertorder=ordered",
                   "-p", "requestdistribution=uniform", "--trace", "off", "--out", work]
@@ -92,7 +100,7 @@ def main():
         if not LATTE:
             print("# latte not found (cargo install latte-cli, or LATTE=path): iodig alone")
         print(f"# 1 local Cassandra node, workload C uniform, {RECORDS} records, {SECS}s × {ROUNDS} rounds, "
-              f"{IO_THREADS} client runtime thread(s), medians")
+              f"{IO_THREADS} client runtime thread(s){', server on CPU 0, client on CPU 1' if PIN else ''}, medians")
         print("| client | in flight | ops/s | client CPU µs/op (window) | µs/op (whole process) | peak RSS MiB |")
         print("|---|---|---|---|---|---|")
         for conc in (64, 1024):

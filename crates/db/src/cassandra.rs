@@ -59,7 +59,10 @@ pub struct CassandraConfig {
     pub username: Option<String>,
     pub password: Option<String>,
     pub connect_timeout: Duration,
-    pub request_timeout: Duration,
+    /// How long a request may go unanswered before it is an ERROR; None
+    /// (`cassandra.readtimeoutmillis=0`) waits forever, as the Java driver's 0 does, and saves
+    /// the driver's per-request timer.
+    pub request_timeout: Option<Duration>,
     pub use_ssl: bool,
     /// PEM file of the CA certificates that sign the nodes' certificates.
     pub truststore: Option<std::path::PathBuf>,
@@ -243,12 +246,13 @@ impl CassandraConfig {
                     .map_err(|e| cfg_err(e.0))?
                     .max(1),
             ),
-            request_timeout: Duration::from_millis(
-                props
-                    .get_u64("cassandra.readtimeoutmillis", 12000)
-                    .map_err(|e| cfg_err(e.0))?
-                    .max(1),
-            ),
+            request_timeout: match props
+                .get_u64("cassandra.readtimeoutmillis", 12000)
+                .map_err(|e| cfg_err(e.0))?
+            {
+                0 => None,
+                ms => Some(Duration::from_millis(ms)),
+            },
             use_ssl: props
                 .get_bool("cassandra.useSSL", false)
                 .map_err(|e| cfg_err(e.0))?,
@@ -423,7 +427,7 @@ fn connect_error(config: &CassandraConfig, err: &str) -> DbError {
 
 async fn connect(config: CassandraConfig) -> Result<Shared, DbError> {
     let profile = ExecutionProfile::builder()
-        .request_timeout(Some(config.request_timeout))
+        .request_timeout(config.request_timeout)
         .consistency(config.read_consistency)
         .build();
     let mut builder = SessionBuilder::new()
@@ -1058,5 +1062,22 @@ mod tests {
             e.contains("missing column field1") && e.contains("extra columns other"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_zero_read_timeout_means_none() {
+        let timeout = |pairs: &[(&str, &str)]| {
+            let mut all = vec![("hosts", "127.0.0.1")];
+            all.extend_from_slice(pairs);
+            CassandraConfig::from_props(&props(&all))
+                .unwrap()
+                .request_timeout
+        };
+        assert_eq!(timeout(&[]), Some(Duration::from_millis(12000)));
+        assert_eq!(
+            timeout(&[("cassandra.readtimeoutmillis", "250")]),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(timeout(&[("cassandra.readtimeoutmillis", "0")]), None);
     }
 }
