@@ -231,16 +231,17 @@ fn status_table(rows: &[NodeStatus]) -> String {
             r.state, r.address, r.load, r.tokens, owns, pid, r.host_id, r.rack
         ));
     }
-    let owned: Vec<f64> = rows.iter().filter_map(|r| r.owns_percent).collect();
-    if owned.is_empty() {
-        s.push_str(
-            "total owned: ? (no running node to ask; start them with `iodig cassandra up`)\n",
-        );
-    } else {
-        let total: f64 = owned.iter().sum();
-        s.push_str(&format!(
+    match rows
+        .iter()
+        .filter_map(|r| r.owns_percent)
+        .reduce(|a, b| a + b)
+    {
+        Some(total) => s.push_str(&format!(
             "total owned: {total:.1}% (100% × replication factor)\n"
-        ));
+        )),
+        None => s.push_str(
+            "total owned: ? (no running node to ask; start them with `iodig cassandra up`)\n",
+        ),
     }
     s
 }

@@ -60,22 +60,18 @@ pub fn ensure(java: &Path, dir: &Path, nodes: u32) -> Result<TlsFiles> {
         .collect::<Vec<_>>()
         .join(",");
     let san = format!("SAN={sans}");
-    let in_ca: &[&str] = &[
-        "-keystore",
-        &ca_store,
-        "-storetype",
-        "PKCS12",
-        "-storepass",
-        STORE_PASSWORD,
-    ];
-    let in_node: &[&str] = &[
-        "-keystore",
-        &keystore,
-        "-storetype",
-        "PKCS12",
-        "-storepass",
-        STORE_PASSWORD,
-    ];
+    let in_store = |store| {
+        [
+            "-keystore",
+            store,
+            "-storetype",
+            "PKCS12",
+            "-storepass",
+            STORE_PASSWORD,
+        ]
+    };
+    let in_ca: &[&str] = &in_store(&ca_store);
+    let in_node: &[&str] = &in_store(&keystore);
     let new_key: &[&str] = &[
         "-keyalg",
         "EC",

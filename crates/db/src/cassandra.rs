@@ -296,6 +296,12 @@ struct Shared {
 }
 
 impl Shared {
+    /// Reports a failed operation (the first only) and returns its status, ERROR.
+    fn fail(&self, what: &str, err: &dyn std::fmt::Display) -> Status {
+        self.report(what, err);
+        Status::Error
+    }
+
     fn report(&self, what: &str, err: &dyn std::fmt::Display) {
         if !self.reported.swap(true, Ordering::Relaxed) {
             eprintln!(
@@ -857,17 +863,11 @@ impl Db for CassandraDb {
         out.clear();
         let stmt = match self.statement_for(Op::Read, table, fields).await {
             Ok(i) => &self.statements[i].stmt,
-            Err(e) => {
-                self.shared.report("prepare of a read", &e);
-                return Status::Error;
-            }
+            Err(e) => return self.shared.fail("prepare of a read", &e),
         };
         read_row(&self.shared.session, stmt, key, out)
             .await
-            .unwrap_or_else(|e| {
-                self.shared.report("read", &e);
-                Status::Error
-            })
+            .unwrap_or_else(|e| self.shared.fail("read", &e))
     }
 
     async fn scan(
@@ -880,18 +880,12 @@ impl Db for CassandraDb {
     ) -> Status {
         let stmt = match self.statement_for(Op::Scan, table, fields).await {
             Ok(i) => &self.statements[i].stmt,
-            Err(e) => {
-                self.shared.report("prepare of a scan", &e);
-                return Status::Error;
-            }
+            Err(e) => return self.shared.fail("prepare of a scan", &e),
         };
         let limit = i32::try_from(count.max(1)).unwrap_or(i32::MAX);
         match scan_rows(&self.shared.session, stmt, start_key, limit, out).await {
             Ok(()) => Status::Ok,
-            Err(e) => {
-                self.shared.report("scan", &e);
-                Status::Error
-            }
+            Err(e) => self.shared.fail("scan", &e),
         }
     }
 
@@ -906,17 +900,11 @@ impl Db for CassandraDb {
     async fn delete(&mut self, table: &str, key: &str) -> Status {
         let stmt = match self.statement_for(Op::Delete, table, None).await {
             Ok(i) => &self.statements[i].stmt,
-            Err(e) => {
-                self.shared.report("prepare of a delete", &e);
-                return Status::Error;
-            }
+            Err(e) => return self.shared.fail("prepare of a delete", &e),
         };
         match self.shared.session.execute_unpaged(stmt, (key,)).await {
             Ok(_) => Status::Ok,
-            Err(e) => {
-                self.shared.report("delete", &e);
-                Status::Error
-            }
+            Err(e) => self.shared.fail("delete", &e),
         }
     }
 }
@@ -926,19 +914,14 @@ impl CassandraDb {
         if values.is_empty() {
             return Status::BadRequest;
         }
+        let (what, prepare_what) = if op == Op::Insert {
+            ("insert", "prepare of an insert")
+        } else {
+            ("update", "prepare of an update")
+        };
         let stmt = match self.write_statement(op, table, values).await {
             Ok(i) => &self.statements[i].stmt,
-            Err(e) => {
-                self.shared.report(
-                    if op == Op::Insert {
-                        "prepare of an insert"
-                    } else {
-                        "prepare of an update"
-                    },
-                    &e,
-                );
-                return Status::Error;
-            }
+            Err(e) => return self.shared.fail(prepare_what, &e),
         };
         if values.iter().any(|(_, v)| as_text(v).is_none()) {
             self.shared.report(
@@ -958,11 +941,7 @@ impl CassandraDb {
         }
         match self.shared.session.execute_unpaged(stmt, &bound).await {
             Ok(_) => Status::Ok,
-            Err(e) => {
-                self.shared
-                    .report(if op == Op::Insert { "insert" } else { "update" }, &e);
-                Status::Error
-            }
+            Err(e) => self.shared.fail(what, &e),
         }
     }
 }

@@ -32,6 +32,11 @@ fn props(hosts: &str, extra: &[(&str, &str)]) -> Properties {
     p
 }
 
+/// The error of opening the binding with these properties, which must fail (`why` says why).
+fn open_error(hosts: &str, extra: &[(&str, &str)], why: &str) -> String {
+    open(&props(hosts, extra)).err().expect(why).to_string()
+}
+
 /// A deterministic printable value per key and field, like YCSB's data-integrity values.
 fn value(key: &str, field: usize, round: u32) -> Vec<u8> {
     let mut x: u64 = 0xcbf29ce484222325 ^ u64::from(round);
@@ -90,41 +95,38 @@ fn binding_against_one_real_node() {
     TRUSTSTORE.set(ca.display().to_string()).unwrap();
 
     // The node speaks TLS only: a plaintext client is refused, with the contact point named.
-    let err = open(&props(
+    let err = open_error(
         &hosts,
         &[
             ("cassandra.useSSL", "false"),
             ("cassandra.connecttimeoutmillis", "3000"),
         ],
-    ))
-    .err()
-    .expect("plaintext against a TLS-only node must fail")
-    .to_string();
+        "plaintext against a TLS-only node must fail",
+    );
     assert!(
         err.contains("127.0.0.1:9042") && err.contains("cassandra.useSSL=true"),
         "{err}"
     );
     // A trust store without the node's CA: the certificate is rejected, not silently accepted.
-    let err = open(&props(
+    let err = open_error(
         &hosts,
         &[
             ("cassandra.truststore", "/etc/ssl/certs/ca-certificates.crt"),
             ("cassandra.connecttimeoutmillis", "3000"),
         ],
-    ))
-    .err()
-    .expect("an untrusted node certificate must fail")
-    .to_string();
+        "an untrusted node certificate must fail",
+    );
     assert!(
         err.contains("TLS") && err.contains("certificate") && err.contains("cassandra.truststore"),
         "the error should say the certificate is not trusted: {err}"
     );
 
     // Wrong credentials: the authentication failure, said plainly.
-    let err = open(&props(&hosts, &[("cassandra.password", "wrong")]))
-        .err()
-        .expect("wrong password must fail")
-        .to_string();
+    let err = open_error(
+        &hosts,
+        &[("cassandra.password", "wrong")],
+        "wrong password must fail",
+    );
     assert!(
         err.contains("authentication failed") && err.contains("cassandra.password"),
         "{err}"
@@ -132,13 +134,11 @@ fn binding_against_one_real_node() {
 
     // Unreachable host: an error within the connect timeout naming host and port.
     let t = Instant::now();
-    let err = open(&props(
+    let err = open_error(
         "127.0.0.9",
         &[("cassandra.connecttimeoutmillis", "2000")],
-    ))
-    .err()
-    .expect("nothing listens on 127.0.0.9")
-    .to_string();
+        "nothing listens on 127.0.0.9",
+    );
     assert!(err.contains("127.0.0.9:9042"), "{err}");
     assert!(
         t.elapsed() < Duration::from_secs(5),
@@ -156,10 +156,11 @@ fn binding_against_one_real_node() {
     rt.block_on(concurrent(&factory));
 
     // An existing table with other columns is an error, and the table is left alone.
-    let err = open(&props(&hosts, &[("fieldcount", "5")]))
-        .err()
-        .expect("5 fields vs a 4-field table")
-        .to_string();
+    let err = open_error(
+        &hosts,
+        &[("fieldcount", "5")],
+        "5 fields vs a 4-field table",
+    );
     assert!(
         err.contains("missing column field4") && err.contains("does not drop"),
         "{err}"

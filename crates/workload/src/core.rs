@@ -330,8 +330,12 @@ impl Worker {
             (true, true) => ReadFields::AllByName,
             (false, _) => {
                 let f = self.random_field();
-                self.one_field.clear();
-                self.one_field.push(self.shared.field_names[f].clone());
+                let name = &self.shared.field_names[f];
+                // Reuse the one name's buffer: no allocation per read.
+                match self.one_field.first_mut() {
+                    Some(one) => one.clone_from(name),
+                    None => self.one_field.push(name.clone()),
+                }
                 ReadFields::One
             }
         }
