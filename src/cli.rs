@@ -120,7 +120,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 100, value_name = "MS")]
     pub slot_ms: u32,
 
-    /// Load again even if the data directory already holds this dataset (wipes it first).
+    /// Load again even if the database already holds this dataset (an embedded database's data
+    /// directory is wiped first; external hosts are written over).
     #[arg(long, conflicts_with = "no_load")]
     pub reload: bool,
 

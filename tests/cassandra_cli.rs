@@ -71,6 +71,74 @@ fn workloads_a_to_f_run_against_a_real_node() {
         "--out",
         out.to_str().unwrap(),
     ];
+    // Hosts iodig did not start carry no dataset marker: `run` probes a few keys and loads
+    // only when none is there, skips the load when all are, and refuses to guess otherwise.
+    let auto_run = |extra: &[&str]| {
+        run_iodig(
+            &[
+                &[
+                    "run",
+                    "-P",
+                    "workloads/workloadc",
+                    "-p",
+                    "operationcount=300",
+                    "--threads",
+                    "8",
+                    "--warmup",
+                    "0s",
+                ],
+                &common[..],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    let first = auto_run(&[]);
+    assert_eq!(first.code(), 0, "{}", first.stderr);
+    assert!(
+        first
+            .stderr
+            .contains("holds none of this dataset's 5 probed keys; loading 2000 records"),
+        "{}",
+        first.stderr
+    );
+    let p = parse_ycsb(&first.stdout);
+    assert_eq!(
+        ycsb_value(&p, "INSERT", "Return=OK"),
+        Some(2000.0),
+        "{}",
+        first.stdout
+    );
+    assert_eq!(
+        ycsb_value(&p, "READ", "Return=OK"),
+        Some(300.0),
+        "{}",
+        first.stdout
+    );
+    let again = auto_run(&[]);
+    assert_eq!(again.code(), 0, "{}", again.stderr);
+    assert!(
+        again
+            .stderr
+            .contains("already holds this dataset (5 of 5 probed keys found); not loading"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(
+        ycsb_value(&parse_ycsb(&again.stdout), "INSERT", "Operations"),
+        None
+    );
+    let bigger = auto_run(&["-p", "recordcount=4000"]);
+    assert_eq!(bigger.code(), 2, "{}", bigger.stderr);
+    assert!(
+        bigger
+            .stderr
+            .contains("holds 3 of this dataset's 5 probed keys")
+            && bigger.stderr.contains("--reload")
+            && bigger.stderr.contains("--no-load"),
+        "{}",
+        bigger.stderr
+    );
     let load = run_iodig(
         &[
             &["load", "-P", "workloads/workloada", "--threads", "8"],

@@ -3,6 +3,7 @@
 
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
+use crate::probe::{probe_dataset, probe_keynums, returns_warning, Presence};
 use crate::progress::{Progress, ProgressMode};
 use crate::rundir::RunDir;
 use crate::step::{run_step, unix_ms, Phase, StepObserver, StepPlan, StepResult};
@@ -272,10 +273,13 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
         #[cfg(feature = "cassandra")]
         "cassandra" => {
             let _guard = ctx.start_managed_cassandra()?;
-            let load = ctx.cassandra_load_decision();
             let handle = crate::step::async_runtime()?.handle().clone();
             let factory =
                 iodig_db::cassandra::open_with_handle(&ctx.props, &handle).map_err(db_error)?;
+            let load = match ctx.cassandra_load_decision() {
+                Some(load) => load,
+                None => ctx.load_unless_probed(&factory)?,
+            };
             ctx.run_with(&factory, load, stop)
         }
         #[cfg(feature = "rocksdb")]
@@ -369,19 +373,51 @@ impl Experiment<'_> {
         Ok(guard)
     }
 
-    /// Managed nodes keep a dataset marker like RocksDB's data directory; external hosts are
-    /// loaded only when asked (`iodig load`, `--reload`).
+    /// Managed nodes keep a dataset marker like RocksDB's data directory; external hosts have
+    /// none, so `None` asks for a probe of the hosts themselves ([`Self::load_unless_probed`]).
     #[cfg(feature = "cassandra")]
-    fn cassandra_load_decision(&self) -> bool {
+    fn cassandra_load_decision(&self) -> Option<bool> {
         match (self.req.phase, self.req.load, &self.managed) {
-            (Phase::Load, _, _) | (_, LoadPolicy::Always, _) => true,
-            (_, LoadPolicy::Never, _) | (_, _, None) => false,
+            (Phase::Load, _, _) | (_, LoadPolicy::Always, _) => Some(true),
+            (_, LoadPolicy::Never, _) => Some(false),
+            (_, LoadPolicy::Auto, None) => None,
             (_, LoadPolicy::Auto, Some(dir)) => {
                 let marker: Option<serde_json::Value> = std::fs::read(dir.join(DATASET_MARKER))
                     .ok()
                     .and_then(|b| serde_json::from_slice(&b).ok());
-                marker.as_ref() != Some(&self.dataset_signature())
+                Some(marker.as_ref() != Some(&self.dataset_signature()))
             }
+        }
+    }
+
+    /// For a database iodig did not start: load when none of the dataset's probe keys is
+    /// there, skip the load when all are, and refuse to guess when only some are.
+    #[cfg_attr(not(feature = "cassandra"), allow(dead_code))]
+    fn load_unless_probed<F: DbFactory>(&self, factory: &F) -> Result<bool> {
+        let spec = &self.spec;
+        let probed = probe_keynums(spec.insert_start, spec.insert_count).len();
+        match probe_dataset(factory, spec)? {
+            Presence::Loaded => {
+                eprintln!(
+                    "note: the database already holds this dataset ({probed} of {probed} probed keys found); not loading again (--reload to force)"
+                );
+                Ok(false)
+            }
+            Presence::Empty => {
+                eprintln!(
+                    "note: the database holds none of this dataset's {probed} probed keys; loading {} records",
+                    spec.insert_count
+                );
+                Ok(true)
+            }
+            Presence::Partial {
+                found,
+                probed,
+                missing,
+            } => Err(UsageError(format!(
+                "the database holds {found} of this dataset's {probed} probed keys ({missing} is missing): a partial load or another recordcount/insertstart; use --reload to load it, or --no-load to run on it as it is"
+            ))
+            .into()),
         }
     }
 
@@ -824,6 +860,9 @@ impl Experiment<'_> {
         run.write_json(&dir, files::EVENTS, &events)?;
         if let Some(e) = &observer.trace_error {
             eprintln!("warning: block-IO trace of step {name} failed: {e}");
+        }
+        if let Some(w) = returns_warning(&summary.returns) {
+            eprintln!("warning: step {name}: {w}");
         }
         run.write_json(&dir, files::STEP_SUMMARY, &summary)?;
         run.push_step(summary)?;

@@ -8,6 +8,7 @@ pub mod experiment;
 pub mod experiment_file;
 pub mod merge;
 pub mod pacer;
+pub mod probe;
 pub mod progress;
 pub mod rundir;
 pub mod step;

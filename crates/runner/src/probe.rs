@@ -1,0 +1,215 @@
+//! Whether the database holds the dataset: a few of its keys read back before a run, and a
+//! step's return codes looked over after it.
+//!
+//! A data directory iodig made carries a dataset marker; a server it did not start has none,
+//! so `run` asks the database itself before deciding to load.
+
+use crate::step::async_runtime;
+use anyhow::{anyhow, Result};
+use iodig_db::{Db, DbFactory, Execution, Record, Status};
+use iodig_workload::keys::KeyNamer;
+use iodig_workload::WorkloadSpec;
+use std::collections::BTreeMap;
+
+/// Keys probed: the first and last of the insert range and three between.
+const PROBES: u64 = 5;
+
+/// What the probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presence {
+    /// Every probed key is there.
+    Loaded,
+    /// None is.
+    Empty,
+    /// Some are: a partial load, or another dataset.
+    Partial {
+        found: usize,
+        probed: usize,
+        missing: String,
+    },
+}
+
+/// The key numbers probed for an insert range: spread evenly, first and last included.
+pub fn probe_keynums(insert_start: u64, insert_count: u64) -> Vec<u64> {
+    if insert_count == 0 {
+        return Vec::new();
+    }
+    let last = insert_count - 1;
+    let mut nums: Vec<u64> = (0..PROBES)
+        .map(|i| insert_start + (u128::from(last) * u128::from(i) / u128::from(PROBES - 1)) as u64)
+        .collect();
+    nums.dedup();
+    nums
+}
+
+/// Classifies the probe's answers: `found[i]` for the i-th probed key.
+fn presence(keys: &[String], found: &[bool]) -> Presence {
+    let n = found.iter().filter(|f| **f).count();
+    match n {
+        0 => Presence::Empty,
+        n if n == found.len() => Presence::Loaded,
+        n => Presence::Partial {
+            found: n,
+            probed: found.len(),
+            missing: keys
+                .iter()
+                .zip(found)
+                .find(|(_, f)| !**f)
+                .map(|(k, _)| k.clone())
+                .unwrap_or_default(),
+        },
+    }
+}
+
+/// Reads the probe keys of `spec`'s dataset through one worker of `factory`.
+pub fn probe_dataset<F: DbFactory>(factory: &F, spec: &WorkloadSpec) -> Result<Presence> {
+    let namer = KeyNamer {
+        ordered: spec.ordered_inserts,
+        zero_padding: spec.zero_padding,
+    };
+    let keys: Vec<String> = probe_keynums(spec.insert_start, spec.insert_count)
+        .into_iter()
+        .map(|n| namer.key(n))
+        .collect();
+    if keys.is_empty() {
+        return Ok(Presence::Loaded);
+    }
+    let mut db = factory
+        .worker()
+        .map_err(|e| anyhow!("cannot open a {} worker to probe the dataset: {e}", F::NAME))?;
+    let table = spec.table.clone();
+    let probe = async {
+        let mut out = Record::counting();
+        let mut found = Vec::with_capacity(keys.len());
+        for key in &keys {
+            match db.read(&table, key, None, &mut out).await {
+                s if s.is_ok() => found.push(true),
+                Status::NotFound => found.push(false),
+                s => {
+                    return Err(anyhow!(
+                        "probing whether {} holds the dataset: reading key {key} returned {}",
+                        F::NAME,
+                        s.name()
+                    ))
+                }
+            }
+        }
+        let _ = db.cleanup().await;
+        Ok(found)
+    };
+    let found = match F::EXECUTION {
+        Execution::Tasks => async_runtime()?.block_on(probe)?,
+        Execution::Threads => futures_lite::future::block_on(probe)?,
+    };
+    Ok(presence(&keys, &found))
+}
+
+/// A warning for a step whose operations all failed, or whose reads found keys missing:
+/// results measured on missing data look fine in every chart, so say it where it is seen.
+/// `returns` maps op name to return code to count, as in the step summary.
+pub fn returns_warning(returns: &BTreeMap<String, BTreeMap<String, u64>>) -> Option<String> {
+    let ops = returns.iter().filter(|(op, _)| op.as_str() != "CLEANUP");
+    let (mut total, mut ok, mut not_found) = (0u64, 0u64, 0u64);
+    let mut failed = Vec::new();
+    for (op, by_code) in ops {
+        for (code, n) in by_code {
+            total += n;
+            match code.as_str() {
+                "OK" | "BATCHED_OK" => ok += n,
+                other => {
+                    if other == "NOT_FOUND" {
+                        not_found += n;
+                    }
+                    failed.push(format!("{op} {other} {n}"));
+                }
+            }
+        }
+    }
+    let hint = if not_found > 0 {
+        "; NOT_FOUND means the keys are not in the database: load the dataset (`iodig load`, or `iodig run --reload`)"
+    } else {
+        ""
+    };
+    if total > 0 && ok == 0 {
+        Some(format!(
+            "none of its {total} operations succeeded ({}){hint}",
+            failed.join(", ")
+        ))
+    } else if not_found > 0 {
+        Some(format!(
+            "{not_found} of its {total} operations found no record ({:.2}%){hint}",
+            100.0 * not_found as f64 / total as f64
+        ))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn returns(rows: &[(&str, &str, u64)]) -> BTreeMap<String, BTreeMap<String, u64>> {
+        let mut m: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        for (op, code, n) in rows {
+            m.entry(op.to_string())
+                .or_default()
+                .insert(code.to_string(), *n);
+        }
+        m
+    }
+
+    #[test]
+    fn all_failed_and_missing_keys_are_warned_about() {
+        let w = returns_warning(&returns(&[
+            ("READ", "NOT_FOUND", 800),
+            ("CLEANUP", "OK", 4),
+        ]))
+        .expect("all reads failed");
+        assert!(
+            w.starts_with("none of its 800 operations succeeded (READ NOT_FOUND 800)"),
+            "{w}"
+        );
+        assert!(w.contains("iodig load"), "{w}");
+        let w = returns_warning(&returns(&[("READ", "OK", 990), ("READ", "NOT_FOUND", 10)]))
+            .expect("some reads missed");
+        assert!(
+            w.starts_with("10 of its 1000 operations found no record (1.00%)"),
+            "{w}"
+        );
+        let w = returns_warning(&returns(&[("UPDATE", "ERROR", 5)])).expect("all failed");
+        assert!(
+            !w.contains("iodig load"),
+            "errors are not missing data: {w}"
+        );
+        assert_eq!(
+            returns_warning(&returns(&[("READ", "OK", 5), ("UPDATE", "ERROR", 1)])),
+            None
+        );
+        assert_eq!(returns_warning(&returns(&[("CLEANUP", "OK", 4)])), None);
+    }
+
+    #[test]
+    fn probes_span_the_insert_range() {
+        assert_eq!(probe_keynums(0, 2000), vec![0, 499, 999, 1499, 1999]);
+        assert_eq!(probe_keynums(100, 5), vec![100, 101, 102, 103, 104]);
+        assert_eq!(probe_keynums(7, 1), vec![7]);
+        assert_eq!(probe_keynums(0, 3), vec![0, 1, 2]);
+        assert!(probe_keynums(0, 0).is_empty());
+    }
+
+    #[test]
+    fn presence_says_which_key_is_missing() {
+        let keys: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(presence(&keys, &[true, true, true]), Presence::Loaded);
+        assert_eq!(presence(&keys, &[false, false, false]), Presence::Empty);
+        assert_eq!(
+            presence(&keys, &[true, false, true]),
+            Presence::Partial {
+                found: 2,
+                probed: 3,
+                missing: "b".into()
+            }
+        );
+    }
+}
