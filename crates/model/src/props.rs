@@ -6,6 +6,23 @@ use std::path::Path;
 use std::str::FromStr;
 
 /// A property whose value cannot be used; the message names it and says what would fix it.
+/// The properties that make two loads the same dataset: another value loads other data (the
+/// runner's dataset marker, `compare`'s caveats).
+pub const DATASET_PROPERTIES: [&str; 12] = [
+    "recordcount",
+    "insertstart",
+    "insertcount",
+    "fieldcount",
+    "fieldlength",
+    "minfieldlength",
+    "fieldlengthdistribution",
+    "fieldnameprefix",
+    "insertorder",
+    "zeropadding",
+    "dataintegrity",
+    "table",
+];
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct PropertyError(pub String);

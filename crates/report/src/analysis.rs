@@ -3,6 +3,7 @@
 //! time series on one unix-ms axis, the IO summary, size histograms and the findings.
 
 use crate::data::{DbEvent, RunData, StepData};
+use crate::outcome::Outcome;
 use iodig_model::trace::{merge_buckets, Bucket, TraceDoc};
 use iodig_model::SeriesSummary;
 use iodig_stats::{summarize, SeriesSet};
@@ -49,6 +50,65 @@ pub struct Point {
     pub exact: bool,
     /// iodig's own CPU per operation over the repetitions, in µs (when every one measured it).
     pub client_cpu_us_per_op: Option<f64>,
+    /// Return codes of every step of the point, left-out ones included.
+    pub outcome: Outcome,
+    /// Steps left out of the figures because none of their operations succeeded.
+    pub excluded: Vec<usize>,
+    /// No step of the point had a successful operation: its figures measure failures, so it is
+    /// never a peak, a bend or a term of a comparison.
+    pub all_failed: bool,
+    /// Steps of the point that ended early (their figures cover part of the step).
+    pub interrupted: Vec<usize>,
+    /// Target rate of the point's steps; none = as fast as possible.
+    pub target_ops_per_sec: Option<f64>,
+}
+
+impl Point {
+    /// What a reader must know before trusting the point's figures; empty when nothing.
+    pub fn caveats(&self) -> Vec<String> {
+        let mut c = Vec::new();
+        if self.all_failed {
+            c.push("all failed".to_string());
+        } else if !self.excluded.is_empty() {
+            c.push(format!(
+                "{} left out: all failed",
+                steps_list(&self.excluded)
+            ));
+        }
+        c.extend(self.outcome.not_found_mark());
+        if !self.interrupted.is_empty() {
+            c.push(format!("{} interrupted", steps_list(&self.interrupted)));
+        }
+        c
+    }
+
+    /// [`Self::caveats`] as one table cell.
+    pub fn status(&self) -> String {
+        status_text(&self.caveats())
+    }
+}
+
+/// "step 3" or "steps 3, 5".
+pub fn steps_list(steps: &[usize]) -> String {
+    let list = steps
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if steps.len() == 1 {
+        format!("step {list}")
+    } else {
+        format!("steps {list}")
+    }
+}
+
+/// A status cell: "ok" when there is nothing to say.
+pub fn status_text(caveats: &[String]) -> String {
+    if caveats.is_empty() {
+        "ok".into()
+    } else {
+        caveats.join("; ")
+    }
 }
 
 /// Where a sweep stops scaling.
@@ -67,11 +127,24 @@ pub struct WorkloadSweep {
     pub workload: String,
     /// Ascending thread counts.
     pub points: Vec<Point>,
-    /// Index into `points` of the highest throughput.
-    pub peak: usize,
+    /// Index into `points` of the highest throughput among points whose operations succeeded;
+    /// none when every point failed.
+    pub peak: Option<usize>,
     pub bend: Option<Bend>,
     /// First step where throughput grows by less than [`BEND_OPS_GAIN`] (the plateau).
     pub plateau: Option<Bend>,
+}
+
+impl WorkloadSweep {
+    /// The point of highest throughput among those whose operations succeeded.
+    pub fn peak_point(&self) -> Option<&Point> {
+        self.peak.map(|i| &self.points[i])
+    }
+
+    /// Points whose figures measure the database (not failures), for curves and ratios.
+    pub fn usable_points(&self) -> impl Iterator<Item = &Point> {
+        self.points.iter().filter(|p| !p.all_failed)
+    }
 }
 
 /// One per-second series: (unix ms at the middle of the interval, value).
@@ -111,9 +184,18 @@ pub struct SizeHist {
 #[derive(Debug, Clone)]
 pub struct StepView {
     pub index: usize,
+    /// Section heading ([`StepData::title`]) and the name in sentences ([`StepData::label`]).
     pub title: String,
+    pub label: String,
+    /// `load` or `run`.
+    pub phase: String,
     pub workload: String,
     pub threads: u64,
+    pub target_ops_per_sec: Option<f64>,
+    pub operations: u64,
+    pub throughput_ops_per_sec: f64,
+    pub interrupted: bool,
+    pub outcome: Outcome,
     pub start_ms: f64,
     pub end_ms: f64,
     pub ops_per_sec: Line,
@@ -133,7 +215,24 @@ pub struct StepView {
     pub size_hists: Vec<SizeHist>,
     pub trace_mode: String,
     pub trace_note: Option<String>,
+    /// What the return codes say (all failed, NOT_FOUND): listed up front whatever the run's length.
+    pub warnings: Vec<String>,
     pub findings: Vec<String>,
+}
+
+impl StepView {
+    /// What a reader must know before trusting the step's figures; empty when nothing.
+    pub fn caveats(&self) -> Vec<String> {
+        let mut c = Vec::new();
+        if self.outcome.all_failed() {
+            c.push("all failed".to_string());
+        }
+        c.extend(self.outcome.not_found_mark());
+        if self.interrupted {
+            c.push("interrupted".to_string());
+        }
+        c
+    }
 }
 
 /// The whole report.
@@ -142,7 +241,8 @@ pub struct Report {
     pub run_name: String,
     pub sweeps: Vec<WorkloadSweep>,
     pub steps: Vec<StepView>,
-    /// Run-level findings (sweeps) first, then each step's, prefixed with the step.
+    /// Run-level findings: the steps' warnings (failed operations), the sweeps', then each
+    /// step's (short runs only), prefixed with the step.
     pub findings: Vec<String>,
     pub notes: Vec<String>,
 }
@@ -160,6 +260,35 @@ fn client_cpu_per_op(steps: &[&StepData]) -> Option<f64> {
     let cpu: Option<f64> = steps.iter().map(|s| s.summary.client_cpu_s).sum();
     let ops: u64 = steps.iter().map(|s| s.summary.operations).sum();
     cpu.filter(|_| ops > 0).map(|c| c * 1e6 / ops as f64)
+}
+
+/// The point of one workload × threads: steps whose operations all failed are left out of the
+/// figures when another repetition succeeded, and make the point "all failed" when none did.
+fn group_point(threads: u64, steps: &[&StepData]) -> Point {
+    let outcomes: Vec<Outcome> = steps.iter().map(|s| Outcome::of(&s.summary)).collect();
+    let (failed, used): (Vec<_>, Vec<_>) = steps
+        .iter()
+        .zip(&outcomes)
+        .partition(|(_, o)| o.all_failed());
+    let all_failed = used.is_empty();
+    let used: Vec<&StepData> = if all_failed {
+        steps.to_vec()
+    } else {
+        used.into_iter().map(|(s, _)| *s).collect()
+    };
+    let mut p = point(threads, &used);
+    p.outcome = Outcome::merged(&outcomes);
+    p.all_failed = all_failed;
+    if !all_failed {
+        p.excluded = failed.iter().map(|(s, _)| s.summary.index).collect();
+    }
+    p.interrupted = used
+        .iter()
+        .filter(|s| s.summary.interrupted)
+        .map(|s| s.summary.index)
+        .collect();
+    p.target_ops_per_sec = steps.first().and_then(|s| s.summary.target_ops_per_sec);
+    p
 }
 
 /// Aggregates the run steps of one workload × threads.
@@ -243,6 +372,11 @@ fn point(threads: u64, steps: &[&StepData]) -> Point {
         per_op,
         exact,
         client_cpu_us_per_op: client_cpu_per_op(steps),
+        outcome: Outcome::default(),
+        excluded: Vec::new(),
+        all_failed: false,
+        interrupted: Vec::new(),
+        target_ops_per_sec: None,
     }
 }
 
@@ -292,11 +426,11 @@ pub fn sweeps(run: &RunData) -> Vec<WorkloadSweep> {
             let points: Vec<Point> = groups
                 .iter()
                 .filter(|((gw, _), _)| *gw == w)
-                .map(|((_, t), steps)| point(*t, steps))
+                .map(|((_, t), steps)| group_point(*t, steps))
                 .collect();
             let peak = (0..points.len())
-                .max_by(|&a, &b| points[a].ops_per_sec.total_cmp(&points[b].ops_per_sec))
-                .unwrap_or(0);
+                .filter(|&i| !points[i].all_failed)
+                .max_by(|&a, &b| points[a].ops_per_sec.total_cmp(&points[b].ops_per_sec));
             let (bend, plateau) = find_bend(&points);
             WorkloadSweep {
                 workload: w,
@@ -310,12 +444,14 @@ pub fn sweeps(run: &RunData) -> Vec<WorkloadSweep> {
 }
 
 /// The bend: first step where p99 grows > [`BEND_P99_FACTOR`]× while ops/s grows <
-/// [`BEND_OPS_GAIN`]; the plateau: first step where ops/s grows < [`BEND_OPS_GAIN`].
+/// [`BEND_OPS_GAIN`]; the plateau: first step where ops/s grows < [`BEND_OPS_GAIN`]. Points
+/// whose operations all failed are skipped: their figures measure failures.
 pub fn find_bend(points: &[Point]) -> (Option<Bend>, Option<Bend>) {
     let mut bend = None;
     let mut plateau = None;
-    for w in points.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
+    let usable: Vec<&Point> = points.iter().filter(|p| !p.all_failed).collect();
+    for w in usable.windows(2) {
+        let (a, b) = (w[0], w[1]);
         if a.ops_per_sec <= 0.0 || a.all.p99_us == 0 {
             continue;
         }
@@ -656,8 +792,8 @@ fn step_findings(step: &StepData, v: &StepView) -> Vec<String> {
 
 fn sweep_findings(s: &WorkloadSweep) -> Vec<String> {
     let mut f = Vec::new();
-    if let Some(p) = s.points.get(s.peak) {
-        if s.points.len() > 1 {
+    if let Some(p) = s.peak_point() {
+        if s.usable_points().count() > 1 {
             f.push(format!(
                 "{}: peak throughput is {} ops/s at {} threads (p99 {}, p99.99 {}).",
                 s.workload,
@@ -724,11 +860,20 @@ fn step_view(step: &StepData) -> StepView {
         (None, Some(m)) => (m.clone(), sum.trace_note.clone()),
         (None, None) => ("off".into(), sum.trace_note.clone()),
     };
+    let outcome = Outcome::of(sum);
     let mut v = StepView {
         index: sum.index,
         title: step.title(),
+        label: step.label(),
+        phase: sum.phase.clone(),
         workload: sum.workload.clone(),
         threads: sum.threads,
+        target_ops_per_sec: sum.target_ops_per_sec,
+        operations: sum.operations,
+        throughput_ops_per_sec: sum.throughput_ops_per_sec,
+        interrupted: sum.interrupted,
+        warnings: outcome.findings(sum.operations),
+        outcome,
         start_ms: sum.started_unix_ms as f64,
         end_ms: step.end_unix_ms() as f64,
         ops_per_sec: ops,
@@ -761,16 +906,17 @@ fn step_view(step: &StepData) -> StepView {
 pub fn analyse(run: &RunData) -> Report {
     let sweeps = sweeps(run);
     let steps: Vec<StepView> = run.steps.iter().map(step_view).collect();
-    let mut findings: Vec<String> = sweeps.iter().flat_map(sweep_findings).collect();
+    // Failed operations come first whatever the run's length: every other figure of such a
+    // step misleads.
+    let mut findings: Vec<String> = steps
+        .iter()
+        .flat_map(|s| s.warnings.iter().map(|f| step_sentence(s, f)))
+        .collect();
+    findings.extend(sweeps.iter().flat_map(sweep_findings));
     // With a long sweep the per-step findings stay in their sections; a short run (the blog's
     // single traced step) lists them up front.
     for s in steps.iter().filter(|_| run.steps.len() <= 3) {
-        findings.extend(s.findings.iter().map(|f| {
-            format!(
-                "Step {} ({} × {} threads): {f}",
-                s.index, s.workload, s.threads
-            )
-        }));
+        findings.extend(s.findings.iter().map(|f| step_sentence(s, f)));
     }
     let mut notes = run.doc.notes.clone();
     if sweeps.iter().flat_map(|s| &s.points).any(|p| !p.exact) {
@@ -783,8 +929,9 @@ pub fn analyse(run: &RunData) -> Report {
         if let Some(t) = &s.trace {
             if t.self_check.lost_events > 0 {
                 notes.push(format!(
-                    "Step {}: the tracer lost {} raw events (ring buffer full); totals are unaffected.",
-                    s.summary.index, t.self_check.lost_events
+                    "{}: the tracer lost {} raw events (ring buffer full); totals are unaffected.",
+                    capitalise(&s.label()),
+                    t.self_check.lost_events
                 ));
             }
         }
@@ -796,6 +943,11 @@ pub fn analyse(run: &RunData) -> Report {
         findings,
         notes,
     }
+}
+
+/// "Step 3 (workloada × 8 threads): …", "Load (workloadb × 4 threads): …".
+fn step_sentence(s: &StepView, sentence: &str) -> String {
+    format!("{}: {sentence}", capitalise(&s.label))
 }
 
 fn capitalise(s: &str) -> String {

@@ -1,8 +1,9 @@
-//! CSV exporter: the per-step ops table, the per-second client series and the per-second block
-//! IO series, in long form (one row per step × series or second × op) so spreadsheets and
-//! pandas read them without reshaping. Empty cells mean "not measured".
+//! CSV exporter: the steps, the per-point ops table, the per-second client series and the
+//! per-second block IO series, in long form (one row per step × series or second × op) so
+//! spreadsheets and pandas read them without reshaping. Empty cells mean "not measured"; the
+//! failed-operation counts and status words are the ones report.md shows.
 
-use crate::analysis::Report;
+use crate::analysis::{status_text, Report};
 use crate::data::RunData;
 use std::fmt::Write;
 
@@ -19,10 +20,45 @@ fn field(s: &str) -> String {
     }
 }
 
-/// One row per step and latency series, plus the sweep's aggregated "ALL" row per point.
+/// Failed operations and their share in percent (empty when no return code was recorded).
+fn failed(o: &crate::outcome::Outcome) -> String {
+    format!(
+        "{},{}",
+        o.failed(),
+        opt(o.failed_pct().map(|p| format!("{p:.3}")))
+    )
+}
+
+/// One row per step, the load included: what it ran, how much, and how it ended.
+pub fn steps(report: &Report) -> String {
+    let mut o = String::from(
+        "step,phase,workload,threads,target_ops_per_sec,operations,ops_per_sec,failed_ops,failed_pct,not_found,interrupted,status\n",
+    );
+    for s in &report.steps {
+        let _ = writeln!(
+            o,
+            "{},{},{},{},{},{},{:.3},{},{},{},{}",
+            s.index,
+            field(&s.phase),
+            field(&s.workload),
+            s.threads,
+            opt(s.target_ops_per_sec),
+            s.operations,
+            s.throughput_ops_per_sec,
+            failed(&s.outcome),
+            s.outcome.not_found,
+            s.interrupted,
+            field(&status_text(&s.caveats()))
+        );
+    }
+    o
+}
+
+/// One row per point and latency series, plus the sweep's aggregated "ALL" row per point; the
+/// failed counts and status are the point's (every step of it, left-out ones included).
 pub fn ops(report: &Report) -> String {
     let mut o = String::from(
-        "workload,threads,repetitions,steps,ops_per_sec,ops_ci95,series,count,mean_us,p50_us,p90_us,p95_us,p99_us,p999_us,p9999_us,max_us,client_cpu_us_per_op\n",
+        "workload,threads,repetitions,steps,ops_per_sec,ops_ci95,series,count,mean_us,p50_us,p90_us,p95_us,p99_us,p999_us,p9999_us,max_us,client_cpu_us_per_op,failed_ops,failed_pct,status\n",
     );
     for s in &report.sweeps {
         for p in &s.points {
@@ -34,10 +70,11 @@ pub fn ops(report: &Report) -> String {
                 .join(" ");
             let rows = std::iter::once(("ALL".to_string(), &p.all))
                 .chain(p.per_op.iter().map(|(k, v)| (k.clone(), v)));
+            let (failed, status) = (failed(&p.outcome), field(&p.status()));
             for (name, v) in rows {
                 let _ = writeln!(
                     o,
-                    "{},{},{},{},{:.3},{},{},{},{:.3},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{:.3},{},{},{},{:.3},{},{},{},{},{},{},{},{},{failed},{status}",
                     field(&s.workload),
                     p.threads,
                     p.rep_ops.len(),
@@ -65,15 +102,16 @@ pub fn ops(report: &Report) -> String {
 /// Per-second client samples: one row per step, second and series.
 pub fn client(run: &RunData) -> String {
     let mut o =
-        String::from("step,workload,threads,unix_ms,t,secs,ops_per_sec,series,count,mean_us,p50_us,p99_us,p999_us,p9999_us,max_us\n");
+        String::from("step,phase,workload,threads,unix_ms,t,secs,ops_per_sec,series,count,mean_us,p50_us,p99_us,p999_us,p9999_us,max_us\n");
     for st in &run.steps {
         let sum = &st.summary;
         for s in &st.timeseries {
             for (name, v) in &s.series {
                 let _ = writeln!(
                     o,
-                    "{},{},{},{},{},{},{:.3},{},{},{:.3},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{:.3},{},{},{:.3},{},{},{},{},{}",
                     sum.index,
+                    field(&sum.phase),
                     field(&sum.workload),
                     sum.threads,
                     s.unix_ms,
@@ -98,7 +136,7 @@ pub fn client(run: &RunData) -> String {
 /// Per-second block IO: one row per step, device, second and op with IO.
 pub fn io(run: &RunData) -> String {
     let mut o = String::from(
-        "step,device,unix_ms,covered_ms,op,ios,bytes,mb_s,mb_s_max,iops,iops_max,lat_max_ns,lat_p99_ns,await_ms,qd_mean,qd_max\n",
+        "step,phase,device,unix_ms,covered_ms,op,ios,bytes,mb_s,mb_s_max,iops,iops_max,lat_max_ns,lat_p99_ns,await_ms,qd_mean,qd_max\n",
     );
     for st in &run.steps {
         let Some(t) = &st.trace else { continue };
@@ -110,8 +148,9 @@ pub fn io(run: &RunData) -> String {
                     }
                     let _ = writeln!(
                         o,
-                        "{},{},{},{},{},{},{},{:.3},{:.3},{:.1},{:.1},{},{},{},{},{}",
+                        "{},{},{},{},{},{},{},{},{:.3},{:.3},{:.1},{:.1},{},{},{},{},{}",
                         st.summary.index,
+                        field(&st.summary.phase),
                         field(&d.name),
                         s.unix_ms,
                         s.covered_ms,

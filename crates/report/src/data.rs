@@ -30,11 +30,36 @@ impl StepData {
         self.summary.started_unix_ms + self.summary.runtime_ms
     }
 
-    /// `workloada × 32 threads (step 3)`.
+    /// The load phase inserts the dataset: it is not a point of any sweep.
+    pub fn is_load(&self) -> bool {
+        self.summary.phase == "load"
+    }
+
+    /// How sentences name the step: `step 3 (workloada × 8 threads)`, or `load (workloadb × 4
+    /// threads)` so a load is never read as the first measured step.
+    pub fn label(&self) -> String {
+        let s = &self.summary;
+        let what = format!("({} × {} threads)", s.workload, s.threads);
+        if self.is_load() {
+            format!("load {what}")
+        } else {
+            format!("step {} {what}", s.index)
+        }
+    }
+
+    /// Section heading: `Step 3: workloada × 8 threads`, `Load (step 0): workloadb × 4 threads`,
+    /// with `(interrupted)` when the step ended early.
     pub fn title(&self) -> String {
+        let s = &self.summary;
+        let name = if self.is_load() {
+            format!("Load (step {})", s.index)
+        } else {
+            format!("Step {}", s.index)
+        };
+        let interrupted = if s.interrupted { " (interrupted)" } else { "" };
         format!(
-            "step {} · {} {} × {} threads",
-            self.summary.index, self.summary.phase, self.summary.workload, self.summary.threads
+            "{name}: {} × {} threads{interrupted}",
+            s.workload, s.threads
         )
     }
 }

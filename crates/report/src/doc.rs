@@ -112,6 +112,23 @@ pub fn thousands(v: f64) -> String {
     }
 }
 
+/// Distinct values in order of appearance, for "a, b" lists.
+pub fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// A target rate as the header and tables say it: "2,000 ops/s" or "as fast as possible".
+pub fn target_rate(t: Option<f64>) -> String {
+    t.map(|t| format!("{} ops/s", thousands(t)))
+        .unwrap_or_else(|| "as fast as possible".into())
+}
+
 /// A latency in µs shown in ms with 3 significant-ish decimals.
 pub fn us_as_ms(us: f64) -> String {
     let ms = us / 1000.0;

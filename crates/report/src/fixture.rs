@@ -596,3 +596,38 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
     write_json_atomic(&run_dir.join(files::RUN), &doc)?;
     Ok(doc)
 }
+
+/// Rewrites a generated run's run.json and each step's summary.json after `edit`: how tests
+/// turn a generated sweep into a load, an interrupted run, a remote database or another config.
+pub fn edit_run(run_dir: &Path, edit: impl FnOnce(&mut RunDoc)) -> Result<RunDoc> {
+    let path = run_dir.join(files::RUN);
+    let mut doc: RunDoc = iodig_model::fsio::read_json(&path)?;
+    edit(&mut doc);
+    for s in &doc.steps {
+        write_json_atomic(&run_dir.join(&s.dir).join(files::STEP_SUMMARY), s)?;
+    }
+    write_json_atomic(&path, &doc)?;
+    Ok(doc)
+}
+
+/// Makes step `index` one whose operations all failed with `code`, as the runner records it:
+/// every return code `code`, latencies only in `<OP>-FAILED` series, and no histograms.json
+/// (the runner's holds no successful series then; the report falls back to the summaries).
+pub fn fail_step(run_dir: &Path, index: usize, code: &str) -> Result<RunDoc> {
+    let doc = edit_run(run_dir, |d| {
+        let s = &mut d.steps[index];
+        for codes in s.returns.values_mut() {
+            let n: u64 = codes.values().sum();
+            *codes = BTreeMap::from([(code.to_string(), n)]);
+        }
+        s.series = std::mem::take(&mut s.series)
+            .into_iter()
+            .map(|(k, v)| (format!("{k}-FAILED"), v))
+            .collect();
+    })?;
+    let hist = run_dir.join(&doc.steps[index].dir).join(files::HISTOGRAMS);
+    if hist.exists() {
+        std::fs::remove_file(hist)?;
+    }
+    Ok(doc)
+}

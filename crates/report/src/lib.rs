@@ -11,6 +11,7 @@ pub mod doc;
 pub mod fixture;
 pub mod html;
 pub mod markdown;
+pub mod outcome;
 pub mod report;
 pub mod stat;
 pub mod svg;

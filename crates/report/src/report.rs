@@ -1,9 +1,9 @@
 //! `iodig report`: lays the analysed run out as a document (header, findings, sweeps, steps)
 //! and writes report.html, report.md and the CSV files into the run directory.
 
-use crate::analysis::{self, Report, StepView, WorkloadSweep};
+use crate::analysis::{self, status_text, Report, StepView, WorkloadSweep};
 use crate::data::{load_run, RunData};
-use crate::doc::{thousands, us_as_ms, Doc, Table};
+use crate::doc::{distinct, target_rate, thousands, us_as_ms, Doc, Table};
 use crate::svg::{Band, BarChart, LineChart, Series, XKind};
 use anyhow::Result;
 use iodig_model::fsio::write_atomic;
@@ -15,6 +15,7 @@ pub const MARKDOWN: &str = "report.md";
 pub const CSV_OPS: &str = "report-ops.csv";
 pub const CSV_CLIENT: &str = "report-client.csv";
 pub const CSV_IO: &str = "report-io.csv";
+pub const CSV_STEPS: &str = "report-steps.csv";
 
 /// What `write_report` produced.
 #[derive(Debug, Clone)]
@@ -28,9 +29,10 @@ pub fn write_report(run_dir: &Path) -> Result<ReportOutput> {
     let run = load_run(run_dir)?;
     let report = analysis::analyse(&run);
     let doc = report_doc(&run, &report);
-    let outputs: [(&str, Vec<u8>); 5] = [
+    let outputs: [(&str, Vec<u8>); 6] = [
         (HTML, crate::html::render(&doc).into_bytes()),
         (MARKDOWN, crate::markdown::render(&doc).into_bytes()),
+        (CSV_STEPS, crate::csv::steps(&report).into_bytes()),
         (CSV_OPS, crate::csv::ops(&report).into_bytes()),
         (CSV_CLIENT, crate::csv::client(&run).into_bytes()),
         (CSV_IO, crate::csv::io(&run).into_bytes()),
@@ -47,6 +49,76 @@ pub fn write_report(run_dir: &Path) -> Result<ReportOutput> {
     })
 }
 
+/// What `-P` named or, without a file, the built-in workload the runner fell back to (its
+/// label names it: the runner labels such steps with the built-in's name).
+fn workload_files(run: &RunData) -> String {
+    let files = &run.doc.config.property_files;
+    if !files.is_empty() {
+        return files.join(", ");
+    }
+    // "workload" is the runner's label when it knew no name.
+    let labels = distinct(
+        run.steps
+            .iter()
+            .map(|s| s.summary.workload.as_str())
+            .filter(|w| *w != "workload"),
+    );
+    if labels.is_empty() {
+        "built-in defaults (no -P file)".into()
+    } else {
+        format!("built-in {} (no -P file)", labels.join(", "))
+    }
+}
+
+/// "nvme0n1 (Samsung SSD) · non-rotational · scheduler none".
+fn describe_device(
+    name: &str,
+    model: Option<&str>,
+    rotational: Option<bool>,
+    scheduler: Option<&str>,
+) -> String {
+    let mut dev = name.to_string();
+    if let Some(m) = model {
+        dev.push_str(&format!(" ({m})"));
+    }
+    if let Some(r) = rotational {
+        dev.push_str(if r {
+            " · rotational"
+        } else {
+            " · non-rotational"
+        });
+    }
+    if let Some(sch) = scheduler {
+        dev.push_str(&format!(" · scheduler {sch}"));
+    }
+    dev
+}
+
+/// The devices the steps' block-IO traces recorded, each once, in order of appearance: the
+/// only device facts of a run whose database is remote (no data directory to resolve).
+fn traced_devices(run: &RunData) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for d in run
+        .steps
+        .iter()
+        .filter_map(|s| s.trace.as_ref())
+        .flat_map(|t| &t.devices)
+    {
+        if out.iter().any(|(n, _)| *n == d.name) {
+            continue;
+        }
+        let info = d.info.as_ref();
+        let desc = describe_device(
+            &d.name,
+            info.and_then(|i| i.model.as_deref()),
+            info.and_then(|i| i.rotational),
+            info.and_then(|i| i.scheduler.as_deref()),
+        );
+        out.push((d.name.clone(), desc));
+    }
+    out
+}
+
 fn header(doc: &mut Doc, run: &RunData, report: &Report) {
     let d = &run.doc;
     let c = &d.config;
@@ -56,7 +128,7 @@ fn header(doc: &mut Doc, run: &RunData, report: &Report) {
         ("tool".into(), format!("{} {}", d.tool.name, d.tool.version)),
         ("command".into(), d.tool.command_line.join(" ")),
         ("database".into(), c.db.clone()),
-        ("workload files".into(), c.property_files.join(", ")),
+        ("workload files".into(), workload_files(run)),
         (
             "threads".into(),
             c.threads
@@ -65,16 +137,12 @@ fn header(doc: &mut Doc, run: &RunData, report: &Report) {
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
-        (
-            "target".into(),
-            c.target_ops_per_sec
-                .map(|t| format!("{} ops/s", thousands(t)))
-                .unwrap_or_else(|| "as fast as possible".into()),
-        ),
+        ("target".into(), target_rate(c.target_ops_per_sec)),
         ("warm-up".into(), format!("{} s per step", c.warmup_secs)),
         ("seed".into(), c.seed.to_string()),
     ];
     for key in [
+        "hosts",
         "recordcount",
         "operationcount",
         "fieldcount",
@@ -98,41 +166,46 @@ fn header(doc: &mut Doc, run: &RunData, report: &Report) {
             e.memory_bytes as f64 / (1u64 << 30) as f64
         ),
     ));
+    let traced = traced_devices(run);
+    let traced_list = |t: &[(String, String)]| {
+        t.iter()
+            .map(|(_, d)| d.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
     if let Some(s) = &e.storage {
-        let mut dev = s.device.clone().unwrap_or_else(|| s.source.clone());
-        if let Some(m) = &s.model {
-            dev.push_str(&format!(" ({m})"));
-        }
-        if let Some(r) = s.rotational {
-            dev.push_str(if r {
-                " · rotational"
-            } else {
-                " · non-rotational"
-            });
-        }
-        if let Some(sch) = &s.scheduler {
-            dev.push_str(&format!(" · scheduler {sch}"));
-        }
-        facts.push(("device".into(), dev));
+        let name = s.device.clone().unwrap_or_else(|| s.source.clone());
+        facts.push((
+            "device".into(),
+            describe_device(
+                &name,
+                s.model.as_deref(),
+                s.rotational,
+                s.scheduler.as_deref(),
+            ),
+        ));
         facts.push((
             "file system".into(),
             format!("{} on {} ({})", s.fs_type, s.mount_point, s.source),
+        ));
+        // `--device` can add devices beyond the one under the data directory.
+        if traced.iter().any(|(n, _)| *n != name) {
+            facts.push(("traced devices".into(), traced_list(&traced)));
+        }
+    } else if !traced.is_empty() {
+        facts.push((
+            "device".into(),
+            format!("{} (from the block-IO trace)", traced_list(&traced)),
         ));
     }
     if let Some(dd) = &e.data_dir {
         facts.push(("data directory".into(), dd.clone()));
     }
     // Trace mode as asked, and as it ran per step when that differs.
-    let mut modes: Vec<String> = Vec::new();
-    for s in &report.steps {
-        let m = match &s.trace_note {
-            Some(n) => format!("{} ({n})", s.trace_mode),
-            None => s.trace_mode.clone(),
-        };
-        if !modes.contains(&m) {
-            modes.push(m);
-        }
-    }
+    let modes = distinct(report.steps.iter().map(|s| match &s.trace_note {
+        Some(n) => format!("{} ({n})", s.trace_mode),
+        None => s.trace_mode.clone(),
+    }));
     facts.push((
         "trace".into(),
         format!("asked: {} · ran: {}", c.trace, modes.join("; ")),
@@ -142,6 +215,37 @@ fn header(doc: &mut Doc, run: &RunData, report: &Report) {
         doc.h(3, "Notes");
         doc.list(report.notes.clone());
     }
+}
+
+/// One row per step, the load included, with what its return codes and end say.
+fn steps_table(doc: &mut Doc, report: &Report) {
+    doc.h(2, "Steps");
+    let mut t = Table::new(&[
+        "step",
+        "phase",
+        "workload",
+        "threads",
+        "target",
+        "operations",
+        "ops/s",
+        "failed ops",
+        "status",
+    ])
+    .text_columns(&[1, 2, 4, 8]);
+    for s in &report.steps {
+        t.row(vec![
+            s.index.to_string(),
+            s.phase.clone(),
+            s.workload.clone(),
+            s.threads.to_string(),
+            target_rate(s.target_ops_per_sec),
+            thousands(s.operations as f64),
+            thousands(s.throughput_ops_per_sec),
+            s.outcome.failed_cell(),
+            status_text(&s.caveats()),
+        ]);
+    }
+    doc.table(t);
 }
 
 fn sweep_section(doc: &mut Doc, s: &WorkloadSweep) {
@@ -159,7 +263,10 @@ fn sweep_section(doc: &mut Doc, s: &WorkloadSweep) {
         XKind::Number,
     );
     chart.y_log = true;
-    let labels: Vec<String> = s.points.iter().map(|p| format!("{}t", p.threads)).collect();
+    let labels: Vec<String> = s
+        .usable_points()
+        .map(|p| format!("{}t", p.threads))
+        .collect();
     type Pick = (
         &'static str,
         fn(&iodig_model::SeriesSummary) -> f64,
@@ -176,8 +283,7 @@ fn sweep_section(doc: &mut Doc, s: &WorkloadSweep) {
         chart.series.push(Series {
             name: name.into(),
             points: s
-                .points
-                .iter()
+                .usable_points()
                 .map(|p| (p.ops_per_sec, f(&p.all) / 1000.0))
                 .collect(),
             color,
@@ -202,7 +308,10 @@ fn sweep_section(doc: &mut Doc, s: &WorkloadSweep) {
         "p99.9 ms",
         "p99.99 ms",
         "client CPU µs/op",
-    ]);
+        "failed ops",
+        "status",
+    ])
+    .text_columns(&[10]);
     for p in &s.points {
         t.row(vec![
             p.threads.to_string(),
@@ -216,16 +325,25 @@ fn sweep_section(doc: &mut Doc, s: &WorkloadSweep) {
             p.client_cpu_us_per_op
                 .map(|c| format!("{c:.1}"))
                 .unwrap_or_else(|| "–".into()),
+            p.outcome.failed_cell(),
+            p.status(),
         ]);
     }
     doc.table(t);
     let mut lines = Vec::new();
-    if let Some(p) = s.points.get(s.peak) {
-        lines.push(format!(
+    match s.peak_point() {
+        Some(p) => lines.push(format!(
             "Peak: {} ops/s at {} threads.",
             thousands(p.ops_per_sec),
             p.threads
-        ));
+        )),
+        None => lines.push(
+            "No peak: no operation succeeded at any thread count (the figures above measure failures)."
+                .into(),
+        ),
+    }
+    if s.points.iter().any(|p| p.all_failed) {
+        lines.push("Thread counts marked \"all failed\" had no successful operation: they are left out of the chart, the peak and the bend.".into());
     }
     match &s.bend {
         Some(b) => lines.push(format!(
@@ -237,7 +355,7 @@ fn sweep_section(doc: &mut Doc, s: &WorkloadSweep) {
             analysis::BEND_P99_FACTOR,
             analysis::BEND_OPS_GAIN * 100.0
         )),
-        None if s.points.len() > 1 => lines.push(format!(
+        None if s.usable_points().count() > 1 => lines.push(format!(
             "No bend within the sweep (rule: p99 > {}× while ops/s < +{}% from one thread count to the next).",
             analysis::BEND_P99_FACTOR,
             analysis::BEND_OPS_GAIN * 100.0
@@ -322,10 +440,7 @@ fn op_color(op: &str) -> usize {
 }
 
 fn step_section(doc: &mut Doc, s: &StepView) {
-    doc.h(
-        2,
-        format!("Step {}: {} × {} threads", s.index, s.workload, s.threads),
-    );
+    doc.h(2, s.title.clone());
     let mut facts = vec![format!(
         "Measured {} → {} UTC; trace mode {}{}.",
         crate::svg::clock(s.start_ms),
@@ -344,9 +459,9 @@ fn step_section(doc: &mut Doc, s: &StepView) {
         ));
     }
     doc.list(facts);
-    if !s.findings.is_empty() {
+    if !s.warnings.is_empty() || !s.findings.is_empty() {
         doc.h(3, "Findings");
-        doc.list(s.findings.clone());
+        doc.list(s.warnings.iter().chain(&s.findings).cloned().collect());
     }
     let (bands, band_legend) = bands(s);
     let range = Some((s.start_ms, s.end_ms.max(s.start_ms + 1000.0)));
@@ -653,6 +768,7 @@ pub fn report_doc(run: &RunData, report: &Report) -> Doc {
     } else {
         doc.list(report.findings.clone());
     }
+    steps_table(&mut doc, report);
     for s in &report.sweeps {
         sweep_section(&mut doc, s);
     }

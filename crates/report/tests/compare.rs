@@ -1,9 +1,10 @@
 //! `write_compare` on generated runs: advantage ratios, significance with repetitions, the
-//! regression check, and errors naming the path.
+//! regression check, what makes runs unlike (said before any ratio), steps whose operations all
+//! failed or that were interrupted, and errors naming the path.
 
-use iodig_report::fixture::{generate, FixtureSpec};
-use iodig_report::{write_compare, CompareOptions};
-use std::path::PathBuf;
+use iodig_report::fixture::{edit_run, fail_step, generate, FixtureSpec};
+use iodig_report::{write_compare, CompareOptions, CompareOutput};
+use std::path::{Path, PathBuf};
 
 fn spec(speed: f64, seed: u64) -> FixtureSpec {
     FixtureSpec {
@@ -39,7 +40,13 @@ fn advantage_tables_and_significance() {
     })
     .unwrap();
     assert!(r.regressions.is_empty(), "{:?}", r.regressions);
+    assert!(r.caveats.is_empty() && r.unchecked.is_empty(), "{r:?}");
     let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(
+        md.contains("The runs agree on database, target rate"),
+        "{md}"
+    );
+    assert!(!r.summary_markdown.contains("Caveats"));
     assert!(out.join("compare.html").is_file());
     assert!(
         r.summary_markdown.contains("1.5X better"),
@@ -98,4 +105,185 @@ fn needs_two_valid_runs() {
     })
     .unwrap_err();
     assert!(format!("{e:#}").contains("missing-run"), "{e:#}");
+}
+
+fn compare(tmp: &Path, runs: Vec<PathBuf>, pct: f64) -> (CompareOutput, String, String) {
+    let out = tmp.join("out");
+    let r = write_compare(&CompareOptions {
+        runs,
+        out: out.clone(),
+        fail_on_regression_pct: Some(pct),
+    })
+    .unwrap();
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    let html = std::fs::read_to_string(out.join("compare.html")).unwrap();
+    (r, md, html)
+}
+
+fn has(list: &[String], text: &str) -> bool {
+    list.iter().any(|s| s.contains(text))
+}
+
+#[test]
+fn unlike_runs_are_said_before_any_ratio() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (base, other) = (tmp.path().join("slow"), tmp.path().join("capped"));
+    generate(&spec(1.0, 1), &base).unwrap();
+    generate(&spec(1.0, 2), &other).unwrap();
+    edit_run(&base, |d| {
+        d.config
+            .properties
+            .insert("recordcount".into(), "5000".into());
+    })
+    .unwrap();
+    edit_run(&other, |d| {
+        d.config.db = "rocksdb".into();
+        d.config.target_ops_per_sec = Some(2000.0);
+        d.config
+            .properties
+            .insert("recordcount".into(), "20000".into());
+        d.config
+            .properties
+            .insert("readproportion".into(), "0.95".into());
+        for s in &mut d.steps {
+            s.target_ops_per_sec = Some(2000.0);
+            s.throughput_ops_per_sec = 199.0;
+        }
+        d.steps[0].interrupted = true;
+        d.status = "interrupted".into();
+    })
+    .unwrap();
+    let (r, md, html) = compare(tmp.path(), vec![base, other], 5.0);
+    for said in [
+        "Databases differ: cassandra in slow, rocksdb in capped.",
+        "Target rates differ: as fast as possible in slow, 2,000 ops/s in capped.",
+        "Dataset properties differ: recordcount 5000 in slow, 20000 in capped.",
+        "Workload and other properties differ: readproportion unset in slow, 0.95 in capped.",
+        "capped ended interrupted (not completed)",
+        "capped: step 0 (workloada × 8 threads) ended early (interrupted)",
+    ] {
+        assert!(has(&r.caveats, said), "{said:?} not in {:#?}", r.caveats);
+        assert!(
+            r.summary_markdown.contains(said),
+            "the terminal sees {said:?}"
+        );
+        assert!(md.contains(said) && html.contains(said), "{said:?}");
+    }
+    assert!(
+        r.summary_markdown.starts_with("## Caveats\n"),
+        "caveats come first"
+    );
+    // Ratios are still shown, each marked; no verdict on a capped or partial point.
+    assert!(
+        md.contains("X worse | no (p=") || md.contains("X worse | yes (p="),
+        "{md}"
+    );
+    assert!(
+        md.contains("| target 2,000 ops/s (baseline as fast as possible) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("step 0 interrupted; target 2,000 ops/s"),
+        "{md}"
+    );
+    assert!(r.regressions.is_empty(), "{:?}", r.regressions);
+    assert!(
+        has(&r.unchecked, "capped workloada × 64 threads: not checked: its target rate (2,000 ops/s) is not the baseline's (as fast as possible)"),
+        "{:?}",
+        r.unchecked
+    );
+    assert!(
+        has(
+            &r.unchecked,
+            "capped workloada × 8 threads: not checked: its step 0 ended early (interrupted), so the figures cover part of a step; its target rate (2,000 ops/s)"
+        ),
+        "{:?}",
+        r.unchecked
+    );
+    assert!(r
+        .summary_markdown
+        .contains("## Not checked for regressions"));
+}
+
+#[test]
+fn steps_whose_operations_all_failed_are_no_ratio_and_no_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (slow, fast) = runs(tmp.path());
+    // The faster run's 8-thread repetitions failed fast: the highest ops/s, nothing done.
+    for i in 0..3 {
+        fail_step(&fast, i, "ERROR").unwrap();
+    }
+    edit_run(&fast, |d| {
+        for s in &mut d.steps[..3] {
+            s.throughput_ops_per_sec = 900_000.0;
+        }
+    })
+    .unwrap();
+    let (r, md, _) = compare(tmp.path(), vec![slow.clone(), fast.clone()], 10.0);
+    assert!(
+        has(
+            &r.caveats,
+            "fast: no operation of step 0 (workloada × 8 threads), step 1 (workloada × 8 threads), step 2 (workloada × 8 threads) succeeded (READ ERROR 750, UPDATE ERROR 750): left out of the ratios and peaks."
+        ),
+        "{:?}",
+        r.caveats
+    );
+    // Max performance is the best point that worked; the failed point has no ratio.
+    assert!(
+        !md.contains("900,000 | 8 |"),
+        "a failed point is a peak:\n{md}"
+    );
+    assert!(md.contains("| workloada | fast | "), "{md}");
+    assert!(
+        md.contains("| 900,000 | – (all failed) | n/a | all failed |"),
+        "{md}"
+    );
+    assert!(!md.contains("600.0X"), "no ratio against failures");
+    assert_eq!(r.regressions.len(), 1, "{:?}", r.regressions);
+    assert!(
+        r.regressions[0].starts_with(
+            "fast workloada × 8 threads: none of its operations succeeded (READ ERROR"
+        ) && r.regressions[0].ends_with("while the baseline's did"),
+        "{:?}",
+        r.regressions
+    );
+    // With the failures in the baseline there is nothing to compare with: no verdict, said.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let (r, md, _) = compare(tmp2.path(), vec![fast, slow], 10.0);
+    assert!(!has(&r.regressions, "× 8 threads"), "{:?}", r.regressions);
+    assert!(
+        has(
+            &r.unchecked,
+            "slow workloada × 8 threads: not checked: no operation of the baseline's succeeded"
+        ),
+        "{:?}",
+        r.unchecked
+    );
+    assert!(md.contains("all failed"), "{md}");
+}
+
+#[test]
+fn an_interrupted_point_gets_no_verdict_while_the_others_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (slow, fast) = runs(tmp.path());
+    edit_run(&slow, |d| d.steps[3].interrupted = true).unwrap();
+    let (r, _, _) = compare(tmp.path(), vec![fast, slow], 10.0);
+    assert!(
+        has(&r.regressions, "slow workloada × 8 threads: ops/s"),
+        "{:?}",
+        r.regressions
+    );
+    assert!(!has(&r.regressions, "× 64 threads"), "{:?}", r.regressions);
+    assert!(
+        has(
+            &r.unchecked,
+            "slow workloada × 64 threads: not checked: its step 3 ended early (interrupted)"
+        ),
+        "{:?}",
+        r.unchecked
+    );
+    assert!(has(
+        &r.caveats,
+        "slow: step 3 (workloada × 64 threads) ended early"
+    ));
 }

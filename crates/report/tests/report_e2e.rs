@@ -31,7 +31,7 @@ fn report_numbers_match_run_json() {
     let dir = tmp.path().join("run");
     let doc: RunDoc = generate(&small_spec(), &dir).unwrap();
     let out = write_report(&dir).unwrap();
-    assert_eq!(out.files.len(), 5);
+    assert_eq!(out.files.len(), 6);
     let md = read(&dir.join("report.md"));
     for s in &doc.steps {
         // Each step's throughput appears in its workload's OPS table row.
