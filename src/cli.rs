@@ -54,8 +54,9 @@ pub struct MergeArgs {
 /// Flags shared by `run` and `load`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// An experiment file (TOML: workloads × thread counts × repetitions, see docs/experiments.md);
-    /// its settings replace -P, --threads, --db, --duration, --warmup, --trace and --target.
+    /// An experiment file (TOML: workloads × thread counts × repetitions, see docs/experiments.md).
+    /// Its settings replace -P; --threads, --db, --duration, --warmup, --trace and --target given
+    /// on the command line win over the file's, as -p wins over its properties.
     #[arg(value_name = "EXPERIMENT.toml")]
     pub experiment: Option<PathBuf>,
 
@@ -69,8 +70,8 @@ pub struct BenchArgs {
     pub property: Vec<String>,
 
     /// Database binding: rocksdb (embedded, default), basic (no-op), cassandra.
-    #[arg(long, default_value = "rocksdb", value_name = "NAME")]
-    pub db: String,
+    #[arg(long, value_name = "NAME")]
+    pub db: Option<String>,
 
     /// Client threads (YCSB's -threads); a comma list runs one step per count, e.g. 4,8,16.
     #[arg(
@@ -100,24 +101,24 @@ pub struct BenchArgs {
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     pub duration: Option<Duration>,
 
-    /// Unmeasured warm-up before each run step.
-    #[arg(long, value_parser = parse_duration, default_value = "2s", value_name = "TIME")]
-    pub warmup: Duration,
+    /// Unmeasured warm-up before each run step [default: 2s].
+    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+    pub warmup: Option<Duration>,
 
     /// Directory of run directories (and of iodig-managed data).
     #[arg(long, default_value = "runs", value_name = "DIR")]
     pub out: PathBuf,
 
-    /// Block-IO observation: auto (eBPF, else diskstats), ebpf, diskstats, off.
-    #[arg(long, default_value = "auto", value_name = "MODE")]
-    pub trace: String,
+    /// Block-IO observation: auto (eBPF, else diskstats, the default), ebpf, diskstats, off.
+    #[arg(long, value_name = "MODE")]
+    pub trace: Option<String>,
 
     /// Also trace this block device (the data directory's device is always traced).
     #[arg(long, value_name = "DEV")]
     pub device: Vec<String>,
 
     /// Width of the tracer's time slots in ms (bursts are reported per slot).
-    #[arg(long, default_value_t = 100, value_name = "MS")]
+    #[arg(long, default_value_t = 100, value_name = "MS", value_parser = parse_slot_ms)]
     pub slot_ms: u32,
 
     /// Load again even if the database already holds this dataset (an embedded database's data
@@ -169,6 +170,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         }
     };
     Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a duration"))
+}
+
+/// Parses `--slot-ms`, refusing widths the tracer cannot use before anything starts.
+pub fn parse_slot_ms(s: &str) -> Result<u32, String> {
+    let ms: u32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number of milliseconds"))?;
+    iodig_iotrace::check_slot_ms(ms)
 }
 
 /// Parses `I/N` of `--client`.
@@ -231,6 +241,6 @@ mod tests {
             panic!("not run")
         };
         assert_eq!(b.threads, vec![8]);
-        assert_eq!(b.db, "basic");
+        assert_eq!(b.db.as_deref(), Some("basic"));
     }
 }

@@ -232,3 +232,75 @@ fn rocksdb_directory_held_by_another_process_is_named_and_left_intact() {
         "the database must be left intact"
     );
 }
+
+#[test]
+fn zero_durations_rates_and_thread_properties_are_refused_up_front() {
+    let (_d, out) = out_dir();
+    let basic = |extra: &[&str]| -> Vec<String> {
+        ["run", "--db", "basic", "--trace", "off", "--out", &out]
+            .iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let cases: [(&[&str], &[&str]); 6] = [
+        (&["--duration", "0s"], &["--duration 0s", "--duration 30s"]),
+        (
+            &["-p", "maxexecutiontime=abc"],
+            &["maxexecutiontime=abc", "whole number"],
+        ),
+        (&["--slot-ms", "0"], &["--slot-ms", "divide 1000"]),
+        (&["-p", "threadcount=0"], &["threadcount=0", "at least 1"]),
+        (&["-p", "threadcount=4,x"], &["threadcount=4,x"]),
+        (&["-p", "target=-5"], &["target=-5", "above 0"]),
+    ];
+    for (extra, needles) in cases {
+        let args = basic(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = expect_usage_error(&args, needles);
+        assert!(
+            !r.stderr.contains("run directory:"),
+            "refused before anything ran: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn experiment_file_mistakes_name_the_file_and_the_entry() {
+    let (d, out) = out_dir();
+    let spec = d.path().join("exp.toml");
+    let entry = |file: &str, threads: &str| {
+        format!("db = \"basic\"\n[[workload]]\nfile = \"{file}\"\nthreads = {threads}\n")
+    };
+    std::fs::write(&spec, entry("nowhere/workloadb", "[1]")).unwrap();
+    let spec_s = spec.to_str().unwrap();
+    expect_usage_error(
+        &["run", spec_s, "--out", &out],
+        &[
+            spec_s,
+            "file = \"nowhere/workloadb\"",
+            "file = \"workloadb\" (built in)",
+        ],
+    );
+    std::fs::write(&spec, entry("workloadb", "[]")).unwrap();
+    expect_usage_error(&["run", spec_s, "--out", &out], &["threads = []"]);
+    std::fs::write(
+        &spec,
+        "repetitions = 0\n".to_string() + &entry("workloadb", "[1]"),
+    )
+    .unwrap();
+    expect_usage_error(&["run", spec_s, "--out", &out], &["repetitions = 0"]);
+}
+
+#[test]
+fn cassandra_commands_on_a_directory_up_never_made_are_usage_errors() {
+    let (_d, out) = out_dir();
+    let missing = format!("{out}/no-nodes");
+    for cmd in ["status", "down", "events"] {
+        expect_usage_error(
+            &["cassandra", cmd, "--dir", &missing],
+            &[&missing, "iodig cassandra up --dir"],
+        );
+    }
+}

@@ -236,10 +236,13 @@ fn run_without_hosts_starts_and_stops_a_managed_node() {
         "-p",
         "recordcount=1000",
         "--threads",
-        "8",
-        // Eight requests in flight on one runtime thread.
+        "4,8",
+        // Up to eight requests in flight on one runtime thread.
         "--io-threads",
         "1",
+        // The briefs' method: every step starts from the loaded snapshot. The node restarts,
+        // and the client must be connected again before the step begins.
+        "--restore-each-step",
         "--duration",
         "2s",
         "--warmup",
@@ -258,9 +261,19 @@ fn run_without_hosts_starts_and_stops_a_managed_node() {
     );
     let run = r.run_json();
     assert_eq!(run["status"], "completed");
-    assert_eq!(run["steps"].as_array().unwrap().len(), 2, "load + run");
-    assert!(run["steps"][1]["series"]["READ"]["count"].as_u64().unwrap() > 0);
-    assert!(run["steps"][1]["client_cpu_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(run["steps"].as_array().unwrap().len(), 3, "load + two runs");
+    assert_eq!(
+        r.stderr.matches("restoring snapshot").count(),
+        2,
+        "{}",
+        r.stderr
+    );
+    for step in &run["steps"].as_array().unwrap()[1..] {
+        let reads = &step["returns"]["READ"];
+        assert!(reads["OK"].as_u64().unwrap_or(0) > 0, "{step}");
+        assert_eq!(reads.as_object().unwrap().len(), 1, "only OK reads: {step}");
+        assert!(step["client_cpu_s"].as_f64().unwrap() > 0.0);
+    }
     assert!(
         java_pids_with(&managed).is_empty(),
         "the managed node must be stopped after the run"

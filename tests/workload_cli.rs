@@ -23,6 +23,13 @@ fn basic_load(out: &str, extra: &[&str]) -> Run {
     run_iodig(&args)
 }
 
+/// `iodig run --db basic`, untraced, into `out`, with `extra` arguments.
+fn basic_run(out: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["run", "--db", "basic", "--trace", "off", "--out", out];
+    args.extend_from_slice(extra);
+    run_iodig(&args)
+}
+
 fn insert_keys(stdout: &str) -> Vec<String> {
     stdout
         .lines()
@@ -490,4 +497,102 @@ threads = [2]
     ]);
     assert_eq!(c.code(), 0, "{}", c.stderr);
     assert!(dir.path().join("compare.html").is_file());
+}
+
+#[test]
+fn operation_counts_hold_with_more_threads_than_operations_and_a_warmup() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    // Threads whose share of the count is zero do nothing (they used to run without limit).
+    let load = basic_load(out, &["-p", "recordcount=3", "--threads", "4"]);
+    assert_eq!(load.code(), 0, "{}", load.stderr);
+    assert_eq!(insert_keys(&load.stdout).len(), 3);
+    // A warm-up does not eat the operation count: two operations are measured after it.
+    let r = basic_run(
+        out,
+        &[
+            "-p",
+            "recordcount=3",
+            "-p",
+            "operationcount=2",
+            "--threads",
+            "4",
+            "--warmup",
+            "1s",
+        ],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][0];
+    assert_eq!(step["operations"], 2, "{step}");
+    let ops: u64 = ["READ", "UPDATE"]
+        .iter()
+        .filter_map(|op| step["series"][op]["count"].as_u64())
+        .sum();
+    assert_eq!(ops, 2, "{step}");
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}
+
+#[test]
+fn threadcount_and_target_properties_act_like_their_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = basic_run(
+        dir.path().to_str().unwrap(),
+        &[
+            "-p",
+            "recordcount=100",
+            "-p",
+            "threadcount=3",
+            "-p",
+            "target=300",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+        ],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "threadcount=3 replaces the default sweep");
+    assert_eq!(steps[0]["threads"], 3);
+    assert_eq!(steps[0]["target_ops_per_sec"], 300.0);
+    let rate = steps[0]["throughput_ops_per_sec"].as_f64().unwrap();
+    assert!((rate - 300.0).abs() < 15.0, "held near the target: {rate}");
+}
+
+#[test]
+fn flags_win_over_an_experiment_files_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("exp.toml");
+    std::fs::write(
+        &spec,
+        "db = \"basic\"\nduration = \"60s\"\nwarmup = \"5s\"\ntrace = \"off\"\n\
+         [properties]\nrecordcount = 100\n[[workload]]\nfile = \"workloadc\"\nthreads = [2, 4]\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let r = run_iodig(&[
+        "run",
+        spec.to_str().unwrap(),
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--threads",
+        "1",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "--threads 1 replaces [2, 4]");
+    assert_eq!(steps[0]["threads"], 1);
+    let ms = steps[0]["runtime_ms"].as_u64().unwrap();
+    assert!((900..2000).contains(&ms), "--duration 1s, not 60s: {ms} ms");
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "no 5 s warm-up, no 60 s step"
+    );
 }

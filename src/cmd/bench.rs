@@ -7,17 +7,20 @@ use iodig_runner::experiment_file::ExperimentFile;
 use iodig_runner::{LoadPolicy, Phase, RunRequest, UsageError, WorkloadRun};
 use std::process::ExitCode;
 
+/// Warm-up of a run step unless `--warmup` or an experiment file says otherwise.
+const DEFAULT_WARMUP: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
-    let mode: TraceMode = args
-        .trace
+    let trace = args.trace.as_deref().unwrap_or("auto");
+    let mode: TraceMode = trace
         .parse()
-        .map_err(|e| UsageError(format!("--trace {}: {e}", args.trace)))?;
+        .map_err(|e| UsageError(format!("--trace {trace}: {e}")))?;
     if let Some(n) = args.io_threads {
         iodig_runner::step::set_io_threads(n.into());
     }
     let mut req = RunRequest {
         phase,
-        db: args.db.clone(),
+        db: args.db.clone().unwrap_or_else(|| "rocksdb".into()),
         workloads: vec![WorkloadRun {
             property_files: args.workload.clone(),
             overrides: args.property.clone(),
@@ -27,11 +30,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         load_threads: args.load_threads,
         target: args.target,
         duration: args.duration,
-        warmup: if phase == Phase::Load {
-            std::time::Duration::ZERO
-        } else {
-            args.warmup
-        },
+        warmup: args.warmup.unwrap_or(DEFAULT_WARMUP),
         out_dir: args.out.clone(),
         trace: TraceOptions {
             mode,
@@ -52,6 +51,16 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
     };
     if let Some(path) = &args.experiment {
         apply_experiment_file(&mut req, path, &args.property)?;
+        apply_flags_over_file(&mut req, args, mode);
+    }
+    if phase == Phase::Load {
+        req.warmup = std::time::Duration::ZERO;
+    }
+    if req.duration == Some(std::time::Duration::ZERO) {
+        return Err(UsageError(
+            "--duration 0s: a step must last some time; give e.g. --duration 30s, or leave it out to run operationcount operations".into(),
+        )
+        .into());
     }
     if let Some(t) = req.target.filter(|t| t.is_nan() || *t <= 0.0) {
         return Err(UsageError(format!(
@@ -103,4 +112,34 @@ fn apply_experiment_file(
     req.target = file.target.or(req.target);
     req.restore_each_step |= file.restore_each_step;
     Ok(())
+}
+
+/// Flags given on the command line win over an experiment file's settings, so an example can
+/// be shortened or pointed elsewhere without editing it (`-p` already wins over its properties).
+fn apply_flags_over_file(req: &mut RunRequest, args: &BenchArgs, trace: TraceMode) {
+    if let Some(db) = &args.db {
+        req.db = db.clone();
+    }
+    if !args.threads.is_empty() {
+        for w in &mut req.workloads {
+            w.threads = args.threads.clone();
+        }
+    }
+    let max_execution_given = args
+        .property
+        .iter()
+        .any(|p| p.split('=').next().map(str::trim) == Some("maxexecutiontime"));
+    if args.duration.is_some() || max_execution_given {
+        // `-p maxexecutiontime=N` on the command line is YCSB's --duration: it wins too.
+        req.duration = args.duration;
+    }
+    if let Some(w) = args.warmup {
+        req.warmup = w;
+    }
+    if args.trace.is_some() {
+        req.trace.mode = trace;
+    }
+    if args.target.is_some() {
+        req.target = args.target;
+    }
 }

@@ -99,6 +99,10 @@ pub struct DirArg {
 }
 
 pub fn run(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = nodes_dir_of(&args.command) {
+        // A directory `up` never made is the user's mistake (exit 2), not a failure of the nodes.
+        iodig_cassandra::Cluster::load(dir).map_err(|e| iodig_runner::UsageError(e.to_string()))?;
+    }
     match &args.command {
         CassandraCommand::Up {
             nodes,
@@ -244,6 +248,18 @@ fn status_table(rows: &[NodeStatus]) -> String {
         ),
     }
     s
+}
+
+/// The node directory a command works on, for every command but `up` (which makes it).
+fn nodes_dir_of(command: &CassandraCommand) -> Option<&std::path::Path> {
+    match command {
+        CassandraCommand::Up { .. } => None,
+        CassandraCommand::Down { dir, .. }
+        | CassandraCommand::Status { dir, .. }
+        | CassandraCommand::Events { dir, .. }
+        | CassandraCommand::Snapshot(SnapshotArgs { dir, .. })
+        | CassandraCommand::Restore(SnapshotArgs { dir, .. }) => Some(&dir.dir),
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `iodig trace`: the block-IO tracer alone, like biosnoop + iostat, for a duration or while a
 //! command runs; prints the briefs' summary and per-second tables, or the TraceDoc as JSON.
 
-use crate::cli::parse_duration;
+use crate::cli::{parse_duration, parse_slot_ms};
 use anyhow::{Context, Result};
 use iodig_iotrace::{render, TraceError, TraceMode, TraceOptions};
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ pub struct TraceArgs {
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// Width of the sub-second slots behind the per-second max figures (must divide 1000).
-    #[arg(long, default_value_t = 100, value_name = "MS")]
+    #[arg(long, default_value_t = 100, value_name = "MS", value_parser = parse_slot_ms)]
     pub slot_ms: u32,
     /// Print one JSON document (the TraceDoc, see docs/tracing.md) instead of tables.
     #[arg(long)]

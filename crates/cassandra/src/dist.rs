@@ -116,7 +116,7 @@ pub fn resolve(version: &str) -> Result<Distribution> {
     // for a complete one.
     let partial = root.join("lib.partial");
     let _ = fs::remove_dir_all(&partial);
-    eprintln!("iodig: fetching org.apache.cassandra:cassandra-all:{version} and its dependencies from Maven Central into {}", lib.display());
+    iodig_model::eprintln_lossy!("iodig: fetching org.apache.cassandra:cassandra-all:{version} and its dependencies from Maven Central into {}", lib.display());
     let out = Command::new(&mvn)
         .args([
             "-q",

@@ -268,8 +268,21 @@ impl CassandraConfig {
 
 /// The runtime the driver's connection tasks live on: the caller's, or one the factory owns.
 enum Runtime {
-    Borrowed,
+    Borrowed(tokio::runtime::Handle),
     Owned(Option<tokio::runtime::Runtime>),
+}
+
+impl Runtime {
+    fn handle(&self) -> tokio::runtime::Handle {
+        match self {
+            Runtime::Borrowed(h) => h.clone(),
+            Runtime::Owned(rt) => rt
+                .as_ref()
+                .expect("runtime lives until drop")
+                .handle()
+                .clone(),
+        }
+    }
 }
 
 impl Drop for Runtime {
@@ -304,7 +317,7 @@ impl Shared {
 
     fn report(&self, what: &str, err: &dyn std::fmt::Display) {
         if !self.reported.swap(true, Ordering::Relaxed) {
-            eprintln!(
+            iodig_model::eprintln_lossy!(
                 "iodig: cassandra: first failed {what}: {err} (further failures are only counted)"
             );
         }
@@ -315,7 +328,7 @@ impl Shared {
 pub struct CassandraFactory {
     shared: Arc<Shared>,
     // Declared last so the session drops before its runtime.
-    _runtime: Runtime,
+    runtime: Runtime,
 }
 
 /// Connects, creates keyspace and table when missing, and checks an existing table's columns.
@@ -332,7 +345,7 @@ pub fn open(props: &Properties) -> Result<CassandraFactory, DbError> {
     let shared = rt.block_on(connect(config))?;
     Ok(CassandraFactory {
         shared: Arc::new(shared),
-        _runtime: Runtime::Owned(Some(rt)),
+        runtime: Runtime::Owned(Some(rt)),
     })
 }
 
@@ -346,7 +359,7 @@ pub fn open_with_handle(
     let shared = handle.block_on(connect(config))?;
     Ok(CassandraFactory {
         shared: Arc::new(shared),
-        _runtime: Runtime::Borrowed,
+        runtime: Runtime::Borrowed(handle.clone()),
     })
 }
 
@@ -614,6 +627,44 @@ impl DbFactory for CassandraFactory {
         Ok(CassandraDb {
             shared: self.shared.clone(),
             statements: Arc::new(Vec::new()),
+        })
+    }
+
+    /// The driver reconnects to restarted nodes on its own, with back-off; a step started
+    /// before that would be a storm of instant ERRORs. So wait until every node has a
+    /// connection again and one query goes through.
+    fn await_ready(&self, timeout: Duration) -> Result<(), DbError> {
+        let session = &self.shared.session;
+        let deadline = std::time::Instant::now() + timeout;
+        self.runtime.handle().block_on(async {
+            loop {
+                let _ = session.refresh_metadata().await;
+                let state = session.get_cluster_state();
+                let down: Vec<String> = state
+                    .get_nodes_info()
+                    .iter()
+                    .filter(|n| !n.is_connected())
+                    .map(|n| n.address.to_string())
+                    .collect();
+                let last = if down.is_empty() {
+                    match session
+                        .query_unpaged("SELECT release_version FROM system.local", ())
+                        .await
+                    {
+                        Ok(_) => return Ok(()),
+                        Err(e) => e.to_string(),
+                    }
+                } else {
+                    format!("no connection yet to {}", down.join(", "))
+                };
+                if std::time::Instant::now() >= deadline {
+                    return Err(DbError::Unavailable(format!(
+                        "Cassandra did not serve requests again within {} s after the restart: {last}",
+                        timeout.as_secs()
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
         })
     }
 }

@@ -121,6 +121,13 @@ pub trait DbFactory: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Waits until the binding serves operations again after its database restarted (a
+    /// restore stops and starts managed nodes), at most `timeout`. Bindings without a server
+    /// are always ready.
+    fn await_ready(&self, _timeout: std::time::Duration) -> Result<(), DbError> {
+        Ok(())
+    }
+
     /// Closes the binding after the last step (flushes, stops managed servers, …).
     fn close(&self) -> Result<(), DbError> {
         Ok(())

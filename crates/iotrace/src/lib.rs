@@ -182,15 +182,20 @@ fn has_bpf_caps() -> bool {
     has(21) || (has(38) && has(39))
 }
 
+/// Checks a slot width: slots must tile unix seconds, and below 10 ms the per-slot maps grow
+/// faster than they tell anything.
+pub fn check_slot_ms(ms: u32) -> Result<u32, String> {
+    if ms < 10 || 1000 % ms != 0 {
+        return Err(format!(
+            "--slot-ms {ms} must divide 1000 and be at least 10 (e.g. 10, 50, 100, 250, 1000)"
+        ));
+    }
+    Ok(ms)
+}
+
 /// Starts tracing the requested devices in the requested mode.
 pub fn start(opts: &TraceOptions) -> Result<TraceSession, TraceError> {
-    if opts.slot_ms < 10 || 1000 % opts.slot_ms != 0 {
-        return Err(anyhow::anyhow!(
-            "--slot-ms {} must divide 1000 and be at least 10 (e.g. 10, 50, 100, 250, 1000)",
-            opts.slot_ms
-        )
-        .into());
-    }
+    check_slot_ms(opts.slot_ms).map_err(|e| anyhow::anyhow!(e))?;
     let (disks, auto_devices) = resolve_devices(&opts.devices)?;
     let mut s = TraceSession {
         inner: Inner::Off,

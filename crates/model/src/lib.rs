@@ -1,6 +1,16 @@
 //! The run directory's data types: what iodig writes, and what every view (report, compare,
 //! YCSB text) reads back. Versioned by [`SCHEMA_VERSION`]; documented in `docs/run-directory.md`.
 
+/// `eprintln!` that never panics. iodig's notes and progress go to stderr while results are
+/// being written; a closed stderr (`iodig run … 2>&1 | head -1`) must not kill the run halfway.
+#[macro_export]
+macro_rules! eprintln_lossy {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod events;
 pub mod fsio;
 pub mod props;

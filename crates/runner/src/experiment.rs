@@ -3,7 +3,7 @@
 
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
-use crate::probe::{probe_dataset, probe_keynums, returns_warning, Presence};
+use crate::probe::{probe_dataset, probe_keynums, Presence};
 use crate::progress::{Progress, ProgressMode};
 use crate::rundir::RunDir;
 use crate::step::{run_step, unix_ms, Phase, StepObserver, StepPlan, StepResult};
@@ -14,6 +14,7 @@ use iodig_model::props::{nearest, Properties};
 use iodig_model::{
     files, RunConfig, RunDoc, StepHistograms, StepSummary, ToolInfo, SCHEMA_VERSION,
 };
+use iodig_report::outcome::Outcome;
 use iodig_report::ycsb;
 use iodig_stats::IntervalMode;
 use iodig_sysstat::{Sampler, SysOptions};
@@ -139,6 +140,37 @@ fn resolve_properties(req: &RunRequest, w: &WorkloadRun) -> Result<(Properties, 
     Ok((props, label))
 }
 
+/// The process holding a POSIX lock on `lock` (RocksDB's `LOCK` file), if another one does.
+/// Asked before wiping a data directory: a run still using it would lose its database.
+fn lock_holder(lock: &Path) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(lock)
+        .ok()?;
+    // SAFETY: F_GETLK fills the flock struct we own; the descriptor stays open for the call.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut fl) } != 0 {
+        return None;
+    }
+    (fl.l_type != libc::F_UNLCK as libc::c_short).then_some(fl.l_pid as u32)
+}
+
+/// YCSB's `threadcount` property (`-threads`); a comma list sweeps, as `--threads` does.
+fn parse_threadcount(list: &str) -> std::result::Result<Vec<u64>, String> {
+    list.split(',')
+        .map(|t| match t.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "property threadcount={list}: expected thread counts of at least 1, e.g. threadcount=16 or 1,4,16"
+            )),
+        })
+        .collect()
+}
+
 /// `--client I/N`: YCSB's insertstart/insertcount for the I-th of N equal slices.
 fn apply_client_slice(props: &mut Properties, i: u64, n: u64) -> Result<()> {
     if n == 0 || i == 0 || i > n {
@@ -210,14 +242,47 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
         let spec = WorkloadSpec::from_properties(&props)
             .map_err(|e| UsageError(format!("{label}: {}", e.0)))?;
         for note in &spec.notes {
-            eprintln!("note: {label}: {note}");
+            iodig_model::eprintln_lossy!("note: {label}: {note}");
         }
+        // Checked now, not when the first run step reaches it after a long load.
+        props
+            .get_u64("maxexecutiontime", 0)
+            .map_err(|e| UsageError(format!("{label}: {}", e.0)))?;
+        let threads = match (w.threads.is_empty(), props.get("threadcount")) {
+            (true, Some(list)) => {
+                parse_threadcount(list).map_err(|e| UsageError(format!("{label}: {e}")))?
+            }
+            _ => w.threads.clone(),
+        };
         workloads.push(ResolvedWorkload {
             label,
             props,
-            threads: w.threads.clone(),
+            threads,
         });
     }
+    // YCSB's `target` property is `-target`: the first workload's applies when --target is
+    // not given, like the dataset and binding settings below.
+    let with_target;
+    let req = match (req.target, workloads[0].props.get("target")) {
+        (None, Some(t)) => {
+            let t: f64 = t
+                .trim()
+                .parse()
+                .ok()
+                .filter(|t: &f64| t.is_finite() && *t > 0.0)
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "property target={t}: expected a rate above 0 ops/s, e.g. target=5000"
+                    ))
+                })?;
+            with_target = RunRequest {
+                target: Some(t),
+                ..req.clone()
+            };
+            &with_target
+        }
+        _ => req,
+    };
     // The first workload defines the dataset and the binding's settings; the others must use the
     // same dataset, since they run on what was loaded once.
     let mut props = workloads[0].props.clone();
@@ -341,14 +406,14 @@ impl Experiment<'_> {
         let existing = iodig_cassandra::Cluster::load(&dir).ok();
         let (cluster, guard) = match existing {
             Some(c) if c.alive() => {
-                eprintln!(
+                iodig_model::eprintln_lossy!(
                     "note: using the running Cassandra node(s) in {}",
                     dir.display()
                 );
                 (c, None)
             }
             Some(_) => {
-                eprintln!(
+                iodig_model::eprintln_lossy!(
                     "note: restarting the managed Cassandra node in {}",
                     dir.display()
                 );
@@ -357,7 +422,7 @@ impl Experiment<'_> {
                 (c, Some(iodig_cassandra::Guard { dir: dir.clone() }))
             }
             None => {
-                eprintln!("note: no hosts given; starting a managed Apache Cassandra node in {} (about a minute)", dir.display());
+                iodig_model::eprintln_lossy!("note: no hosts given; starting a managed Apache Cassandra node in {} (about a minute)", dir.display());
                 let opts = iodig_cassandra::UpOptions {
                     nodes: 1,
                     dir: dir.clone(),
@@ -398,13 +463,13 @@ impl Experiment<'_> {
         let probed = probe_keynums(spec.insert_start, spec.insert_count).len();
         match probe_dataset(factory, spec)? {
             Presence::Loaded => {
-                eprintln!(
+                iodig_model::eprintln_lossy!(
                     "note: the database already holds this dataset ({probed} of {probed} probed keys found); not loading again (--reload to force)"
                 );
                 Ok(false)
             }
             Presence::Empty => {
-                eprintln!(
+                iodig_model::eprintln_lossy!(
                     "note: the database holds none of this dataset's {probed} probed keys; loading {} records",
                     spec.insert_count
                 );
@@ -432,17 +497,23 @@ impl Experiment<'_> {
         Ok(())
     }
 
-    /// Before a run step with `--restore-each-step`: put the loaded dataset back.
-    fn before_run_step(&self) -> Result<()> {
+    /// Before a run step with `--restore-each-step`: put the loaded dataset back, and wait until
+    /// the binding is connected again.
+    fn before_run_step<F: DbFactory>(&self, factory: &F) -> Result<()> {
         if !self.req.restore_each_step {
             return Ok(());
         }
         #[cfg(feature = "cassandra")]
         if let Some(dir) = &self.managed {
             let ks = self.props.get_str("cassandra.keyspace", "ycsb");
-            eprintln!("note: restoring snapshot {LOADED_SNAPSHOT} before the step");
+            iodig_model::eprintln_lossy!(
+                "note: restoring snapshot {LOADED_SNAPSHOT} before the step"
+            );
             iodig_cassandra::restore(dir, LOADED_SNAPSHOT, ks)
                 .context("cannot restore the loaded dataset")?;
+            factory
+                .await_ready(Duration::from_secs(120))
+                .map_err(db_error)?;
             return Ok(());
         }
         Err(UsageError(format!(
@@ -531,7 +602,7 @@ impl Experiment<'_> {
             (Phase::Load, _) => Ok(true),
             (_, LoadPolicy::Never) => Ok(false),
             (_, LoadPolicy::Auto) if same => {
-                eprintln!("note: {} already holds this dataset; not loading again (--reload to force)", dir.display());
+                iodig_model::eprintln_lossy!("note: {} already holds this dataset; not loading again (--reload to force)", dir.display());
                 Ok(false)
             }
             (_, policy) if has_data && !wipe_ok && policy == LoadPolicy::Auto => Err(UsageError(format!(
@@ -541,6 +612,18 @@ impl Experiment<'_> {
             .into()),
             _ => {
                 if has_data {
+                    if let Some(pid) = lock_holder(&dir.join("LOCK")) {
+                        return Err(UsageError(format!(
+                            "{} is in use by process {pid} (it holds the database's LOCK); wait for it to finish, or give this run its own -p rocksdb.dir or --out",
+                            dir.display()
+                        ))
+                        .into());
+                    }
+                    iodig_model::eprintln_lossy!(
+                        "note: {} holds {}; wiping it and loading",
+                        dir.display(),
+                        if same { "this dataset (--reload)" } else { "another dataset" }
+                    );
                     std::fs::remove_dir_all(&dir).with_context(|| format!("cannot wipe {}", dir.display()))?;
                 }
                 Ok(true)
@@ -626,7 +709,7 @@ impl Experiment<'_> {
             &format!("{}-{}", self.label, F::NAME),
             doc,
         )?;
-        eprintln!("run directory: {}", run.path.display());
+        iodig_model::eprintln_lossy!("run directory: {}", run.path.display());
         let mode = ProgressMode::detect(
             self.req.status,
             self.props
@@ -682,18 +765,17 @@ impl Experiment<'_> {
                 for w in &self.workloads {
                     let workload_spec =
                         WorkloadSpec::from_properties(&w.props).map_err(|e| UsageError(e.0))?;
-                    let duration = self.req.duration.or_else(|| {
-                        let secs = w
-                            .props
-                            .get_u64("maxexecutiontime", 0)
-                            .ok()
-                            .filter(|s| *s > 0);
-                        match (secs, workload_spec.operation_count) {
-                            (Some(s), _) => Some(Duration::from_secs(s)),
-                            (None, 0) => Some(Duration::from_secs(DEFAULT_STEP_SECS)),
-                            (None, _) => None,
-                        }
-                    });
+                    let max_execution = w
+                        .props
+                        .get_u64("maxexecutiontime", 0)
+                        .map_err(|e| UsageError(e.0))?;
+                    let duration = self.req.duration.or(
+                        match (max_execution, workload_spec.operation_count) {
+                            (0, 0) => Some(Duration::from_secs(DEFAULT_STEP_SECS)),
+                            (0, _) => None,
+                            (s, _) => Some(Duration::from_secs(s)),
+                        },
+                    );
                     for t in sweep(w) {
                         let plan = StepPlan {
                             phase: Phase::Run,
@@ -704,7 +786,7 @@ impl Experiment<'_> {
                             warmup: self.req.warmup,
                             interval_mode: self.interval_mode()?,
                         };
-                        self.before_run_step()?;
+                        self.before_run_step(factory)?;
                         progress.set_label(format!("{} t={t}", w.label));
                         let name = if self.req.repetitions > 1 {
                             format!("{}-t{t}-r{}", w.label, rep + 1)
@@ -741,13 +823,15 @@ impl Experiment<'_> {
         match iodig_report::write_report(&run.path) {
             Ok(report) => {
                 for finding in &report.findings {
-                    eprintln!("finding: {finding}");
+                    iodig_model::eprintln_lossy!("finding: {finding}");
                 }
-                eprintln!("report: {}", run.path.join("report.html").display());
+                iodig_model::eprintln_lossy!("report: {}", run.path.join("report.html").display());
             }
-            Err(e) => eprintln!("warning: the report could not be written: {e:#}"),
+            Err(e) => {
+                iodig_model::eprintln_lossy!("warning: the report could not be written: {e:#}")
+            }
         }
-        eprintln!("results: {}", run.path.display());
+        iodig_model::eprintln_lossy!("results: {}", run.path.display());
         Ok(RunOutcome {
             run_dir: run.path.clone(),
             interrupted,
@@ -765,7 +849,7 @@ impl Experiment<'_> {
                 let note = session.note().map(str::to_string);
                 drop(session);
                 if let Some(n) = &note {
-                    eprintln!("note: {n}");
+                    iodig_model::eprintln_lossy!("note: {n}");
                 }
                 Ok(note)
             }
@@ -859,10 +943,17 @@ impl Experiment<'_> {
         let events = self.db_events(factory.events_since(since), since);
         run.write_json(&dir, files::EVENTS, &events)?;
         if let Some(e) = &observer.trace_error {
-            eprintln!("warning: block-IO trace of step {name} failed: {e}");
+            iodig_model::eprintln_lossy!("warning: block-IO trace of step {name} failed: {e}");
         }
-        if let Some(w) = returns_warning(&summary.returns) {
-            eprintln!("warning: step {name}: {w}");
+        // The report words failed steps from their return codes; say it here too, where the
+        // run is being watched.
+        for w in Outcome::of(&summary).findings(summary.operations) {
+            iodig_model::eprintln_lossy!("warning: step {name}: {w}");
+        }
+        if summary.operations == 0 && !result.interrupted {
+            let w = format!("step {name} measured no operation; give a longer --duration or a larger operationcount");
+            iodig_model::eprintln_lossy!("warning: {w}");
+            run.doc.notes.push(w);
         }
         run.write_json(&dir, files::STEP_SUMMARY, &summary)?;
         run.push_step(summary)?;
@@ -968,33 +1059,40 @@ impl Observer {
     }
 }
 
-/// Installs Ctrl-C / SIGTERM handling: the first signal ends the current step cleanly, a second
-/// Ctrl-C exits at once.
+/// Installs Ctrl-C / SIGTERM handling: the first signal ends the current step cleanly (the run
+/// directory says `interrupted` and the report is written); another one at least a second later
+/// exits at once. Signals within that second are the same request delivered twice — a terminal's
+/// Ctrl-C or `timeout` reach both iodig and its process group — and must not cut the clean stop
+/// short.
 pub fn install_stop_handler() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
     let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag))?;
-        signal_hook::flag::register(sig, Arc::clone(&flag))?;
-    }
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("cannot install the Ctrl-C handler")?;
+    let stop = Arc::clone(&flag);
+    std::thread::Builder::new()
+        .name("iodig-signals".into())
+        .spawn(move || {
+            let mut first: Option<std::time::Instant> = None;
+            for _ in signals.forever() {
+                match first {
+                    None => {
+                        first = Some(std::time::Instant::now());
+                        stop.store(true, Ordering::SeqCst);
+                        iodig_model::eprintln_lossy!("iodig: stopping after the current step's clean-up (again in a second or more to quit at once)");
+                    }
+                    Some(t) if t.elapsed() >= Duration::from_secs(1) => std::process::exit(130),
+                    Some(_) => {}
+                }
+            }
+        })
+        .context("cannot start the signal thread")?;
     Ok(flag)
 }
 
 /// The properties that make two loads the same dataset.
 fn dataset_signature(props: &Properties) -> serde_json::Value {
-    let keys = [
-        "recordcount",
-        "insertstart",
-        "insertcount",
-        "fieldcount",
-        "fieldlength",
-        "minfieldlength",
-        "fieldlengthdistribution",
-        "fieldnameprefix",
-        "insertorder",
-        "zeropadding",
-        "dataintegrity",
-        "table",
-    ];
+    let keys = iodig_model::props::DATASET_PROPERTIES;
     let map: serde_json::Map<String, serde_json::Value> = keys
         .iter()
         .filter_map(|k| {

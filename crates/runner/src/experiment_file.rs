@@ -4,6 +4,7 @@
 use crate::errors::UsageError;
 use crate::experiment::WorkloadRun;
 use anyhow::Result;
+use iodig_workload::BUILTIN_WORKLOADS;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -54,6 +55,34 @@ fn value_text(v: &toml::Value) -> String {
     }
 }
 
+/// A workload file named in an experiment file: a built-in name as it is, a relative path
+/// next to the experiment file first, then from the current directory (so an example runs from
+/// anywhere, and old files written against the working directory still work).
+fn resolve_workload_file(base: &Path, file: &str) -> std::result::Result<String, String> {
+    let path = Path::new(file);
+    let builtin = BUILTIN_WORKLOADS.iter().any(|(name, _)| *name == file);
+    if path.is_absolute() || builtin {
+        return Ok(file.to_string());
+    }
+    let beside = base.join(path);
+    if beside.is_file() {
+        return Ok(beside.to_string_lossy().into_owned());
+    }
+    if path.is_file() {
+        return Ok(file.to_string());
+    }
+    let stock = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| BUILTIN_WORKLOADS.iter().any(|(name, _)| name == n))
+        .map(|n| format!("; for YCSB's stock file write file = \"{n}\" (built in)"))
+        .unwrap_or_default();
+    Err(format!(
+        "no such file next to the experiment file ({}) or in the current directory{stock}",
+        beside.display()
+    ))
+}
+
 impl ExperimentFile {
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {
@@ -69,12 +98,32 @@ impl ExperimentFile {
                 e.message()
             ))
         })?;
+        let mut file = file;
+        let bad = |msg: String| -> anyhow::Error {
+            UsageError(format!("{}: {msg}", path.display())).into()
+        };
         if file.workloads.is_empty() {
-            return Err(UsageError(format!(
-                "{}: no [[workload]] entry; add one with file = … and threads = […]",
-                path.display()
-            ))
-            .into());
+            return Err(bad(
+                "no [[workload]] entry; add one with file = … and threads = […]".into(),
+            ));
+        }
+        if file.repetitions == 0 {
+            return Err(bad(
+                "repetitions = 0: give at least 1 (or leave it out for 1)".into(),
+            ));
+        }
+        let base = path.parent().unwrap_or(Path::new("."));
+        for (i, w) in file.workloads.iter_mut().enumerate() {
+            if w.threads.is_empty() || w.threads.contains(&0) {
+                return Err(bad(format!(
+                    "[[workload]] {} ({}): threads = {:?}: give thread counts of at least 1, e.g. threads = [8, 16]",
+                    i + 1,
+                    w.file,
+                    w.threads
+                )));
+            }
+            w.file = resolve_workload_file(base, &w.file)
+                .map_err(|m| bad(format!("[[workload]] {} file = {:?}: {m}", i + 1, w.file)))?;
         }
         Ok(file)
     }
@@ -128,6 +177,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn workload_files_resolve_next_to_the_experiment_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("w")).unwrap();
+        std::fs::write(dir.path().join("w/mine"), "recordcount=10\n").unwrap();
+        let p = dir.path().join("x.toml");
+        let entry = |file: &str, threads: &str| {
+            format!("[[workload]]\nfile = \"{file}\"\nthreads = {threads}\n")
+        };
+        std::fs::write(&p, entry("w/mine", "[1]") + &entry("workloadb", "[2]")).unwrap();
+        let f = ExperimentFile::read(&p).unwrap();
+        assert_eq!(
+            f.workloads[0].file,
+            dir.path().join("w/mine").to_string_lossy()
+        );
+        assert_eq!(f.workloads[1].file, "workloadb", "built-in names stay");
+
+        std::fs::write(&p, entry("nowhere/workloadc", "[1]")).unwrap();
+        let e = ExperimentFile::read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("[[workload]] 1 file = \"nowhere/workloadc\"")
+                && e.contains("no such file next to the experiment file")
+                && e.contains("file = \"workloadc\" (built in)"),
+            "{e}"
+        );
+        for threads in ["[]", "[0, 4]"] {
+            std::fs::write(&p, entry("workloada", threads)).unwrap();
+            let e = ExperimentFile::read(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("give thread counts of at least 1"),
+                "{threads}: {e}"
+            );
+        }
+        std::fs::write(
+            &p,
+            "repetitions = 0\n".to_string() + &entry("workloada", "[1]"),
+        )
+        .unwrap();
+        let e = ExperimentFile::read(&p).unwrap_err().to_string();
+        assert!(e.contains("repetitions = 0"), "{e}");
     }
 
     #[test]

@@ -1,5 +1,4 @@
-//! Whether the database holds the dataset: a few of its keys read back before a run, and a
-//! step's return codes looked over after it.
+//! Whether the database holds the dataset: a few of its keys read back before a run.
 //!
 //! A data directory iodig made carries a dataset marker; a server it did not start has none,
 //! so `run` asks the database itself before deciding to load.
@@ -9,7 +8,6 @@ use anyhow::{anyhow, Result};
 use iodig_db::{Db, DbFactory, Execution, Record, Status};
 use iodig_workload::keys::KeyNamer;
 use iodig_workload::WorkloadSpec;
-use std::collections::BTreeMap;
 
 /// Keys probed: the first and last of the insert range and three between.
 const PROBES: u64 = 5;
@@ -104,90 +102,9 @@ pub fn probe_dataset<F: DbFactory>(factory: &F, spec: &WorkloadSpec) -> Result<P
     Ok(presence(&keys, &found))
 }
 
-/// A warning for a step whose operations all failed, or whose reads found keys missing:
-/// results measured on missing data look fine in every chart, so say it where it is seen.
-/// `returns` maps op name to return code to count, as in the step summary.
-pub fn returns_warning(returns: &BTreeMap<String, BTreeMap<String, u64>>) -> Option<String> {
-    let ops = returns.iter().filter(|(op, _)| op.as_str() != "CLEANUP");
-    let (mut total, mut ok, mut not_found) = (0u64, 0u64, 0u64);
-    let mut failed = Vec::new();
-    for (op, by_code) in ops {
-        for (code, n) in by_code {
-            total += n;
-            match code.as_str() {
-                "OK" | "BATCHED_OK" => ok += n,
-                other => {
-                    if other == "NOT_FOUND" {
-                        not_found += n;
-                    }
-                    failed.push(format!("{op} {other} {n}"));
-                }
-            }
-        }
-    }
-    let hint = if not_found > 0 {
-        "; NOT_FOUND means the keys are not in the database: load the dataset (`iodig load`, or `iodig run --reload`)"
-    } else {
-        ""
-    };
-    if total > 0 && ok == 0 {
-        Some(format!(
-            "none of its {total} operations succeeded ({}){hint}",
-            failed.join(", ")
-        ))
-    } else if not_found > 0 {
-        Some(format!(
-            "{not_found} of its {total} operations found no record ({:.2}%){hint}",
-            100.0 * not_found as f64 / total as f64
-        ))
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn returns(rows: &[(&str, &str, u64)]) -> BTreeMap<String, BTreeMap<String, u64>> {
-        let mut m: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
-        for (op, code, n) in rows {
-            m.entry(op.to_string())
-                .or_default()
-                .insert(code.to_string(), *n);
-        }
-        m
-    }
-
-    #[test]
-    fn all_failed_and_missing_keys_are_warned_about() {
-        let w = returns_warning(&returns(&[
-            ("READ", "NOT_FOUND", 800),
-            ("CLEANUP", "OK", 4),
-        ]))
-        .expect("all reads failed");
-        assert!(
-            w.starts_with("none of its 800 operations succeeded (READ NOT_FOUND 800)"),
-            "{w}"
-        );
-        assert!(w.contains("iodig load"), "{w}");
-        let w = returns_warning(&returns(&[("READ", "OK", 990), ("READ", "NOT_FOUND", 10)]))
-            .expect("some reads missed");
-        assert!(
-            w.starts_with("10 of its 1000 operations found no record (1.00%)"),
-            "{w}"
-        );
-        let w = returns_warning(&returns(&[("UPDATE", "ERROR", 5)])).expect("all failed");
-        assert!(
-            !w.contains("iodig load"),
-            "errors are not missing data: {w}"
-        );
-        assert_eq!(
-            returns_warning(&returns(&[("READ", "OK", 5), ("UPDATE", "ERROR", 1)])),
-            None
-        );
-        assert_eq!(returns_warning(&returns(&[("CLEANUP", "OK", 4)])), None);
-    }
 
     #[test]
     fn probes_span_the_insert_range() {

@@ -108,7 +108,7 @@ impl Progress {
                 let secs = elapsed.as_secs();
                 if secs >= self.last_line_secs + every_secs {
                     self.last_line_secs = secs;
-                    eprintln!(
+                    iodig_model::eprintln_lossy!(
                         "{}",
                         status_line(&self.label, plan.phase, secs, operations, rate, totals)
                     );

@@ -111,7 +111,9 @@ struct WorkerJob<D: Db> {
     db: D,
     worker: Worker,
     phase: Phase,
-    op_count: u64,
+    /// Measured operations this worker does; `None`: until the step ends. Warm-up operations
+    /// are extra, so a warm-up never eats the operation count.
+    op_limit: Option<u64>,
     /// Interval between this worker's scheduled starts under a target rate.
     tick: Option<Duration>,
     measure_from: Instant,
@@ -125,7 +127,7 @@ impl<D: Db> WorkerJob<D> {
             db,
             mut worker,
             phase,
-            op_count,
+            op_limit,
             tick,
             measure_from,
             shared,
@@ -145,10 +147,11 @@ impl<D: Db> WorkerJob<D> {
                 .await;
         }
         let start = Instant::now();
-        let mut done: u64 = 0;
-        while (op_count == 0 || done < op_count) && !shared.halt.load(Ordering::Relaxed) {
+        let mut issued: u64 = 0;
+        let mut measured: u64 = 0;
+        while op_limit.is_none_or(|n| measured < n) && !shared.halt.load(Ordering::Relaxed) {
             if let Some(t) = tick {
-                let deadline = start + t.mul_f64(done as f64);
+                let deadline = start + t.mul_f64(issued as f64);
                 timed.pacer.sleep_until(deadline).await;
                 timed.intended_start = deadline;
             } else {
@@ -166,8 +169,9 @@ impl<D: Db> WorkerJob<D> {
                     }
                 }
             }
-            done += 1;
+            issued += 1;
             if op_start >= measure_from {
+                measured += 1;
                 shared.ops[index].0.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -249,7 +253,9 @@ pub fn run_step<F: DbFactory>(
             db,
             worker: workload.worker(index as u64),
             phase: plan.phase,
-            op_count: ops_for_thread(plan.operation_count, plan.threads, index as u64),
+            // A run's operationcount=0 means "until the time limit"; a load always has a count.
+            op_limit: (plan.phase == Phase::Load || plan.operation_count > 0)
+                .then(|| ops_for_thread(plan.operation_count, plan.threads, index as u64)),
             tick,
             measure_from,
             shared: Arc::clone(&shared),
@@ -333,10 +339,14 @@ impl<'a> Collector<'a> {
     fn run(self, progress: &mut Progress, observer: &mut dyn StepObserver) -> Result<StepResult> {
         progress.phase_started(self.plan);
         self.wait_until(self.measure_from);
-        observer.measurement_started();
+        // Workers count operations from `measure_from`, so the window starts there too, not
+        // after the tracer has attached (that takes a few hundred ms, and a short load can be
+        // over by then). Client CPU is taken before the attach: a bit more, never less.
         let cpu_at_start = process_cpu();
-        let started_wall = SystemTime::now();
-        let started = Instant::now();
+        let now = Instant::now();
+        let started = self.measure_from.min(now);
+        let started_wall = SystemTime::now() - (now - started);
+        observer.measurement_started();
         let deadline = self.plan.max_execution.map(|d| started + d);
         let mut state = CollectState::new(self.plan.interval_mode, started_wall);
         loop {

@@ -33,7 +33,9 @@ impl<D: Db, P: Pacer> Timed<D, P> {
 
     #[inline]
     fn measure(&self, op: OpKind, status: Status, start: Instant, end: Instant) {
-        if start < self.measure_from {
+        // Decided by the intended start, as the worker counts operations: an operation that
+        // straddles the end of the warm-up is in neither, never in one only.
+        if self.intended_start < self.measure_from {
             return;
         }
         self.log.push(Entry {
