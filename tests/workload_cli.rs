@@ -596,3 +596,36 @@ fn flags_win_over_an_experiment_files_settings() {
         "no 5 s warm-up, no 60 s step"
     );
 }
+
+#[test]
+fn a_load_inside_run_keeps_no_intended_latency_of_the_runs_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let r = run_iodig(&[
+        "run",
+        "-p",
+        "recordcount=300",
+        "--target",
+        "400",
+        "--threads",
+        "2",
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        out,
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let p = parse_ycsb(&r.stdout);
+    assert_eq!(ycsb_value(&p, "INSERT", "Operations"), Some(300.0));
+    assert_eq!(
+        ycsb_value(&p, "Intended-INSERT", "Operations"),
+        None,
+        "{}",
+        r.stdout
+    );
+    assert!(ycsb_value(&p, "Intended-READ", "Operations").unwrap() > 0.0);
+}

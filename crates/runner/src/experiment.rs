@@ -649,12 +649,10 @@ impl Experiment<'_> {
         }
     }
 
-    fn interval_mode(&self) -> Result<IntervalMode> {
-        let default = if self.req.target.is_some() {
-            "both"
-        } else {
-            "op"
-        };
+    /// YCSB's `measurement.interval`; by default intended-start latency is kept only for steps
+    /// that run to a target rate (without one, the intended start is the actual start).
+    fn interval_mode(&self, target: Option<f64>) -> Result<IntervalMode> {
+        let default = if target.is_some() { "both" } else { "op" };
         Ok(
             match self
                 .props
@@ -723,18 +721,19 @@ impl Experiment<'_> {
                 Phase::Load => threads[0],
                 Phase::Run => self.req.load_threads.unwrap_or(default_load_threads()),
             };
+            // The target rate is the run's; a load inside `run` goes as fast as it can.
+            let target = match self.req.phase {
+                Phase::Load => self.req.target,
+                Phase::Run => None,
+            };
             let plan = StepPlan {
                 phase: Phase::Load,
                 threads: load_threads,
-                target_ops_per_sec: if self.req.phase == Phase::Load {
-                    self.req.target
-                } else {
-                    None
-                },
+                target_ops_per_sec: target,
                 operation_count: self.spec.insert_count,
                 max_execution: None,
                 warmup: Duration::ZERO,
-                interval_mode: self.interval_mode()?,
+                interval_mode: self.interval_mode(target)?,
             };
             progress.set_label(format!("{} t={load_threads}", self.label));
             let step = StepRun {
@@ -784,7 +783,7 @@ impl Experiment<'_> {
                             operation_count: workload_spec.operation_count,
                             max_execution: duration,
                             warmup: self.req.warmup,
-                            interval_mode: self.interval_mode()?,
+                            interval_mode: self.interval_mode(self.req.target)?,
                         };
                         self.before_run_step(factory)?;
                         progress.set_label(format!("{} t={t}", w.label));
