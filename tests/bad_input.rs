@@ -291,6 +291,13 @@ fn experiment_file_mistakes_name_the_file_and_the_entry() {
     )
     .unwrap();
     expect_usage_error(&["run", spec_s, "--out", &out], &["repetitions = 0"]);
+    let two = entry("workloadb", "[1]")
+        + "[[workload]]\nfile = \"workloadc\"\nthreads = [1]\n[workload.properties]\nfieldlength = 50\n";
+    std::fs::write(&spec, two).unwrap();
+    expect_usage_error(
+        &["run", spec_s, "--out", &out],
+        &["workloadc describes another dataset than workloadb (fieldlength 50 vs unset)"],
+    );
 }
 
 #[test]

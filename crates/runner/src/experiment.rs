@@ -564,12 +564,19 @@ impl Experiment<'_> {
 
     /// Every workload of the run must describe the dataset that is loaded once.
     fn check_same_dataset(&self) -> Result<()> {
-        let first = dataset_signature(&self.props);
+        let first = &self.workloads[0];
         for w in &self.workloads[1..] {
-            if dataset_signature(&w.props) != first {
+            let differs = iodig_model::props::DATASET_PROPERTIES
+                .iter()
+                .find(|k| w.props.get(k) != first.props.get(k));
+            if let Some(k) = differs {
+                let value = |p: &Properties| p.get(k).unwrap_or("unset").to_string();
                 return Err(UsageError(format!(
-                    "workload {} describes another dataset than {} (recordcount, fieldcount, fieldlength, …); put the dataset properties in the experiment's [properties]",
-                    w.label, self.workloads[0].label
+                    "workload {} describes another dataset than {} ({k} {} vs {}); put the dataset properties in the experiment's [properties]",
+                    w.label,
+                    first.label,
+                    value(&w.props),
+                    value(&first.props)
                 ))
                 .into());
             }
