@@ -40,6 +40,25 @@ pub struct RocksFactory {
     write_opts: Arc<WriteOptions>,
 }
 
+/// The process holding RocksDB's lock on the database in `dir` (a POSIX lock on `dir/LOCK`), if
+/// another process does; asked before wiping a data directory a running benchmark still uses.
+pub fn lock_holder(dir: &Path) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("LOCK"))
+        .ok()?;
+    // SAFETY: F_GETLK fills the flock struct we own; the descriptor stays open for the call.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut fl) } != 0 {
+        return None;
+    }
+    (fl.l_type != libc::F_UNLCK as libc::c_short).then_some(fl.l_pid as u32)
+}
+
 impl RocksFactory {
     /// Opens (or creates) the database under `rocksdb.dir` with the column family for `table`.
     pub fn open(props: &Properties) -> Result<Self, DbError> {

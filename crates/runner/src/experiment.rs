@@ -3,7 +3,7 @@
 
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
-use crate::probe::{probe_dataset, probe_keynums, Presence};
+use crate::probe::{probe_dataset, Presence};
 use crate::progress::{Progress, ProgressMode};
 use crate::rundir::RunDir;
 use crate::step::{run_step, unix_ms, Phase, StepObserver, StepPlan, StepResult};
@@ -87,6 +87,8 @@ struct ResolvedWorkload {
     label: String,
     props: Properties,
     threads: Vec<u64>,
+    /// `maxexecutiontime` in seconds, 0 = none; parsed once, when the run starts.
+    max_execution_secs: u64,
 }
 
 /// Where the finished run is.
@@ -138,25 +140,6 @@ fn resolve_properties(req: &RunRequest, w: &WorkloadRun) -> Result<(Properties, 
     }
     check_known(&props, &req.db)?;
     Ok((props, label))
-}
-
-/// The process holding a POSIX lock on `lock` (RocksDB's `LOCK` file), if another one does.
-/// Asked before wiping a data directory: a run still using it would lose its database.
-fn lock_holder(lock: &Path) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(lock)
-        .ok()?;
-    // SAFETY: F_GETLK fills the flock struct we own; the descriptor stays open for the call.
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = libc::F_WRLCK as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut fl) } != 0 {
-        return None;
-    }
-    (fl.l_type != libc::F_UNLCK as libc::c_short).then_some(fl.l_pid as u32)
 }
 
 /// YCSB's `threadcount` property (`-threads`); a comma list sweeps, as `--threads` does.
@@ -244,8 +227,8 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
         for note in &spec.notes {
             iodig_model::eprintln_lossy!("note: {label}: {note}");
         }
-        // Checked now, not when the first run step reaches it after a long load.
-        props
+        // Parsed now, not when the first run step reaches it after a long load.
+        let max_execution_secs = props
             .get_u64("maxexecutiontime", 0)
             .map_err(|e| UsageError(format!("{label}: {}", e.0)))?;
         let threads = match (w.threads.is_empty(), props.get("threadcount")) {
@@ -258,6 +241,7 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
             label,
             props,
             threads,
+            max_execution_secs,
         });
     }
     // YCSB's `target` property is `-target`: the first workload's applies when --target is
@@ -265,11 +249,11 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
     let with_target;
     let req = match (req.target, workloads[0].props.get("target")) {
         (None, Some(t)) => {
-            let t: f64 = t
-                .trim()
-                .parse()
+            let t = workloads[0]
+                .props
+                .get_f64("target", 0.0)
                 .ok()
-                .filter(|t: &f64| t.is_finite() && *t > 0.0)
+                .filter(|t| *t > 0.0)
                 .ok_or_else(|| {
                     UsageError(format!(
                         "property target={t}: expected a rate above 0 ops/s, e.g. target=5000"
@@ -459,19 +443,17 @@ impl Experiment<'_> {
     /// there, skip the load when all are, and refuse to guess when only some are.
     #[cfg_attr(not(feature = "cassandra"), allow(dead_code))]
     fn load_unless_probed<F: DbFactory>(&self, factory: &F) -> Result<bool> {
-        let spec = &self.spec;
-        let probed = probe_keynums(spec.insert_start, spec.insert_count).len();
-        match probe_dataset(factory, spec)? {
-            Presence::Loaded => {
+        match probe_dataset(factory, &self.spec)? {
+            Presence::Loaded { probed } => {
                 iodig_model::eprintln_lossy!(
                     "note: the database already holds this dataset ({probed} of {probed} probed keys found); not loading again (--reload to force)"
                 );
                 Ok(false)
             }
-            Presence::Empty => {
+            Presence::Empty { probed } => {
                 iodig_model::eprintln_lossy!(
                     "note: the database holds none of this dataset's {probed} probed keys; loading {} records",
-                    spec.insert_count
+                    self.spec.insert_count
                 );
                 Ok(true)
             }
@@ -619,7 +601,7 @@ impl Experiment<'_> {
             .into()),
             _ => {
                 if has_data {
-                    if let Some(pid) = lock_holder(&dir.join("LOCK")) {
+                    if let Some(pid) = iodig_db::rocks::lock_holder(&dir) {
                         return Err(UsageError(format!(
                             "{} is in use by process {pid} (it holds the database's LOCK); wait for it to finish, or give this run its own -p rocksdb.dir or --out",
                             dir.display()
@@ -771,12 +753,8 @@ impl Experiment<'_> {
                 for w in &self.workloads {
                     let workload_spec =
                         WorkloadSpec::from_properties(&w.props).map_err(|e| UsageError(e.0))?;
-                    let max_execution = w
-                        .props
-                        .get_u64("maxexecutiontime", 0)
-                        .map_err(|e| UsageError(e.0))?;
                     let duration = self.req.duration.or(
-                        match (max_execution, workload_spec.operation_count) {
+                        match (w.max_execution_secs, workload_spec.operation_count) {
                             (0, 0) => Some(Duration::from_secs(DEFAULT_STEP_SECS)),
                             (0, _) => None,
                             (s, _) => Some(Duration::from_secs(s)),

@@ -15,10 +15,10 @@ const PROBES: u64 = 5;
 /// What the probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Presence {
-    /// Every probed key is there.
-    Loaded,
+    /// Every one of the `probed` keys is there.
+    Loaded { probed: usize },
     /// None is.
-    Empty,
+    Empty { probed: usize },
     /// Some are: a partial load, or another dataset.
     Partial {
         found: usize,
@@ -28,7 +28,7 @@ pub enum Presence {
 }
 
 /// The key numbers probed for an insert range: spread evenly, first and last included.
-pub fn probe_keynums(insert_start: u64, insert_count: u64) -> Vec<u64> {
+fn probe_keynums(insert_start: u64, insert_count: u64) -> Vec<u64> {
     if insert_count == 0 {
         return Vec::new();
     }
@@ -44,8 +44,10 @@ pub fn probe_keynums(insert_start: u64, insert_count: u64) -> Vec<u64> {
 fn presence(keys: &[String], found: &[bool]) -> Presence {
     let n = found.iter().filter(|f| **f).count();
     match n {
-        0 => Presence::Empty,
-        n if n == found.len() => Presence::Loaded,
+        0 => Presence::Empty {
+            probed: found.len(),
+        },
+        n if n == found.len() => Presence::Loaded { probed: n },
         n => Presence::Partial {
             found: n,
             probed: found.len(),
@@ -70,7 +72,7 @@ pub fn probe_dataset<F: DbFactory>(factory: &F, spec: &WorkloadSpec) -> Result<P
         .map(|n| namer.key(n))
         .collect();
     if keys.is_empty() {
-        return Ok(Presence::Loaded);
+        return Ok(Presence::Loaded { probed: 0 });
     }
     let mut db = factory
         .worker()
@@ -118,8 +120,14 @@ mod tests {
     #[test]
     fn presence_says_which_key_is_missing() {
         let keys: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(presence(&keys, &[true, true, true]), Presence::Loaded);
-        assert_eq!(presence(&keys, &[false, false, false]), Presence::Empty);
+        assert_eq!(
+            presence(&keys, &[true, true, true]),
+            Presence::Loaded { probed: 3 }
+        );
+        assert_eq!(
+            presence(&keys, &[false, false, false]),
+            Presence::Empty { probed: 3 }
+        );
         assert_eq!(
             presence(&keys, &[true, false, true]),
             Presence::Partial {
