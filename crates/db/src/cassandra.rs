@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use scylla::client::execution_profile::ExecutionProfile;
+use scylla::client::execution_profile::{ExecutionProfile, ExecutionProfileHandle};
 use scylla::client::session::{Session, TlsContext};
 use scylla::client::session_builder::SessionBuilder;
 use scylla::client::PoolSize;
@@ -17,6 +17,9 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 
 use crate::{Db, DbError, DbFactory, Execution, Fields, Properties, Record, Status};
+
+mod deadline;
+use deadline::{within, Deadlines, Slot};
 
 /// Property names this binding reads, for the unknown-property check.
 pub const PROPERTIES: &[&str] = &[
@@ -60,8 +63,8 @@ pub struct CassandraConfig {
     pub password: Option<String>,
     pub connect_timeout: Duration,
     /// How long a request may go unanswered before it is an ERROR; None
-    /// (`cassandra.readtimeoutmillis=0`) waits forever, as the Java driver's 0 does, and saves
-    /// the driver's per-request timer.
+    /// (`cassandra.readtimeoutmillis=0`) waits forever, as the Java driver's 0 does. Operations
+    /// time out through [`deadline`]'s watchdog, everything else through the driver.
     pub request_timeout: Option<Duration>,
     pub use_ssl: bool,
     /// PEM file of the CA certificates that sign the nodes' certificates.
@@ -306,6 +309,11 @@ struct Shared {
     statements: tokio::sync::Mutex<Arc<Vec<Cached>>>,
     /// The first failed operation is printed once, so a run of ERRORs says why.
     reported: AtomicBool,
+    /// The operations' timeout watchdog (None: no timeout).
+    deadlines: Option<Arc<Deadlines>>,
+    /// Execution profile of the operations' statements: the driver's own per-request timer is
+    /// off for them, the watchdog times them out instead.
+    operation_profile: ExecutionProfileHandle,
 }
 
 impl Shared {
@@ -445,10 +453,16 @@ fn connect_error(config: &CassandraConfig, err: &str) -> DbError {
 }
 
 async fn connect(config: CassandraConfig) -> Result<Shared, DbError> {
+    // Schema changes, metadata and PREPARE keep the driver's timeout: they are few.
     let profile = ExecutionProfile::builder()
         .request_timeout(config.request_timeout)
         .consistency(config.read_consistency)
         .build();
+    let operation_profile = profile
+        .to_builder()
+        .request_timeout(None)
+        .build()
+        .into_handle();
     let mut builder = SessionBuilder::new()
         .known_nodes(&config.contact_points)
         .connection_timeout(config.connect_timeout)
@@ -470,11 +484,14 @@ async fn connect(config: CassandraConfig) -> Result<Shared, DbError> {
         Err(_) => return Err(connect_error(&config, "timed out")),
     };
     ensure_schema(&session, &config).await?;
+    let deadlines = config.request_timeout.map(Deadlines::start);
     Ok(Shared {
         session,
         config,
         statements: tokio::sync::Mutex::new(Arc::new(Vec::new())),
         reported: AtomicBool::new(false),
+        deadlines,
+        operation_profile,
     })
 }
 
@@ -627,6 +644,7 @@ impl DbFactory for CassandraFactory {
         Ok(CassandraDb {
             shared: self.shared.clone(),
             statements: Arc::new(Vec::new()),
+            deadline: self.shared.deadlines.as_ref().map(Deadlines::slot),
         })
     }
 
@@ -711,6 +729,8 @@ impl Cached {
 pub struct CassandraDb {
     shared: Arc<Shared>,
     statements: Arc<Vec<Cached>>,
+    /// This worker's request, as the timeout watchdog sees it (None: no timeout).
+    deadline: Option<Arc<Slot>>,
 }
 
 impl CassandraDb {
@@ -786,6 +806,7 @@ impl CassandraDb {
         // PREPARE stays valid: the server need not send it with every response, nor the driver
         // parse it.
         stmt.set_use_cached_result_metadata(true);
+        stmt.set_execution_profile_handle(Some(self.shared.operation_profile.clone()));
         let mut next: Vec<Cached> = published.iter().cloned().collect();
         next.push(Cached {
             op,
@@ -862,13 +883,13 @@ type OpError = Box<dyn std::error::Error + Send + Sync>;
 /// Runs a read: the row's fields into `out`, or NOT_FOUND.
 async fn read_row(
     session: &Session,
+    deadline: Option<&Slot>,
     stmt: &PreparedStatement,
     key: &str,
     out: &mut Record,
 ) -> Result<Status, OpError> {
-    let rows = session
-        .execute_unpaged(stmt, (key,))
-        .await?
+    let rows = within(deadline, session.execute_unpaged(stmt, (key,)))
+        .await??
         .into_rows_result()?;
     let Some(row) = rows.rows::<ColumnIterator>()?.next() else {
         return Ok(Status::NotFound);
@@ -880,14 +901,14 @@ async fn read_row(
 /// Runs a scan into `out`, reusing its records: cleared in place, grown only when needed.
 async fn scan_rows(
     session: &Session,
+    deadline: Option<&Slot>,
     stmt: &PreparedStatement,
     start_key: &str,
     limit: i32,
     out: &mut Vec<Record>,
 ) -> Result<(), OpError> {
-    let rows = session
-        .execute_unpaged(stmt, (start_key, limit))
-        .await?
+    let rows = within(deadline, session.execute_unpaged(stmt, (start_key, limit)))
+        .await??
         .into_rows_result()?;
     let mut n = 0;
     for row in rows.rows::<ColumnIterator>()? {
@@ -916,9 +937,15 @@ impl Db for CassandraDb {
             Ok(i) => &self.statements[i].stmt,
             Err(e) => return self.shared.fail("prepare of a read", &e),
         };
-        read_row(&self.shared.session, stmt, key, out)
-            .await
-            .unwrap_or_else(|e| self.shared.fail("read", &e))
+        read_row(
+            &self.shared.session,
+            self.deadline.as_deref(),
+            stmt,
+            key,
+            out,
+        )
+        .await
+        .unwrap_or_else(|e| self.shared.fail("read", &e))
     }
 
     async fn scan(
@@ -934,7 +961,16 @@ impl Db for CassandraDb {
             Err(e) => return self.shared.fail("prepare of a scan", &e),
         };
         let limit = i32::try_from(count.max(1)).unwrap_or(i32::MAX);
-        match scan_rows(&self.shared.session, stmt, start_key, limit, out).await {
+        match scan_rows(
+            &self.shared.session,
+            self.deadline.as_deref(),
+            stmt,
+            start_key,
+            limit,
+            out,
+        )
+        .await
+        {
             Ok(()) => Status::Ok,
             Err(e) => self.shared.fail("scan", &e),
         }
@@ -953,8 +989,10 @@ impl Db for CassandraDb {
             Ok(i) => &self.statements[i].stmt,
             Err(e) => return self.shared.fail("prepare of a delete", &e),
         };
-        match self.shared.session.execute_unpaged(stmt, (key,)).await {
-            Ok(_) => Status::Ok,
+        let request = self.shared.session.execute_unpaged(stmt, (key,));
+        match within(self.deadline.as_deref(), request).await {
+            Ok(Ok(_)) => Status::Ok,
+            Ok(Err(e)) => self.shared.fail("delete", &e),
             Err(e) => self.shared.fail("delete", &e),
         }
     }
@@ -990,8 +1028,10 @@ impl CassandraDb {
         if op == Op::Update {
             bound.push(key);
         }
-        match self.shared.session.execute_unpaged(stmt, &bound).await {
-            Ok(_) => Status::Ok,
+        let request = self.shared.session.execute_unpaged(stmt, &bound);
+        match within(self.deadline.as_deref(), request).await {
+            Ok(Ok(_)) => Status::Ok,
+            Ok(Err(e)) => self.shared.fail(what, &e),
             Err(e) => self.shared.fail(what, &e),
         }
     }
