@@ -29,6 +29,8 @@ pub const STATE_FILE: &str = "iodig-cassandra.json";
 pub const CQL_PORT: u16 = 9042;
 /// Inter-node (gossip, streaming) port of every node.
 pub const STORAGE_PORT: u16 = 7000;
+/// The main class a node runs; also how a port's holder is recognized as a node.
+pub(crate) const DAEMON_CLASS: &str = "org.apache.cassandra.service.CassandraDaemon";
 /// JMX port of node 1; node i uses `JMX_BASE_PORT + i - 1` because local JMX binds to 127.0.0.1
 /// for every node.
 pub const JMX_BASE_PORT: u16 = 7199;
@@ -365,7 +367,7 @@ fn start_node(java: &Path, dist: &Distribution, opts: &UpOptions, index: u32) ->
         .arg("-Dcassandra.skip_wait_for_gossip_to_settle=0")
         .arg("-cp")
         .arg(dist.classpath())
-        .arg("org.apache.cassandra.service.CassandraDaemon")
+        .arg(DAEMON_CLASS)
         .current_dir(&node_dir)
         .stdin(Stdio::null())
         .stdout(stdout)

@@ -14,15 +14,34 @@ pub fn ensure_free(addr: &str, port: u16, what: &str) -> Result<()> {
     match TcpListener::bind(sa) {
         Ok(_) => Ok(()),
         Err(e) => {
-            let holder = holder_of(port)
+            let holder = holder_of(port);
+            let held_by = holder
+                .as_ref()
                 .map(|(pid, cmd)| format!(", held by pid {pid} ({cmd})"))
                 .unwrap_or_default();
+            // A node already there is most often one to benchmark, not one in the way.
+            let node_hint = match &holder {
+                Some((pid, _)) if is_cassandra(*pid) => {
+                    format!("; it is a Cassandra node: to run against it, pass `-p hosts={addr}`")
+                }
+                _ => String::new(),
+            };
             Err(Error::PortInUse(format!(
-                "port {port} on {addr} ({what}) is already in use{holder}: {e}; stop that process \
-                 (`iodig cassandra down --dir DIR` if it is a node iodig started) or pick another --dir after freeing it"
+                "port {port} on {addr} ({what}) is already in use{held_by}: {e}; stop that process \
+                 (`iodig cassandra down --dir DIR` if it is a node iodig started) or pick another --dir after freeing it{node_hint}"
             )))
         }
     }
+}
+
+/// Whether the process runs Cassandra's daemon (its full command line, not the shortened one).
+fn is_cassandra(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.windows(crate::DAEMON_CLASS.len())
+                .any(|w| w == crate::DAEMON_CLASS.as_bytes())
+        })
+        .unwrap_or(false)
 }
 
 pub fn can_connect(addr: &str, port: u16) -> bool {
@@ -118,5 +137,26 @@ mod tests {
             err.contains(&format!("pid {}", std::process::id())),
             "{err}"
         );
+        // This test process is no Cassandra node: no hint to run against it.
+        assert!(!err.contains("-p hosts="), "{err}");
+    }
+
+    #[test]
+    fn a_node_is_recognized_by_its_daemon_class_on_the_command_line() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30", crate::DAEMON_CLASS])
+            .spawn()
+            .unwrap();
+        // Until the child has exec'd, its command line is this test binary's: wait for it.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut recognized = false;
+        while !recognized && std::time::Instant::now() < deadline {
+            recognized = is_cassandra(child.id());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(recognized);
+        assert!(!is_cassandra(std::process::id()));
     }
 }
