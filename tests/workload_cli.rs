@@ -414,6 +414,21 @@ fn clients_split_the_key_space_and_merge_exactly() {
     ]);
     assert_eq!(m.code(), 0, "{}", m.stderr);
     let run = m.run_json();
+    // The two clients ran one after the other here: the merge must say so.
+    assert!(
+        m.stderr.contains("ran together for only 0 %"),
+        "{}",
+        m.stderr
+    );
+    assert!(
+        run["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("overstates")),
+        "{}",
+        run["notes"]
+    );
     let step = &run["steps"][0];
     assert_eq!(step["operations"], 10_000);
     assert_eq!(step["series"]["READ"]["count"], 10_000);

@@ -55,10 +55,39 @@ pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf> {
             .zip(&steps)
             .map(|(r, s)| r.join(&s.dir))
             .collect();
+        let windows: Vec<(u64, u64)> = steps
+            .iter()
+            .map(|s| (s.started_unix_ms, s.runtime_ms))
+            .collect();
+        let shared = shared_window(&windows);
+        if shared < 0.9 {
+            // Summing operations over the longest window assumes the clients ran together.
+            let note = format!(
+                "step {index}: the clients ran together for only {:.0} % of the longest client's \
+                 window (by their start times and run times); the merged throughput counts them \
+                 as simultaneous, so it overstates what the database served",
+                shared * 100.0
+            );
+            iodig_model::eprintln_lossy!("iodig merge: warning: {note}");
+            merged.doc.notes.push(note);
+        }
         merge_step(&mut merged, index, &steps, &dirs)?;
     }
     merged.finish(&merged.doc.status.clone())?;
     Ok(merged.path.clone())
+}
+
+/// The share of the longest client's window during which all clients were running, from each
+/// client's (start, duration) in ms: 1.0 when all ran at the same time, 0.0 when some never
+/// overlapped.
+fn shared_window(windows: &[(u64, u64)]) -> f64 {
+    let start = windows.iter().map(|w| w.0).max().unwrap_or(0);
+    let end = windows.iter().map(|w| w.0 + w.1).min().unwrap_or(0);
+    let longest = windows.iter().map(|w| w.1).max().unwrap_or(0);
+    if longest == 0 {
+        return 1.0;
+    }
+    end.saturating_sub(start) as f64 / longest as f64
 }
 
 fn read_run(dir: &Path) -> Result<RunDoc> {
@@ -269,4 +298,19 @@ fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_window;
+
+    #[test]
+    fn shared_window_is_the_common_part_of_the_longest_window() {
+        assert_eq!(shared_window(&[(1000, 10_000), (1000, 10_000)]), 1.0);
+        assert_eq!(shared_window(&[(1000, 10_000), (6000, 10_000)]), 0.5);
+        assert_eq!(shared_window(&[(1000, 10_000), (20_000, 10_000)]), 0.0);
+        // A short client inside a long one shares only its own length.
+        assert_eq!(shared_window(&[(0, 10_000), (2000, 2000)]), 0.2);
+        assert_eq!(shared_window(&[(0, 0), (0, 0)]), 1.0);
+    }
 }
