@@ -3,10 +3,12 @@
 iodig side by side with latte (the Rust CQL benchmark) when latte is installed.
 
 Loads RECORDS records (default 100k, 10 × 100-byte fields, keys user0 … in order so latte's
-script can address them), warms the server up for WARM seconds, then runs YCSB workload C
-(uniform reads) for SECS seconds (default 20) at 64 and at 1024 requests in flight, ROUNDS times
-(default 3), alternating iodig and latte so both see the same server state. Both run their
-requests on IO_THREADS runtime threads (default 1: the server shares the machine's cores).
+script can address them), warms the server up for WARM seconds (default 120: the JVM's JIT and
+the post-load compactions settle; its rate still climbs for minutes after), then runs YCSB
+workload C (uniform reads) for SECS seconds (default 20) at 64 and at 1024 requests in flight,
+ROUNDS times (default 3), alternating iodig and latte so both see the same server state. Both
+run their requests on IO_THREADS runtime threads (default 1: the server shares the machine's
+cores).
 PIN=1 puts the server on CPU 0 and the clients on CPU 1 (taskset): the server no longer
 preempts the client, which makes client CPU per op far steadier run to run (for A/B
 comparisons), at the cost of the server's second core.
@@ -38,7 +40,7 @@ LATTE_SCRIPT = os.path.join(HERE, "latte", "ycsb-read.rn")
 RECORDS = int(os.environ.get("RECORDS", 100_000))
 SECS = int(os.environ.get("SECS", 20))
 ROUNDS = int(os.environ.get("ROUNDS", 3))
-WARM = int(os.environ.get("WARM", 30))
+WARM = int(os.environ.get("WARM", 120))
 IO_THREADS = int(os.environ.get("IO_THREADS", 1))
 PIN = os.environ.get("PIN") == "1"
 CLIENT = ["taskset", "-c", "1"] if PIN else []
