@@ -17,11 +17,11 @@ pub fn ensure_free(addr: &str, port: u16, what: &str) -> Result<()> {
             let holder = holder_of(port);
             let held_by = holder
                 .as_ref()
-                .map(|(pid, cmd)| format!(", held by pid {pid} ({cmd})"))
+                .map(|h| format!(", held by pid {} ({})", h.pid, h.short_command()))
                 .unwrap_or_default();
             // A node already there is most often one to benchmark, not one in the way.
             let node_hint = match &holder {
-                Some((pid, _)) if is_cassandra(*pid) => {
+                Some(h) if h.is_cassandra() => {
                     format!("; it is a Cassandra node: to run against it, pass `-p hosts={addr}`")
                 }
                 _ => String::new(),
@@ -34,14 +34,40 @@ pub fn ensure_free(addr: &str, port: u16, what: &str) -> Result<()> {
     }
 }
 
-/// Whether the process runs Cassandra's daemon (its full command line, not the shortened one).
-fn is_cassandra(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            b.windows(crate::DAEMON_CLASS.len())
-                .any(|w| w == crate::DAEMON_CLASS.as_bytes())
-        })
-        .unwrap_or(false)
+/// A process that listens on a port.
+pub struct Holder {
+    pub pid: u32,
+    /// Its whole command line, arguments joined by spaces.
+    pub command: String,
+}
+
+impl Holder {
+    fn of(pid: u32) -> Self {
+        let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                b.split(|c| *c == 0)
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_default();
+        Self { pid, command }
+    }
+
+    /// The command line cut to 120 characters, for messages (a JVM's runs to kilobytes).
+    pub fn short_command(&self) -> String {
+        match self.command.char_indices().nth(120) {
+            Some((cut, _)) => format!("{}…", &self.command[..cut]),
+            None => self.command.clone(),
+        }
+    }
+
+    /// Whether it runs Cassandra's daemon, by the whole command line.
+    pub fn is_cassandra(&self) -> bool {
+        self.command.contains(crate::DAEMON_CLASS)
+    }
 }
 
 pub fn can_connect(addr: &str, port: u16) -> bool {
@@ -52,8 +78,8 @@ pub fn can_connect(addr: &str, port: u16) -> bool {
     TcpStream::connect_timeout(&sa, Duration::from_millis(500)).is_ok()
 }
 
-/// The pid and command line of the process listening on `port` (any address), if visible.
-pub fn holder_of(port: u16) -> Option<(u32, String)> {
+/// The process listening on `port` (any address), if visible.
+pub fn holder_of(port: u16) -> Option<Holder> {
     let inode = listening_inode(port)?;
     let target = format!("socket:[{inode}]");
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -68,25 +94,7 @@ pub fn holder_of(port: u16) -> Option<(u32, String)> {
                 .map(|l| l.to_string_lossy() == target)
                 .unwrap_or(false)
             {
-                let cmd = std::fs::read(entry.path().join("cmdline"))
-                    .map(|b| {
-                        let s: String = b
-                            .split(|c| *c == 0)
-                            .map(|p| String::from_utf8_lossy(p).into_owned())
-                            .collect::<Vec<_>>()
-                            .join(" ");
-                        let s = s.trim().to_string();
-                        if s.len() > 120 {
-                            format!(
-                                "{}…",
-                                &s[..s.char_indices().nth(120).map(|(i, _)| i).unwrap_or(s.len())]
-                            )
-                        } else {
-                            s
-                        }
-                    })
-                    .unwrap_or_default();
-                return Some((pid, cmd));
+                return Some(Holder::of(pid));
             }
         }
     }
@@ -151,12 +159,12 @@ mod tests {
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         let mut recognized = false;
         while !recognized && std::time::Instant::now() < deadline {
-            recognized = is_cassandra(child.id());
+            recognized = Holder::of(child.id()).is_cassandra();
             std::thread::sleep(Duration::from_millis(10));
         }
         let _ = child.kill();
         let _ = child.wait();
         assert!(recognized);
-        assert!(!is_cassandra(std::process::id()));
+        assert!(!Holder::of(std::process::id()).is_cassandra());
     }
 }

@@ -13,13 +13,14 @@ use scylla::client::session::{Session, TlsContext};
 use scylla::client::session_builder::SessionBuilder;
 use scylla::client::PoolSize;
 use scylla::deserialize::row::ColumnIterator;
+use scylla::errors::ExecutionError;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 
 use crate::{Db, DbError, DbFactory, Execution, Fields, Properties, Record, Status};
 
 mod deadline;
-use deadline::{within, Deadlines, Slot};
+use deadline::{within, Deadlines, Slot, TimedOut};
 
 /// Property names this binding reads, for the unknown-property check.
 pub const PROPERTIES: &[&str] = &[
@@ -880,6 +881,11 @@ fn as_text(v: &[u8]) -> Option<&str> {
 /// Any failure of one operation; only its message is reported.
 type OpError = Box<dyn std::error::Error + Send + Sync>;
 
+/// One request's result, whether the driver answered or the timeout watchdog gave it up.
+fn outcome<T>(r: Result<Result<T, ExecutionError>, TimedOut>) -> Result<T, OpError> {
+    Ok(r??)
+}
+
 /// Runs a read: the row's fields into `out`, or NOT_FOUND.
 async fn read_row(
     session: &Session,
@@ -888,8 +894,7 @@ async fn read_row(
     key: &str,
     out: &mut Record,
 ) -> Result<Status, OpError> {
-    let rows = within(deadline, session.execute_unpaged(stmt, (key,)))
-        .await??
+    let rows = outcome(within(deadline, session.execute_unpaged(stmt, (key,))).await)?
         .into_rows_result()?;
     let Some(row) = rows.rows::<ColumnIterator>()?.next() else {
         return Ok(Status::NotFound);
@@ -907,8 +912,7 @@ async fn scan_rows(
     limit: i32,
     out: &mut Vec<Record>,
 ) -> Result<(), OpError> {
-    let rows = within(deadline, session.execute_unpaged(stmt, (start_key, limit)))
-        .await??
+    let rows = outcome(within(deadline, session.execute_unpaged(stmt, (start_key, limit))).await)?
         .into_rows_result()?;
     let mut n = 0;
     for row in rows.rows::<ColumnIterator>()? {
@@ -990,9 +994,8 @@ impl Db for CassandraDb {
             Err(e) => return self.shared.fail("prepare of a delete", &e),
         };
         let request = self.shared.session.execute_unpaged(stmt, (key,));
-        match within(self.deadline.as_deref(), request).await {
-            Ok(Ok(_)) => Status::Ok,
-            Ok(Err(e)) => self.shared.fail("delete", &e),
+        match outcome(within(self.deadline.as_deref(), request).await) {
+            Ok(_) => Status::Ok,
             Err(e) => self.shared.fail("delete", &e),
         }
     }
@@ -1029,9 +1032,8 @@ impl CassandraDb {
             bound.push(key);
         }
         let request = self.shared.session.execute_unpaged(stmt, &bound);
-        match within(self.deadline.as_deref(), request).await {
-            Ok(Ok(_)) => Status::Ok,
-            Ok(Err(e)) => self.shared.fail(what, &e),
+        match outcome(within(self.deadline.as_deref(), request).await) {
+            Ok(_) => Status::Ok,
             Err(e) => self.shared.fail(what, &e),
         }
     }
