@@ -221,7 +221,7 @@ fn workloads_a_to_f_run_against_a_real_node() {
 }
 
 #[test]
-fn run_without_hosts_starts_and_stops_a_managed_node() {
+fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_dataset() {
     let _ports = PORTS.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("runs");
@@ -278,4 +278,56 @@ fn run_without_hosts_starts_and_stops_a_managed_node() {
         java_pids_with(&managed).is_empty(),
         "the managed node must be stopped after the run"
     );
+
+    // The next runs restart the node with its data. Workload D runs on the loaded dataset and
+    // inserts; the run after it must not take the grown table for the load.
+    let again = |workload: &str| {
+        let r = run_iodig(&[
+            "run",
+            "--db",
+            "cassandra",
+            "-P",
+            workload,
+            "-p",
+            "recordcount=1000",
+            "--threads",
+            "4",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--trace",
+            "off",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("restarting the managed Cassandra node"),
+            "{}",
+            r.stderr
+        );
+        r
+    };
+    let grow = again("workloads/workloadd");
+    let steps = grow.run_json()["steps"].as_array().unwrap().clone();
+    assert_eq!(steps.len(), 1, "no load: {}", grow.stderr);
+    assert!(steps[0]["returns"]["INSERT"]["OK"].as_u64().unwrap_or(0) > 0);
+    let back = again("workloads/workloadc");
+    assert!(
+        back.stderr.contains(
+            "step workloadd-t4 of an earlier run inserted records; restoring snapshot iodig-loaded"
+        ),
+        "{}",
+        back.stderr
+    );
+    let steps = back.run_json()["steps"].as_array().unwrap().clone();
+    assert_eq!(steps.len(), 1, "restored, not loaded: {}", back.stderr);
+    let reads = &steps[0]["returns"]["READ"];
+    assert_eq!(
+        reads.as_object().unwrap().len(),
+        1,
+        "only OK reads: {reads}"
+    );
+    assert!(java_pids_with(&managed).is_empty());
 }

@@ -644,3 +644,71 @@ fn a_load_inside_run_keeps_no_intended_latency_of_the_runs_target() {
     );
     assert!(ycsb_value(&p, "Intended-READ", "Operations").unwrap() > 0.0);
 }
+
+/// The phases of a run's steps, in order (`load`, `run`, …).
+fn phases(r: &Run) -> Vec<String> {
+    r.run_json()["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["phase"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn rocksdb_run_reuses_its_load_but_not_one_grown_by_inserts_or_with_another_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let run = |workload: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "-P",
+            workload,
+            "-p",
+            "recordcount=400",
+            "-p",
+            "operationcount=300",
+            "--threads",
+            "1",
+            "--warmup",
+            "0s",
+            "--trace",
+            "off",
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        let r = run_iodig(&args);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        r
+    };
+    let first = run("workloads/workloadc", &[]);
+    assert_eq!(phases(&first), ["load", "run"]);
+    let again = run("workloads/workloadc", &[]);
+    assert_eq!(phases(&again), ["run"], "{}", again.stderr);
+    assert!(
+        again.stderr.contains("already holds this dataset"),
+        "{}",
+        again.stderr
+    );
+    // Workload D inserts 5% of its operations: the dataset is no longer what the load made.
+    let grow = run("workloads/workloadd", &[]);
+    assert_eq!(phases(&grow), ["run"], "{}", grow.stderr);
+    let after = run("workloads/workloadc", &[]);
+    assert_eq!(phases(&after), ["load", "run"], "{}", after.stderr);
+    assert!(
+        after
+            .stderr
+            .contains("holds this dataset grown by the inserts of step workloadd-t1 of an earlier run; wiping it and loading"),
+        "{}",
+        after.stderr
+    );
+    // Another compression is another layout on disk.
+    let plain = run("workloads/workloadc", &["-p", "rocksdb.compression=none"]);
+    assert_eq!(phases(&plain), ["load", "run"], "{}", plain.stderr);
+    assert!(
+        plain.stderr.contains("holds another dataset"),
+        "{}",
+        plain.stderr
+    );
+}

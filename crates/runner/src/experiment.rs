@@ -1,6 +1,7 @@
 //! One `iodig run` / `iodig load`: resolve properties, open the binding, load if needed, sweep
 //! the thread counts, observe each step (block IO, system) and write the run directory.
 
+use crate::dataset::{self, MarkerState};
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
 use crate::probe::{probe_dataset, Presence};
@@ -325,10 +326,7 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
             let handle = crate::step::async_runtime()?.handle().clone();
             let factory =
                 iodig_db::cassandra::open_with_handle(&ctx.props, &handle).map_err(db_error)?;
-            let load = match ctx.cassandra_load_decision() {
-                Some(load) => load,
-                None => ctx.load_unless_probed(&factory)?,
-            };
+            let load = ctx.cassandra_load_decision(&factory)?;
             ctx.run_with(&factory, load, stop)
         }
         #[cfg(feature = "rocksdb")]
@@ -352,8 +350,6 @@ fn db_error(e: DbError) -> anyhow::Error {
         DbError::Unavailable(m) => anyhow::anyhow!(m),
     }
 }
-
-const DATASET_MARKER: &str = ".iodig-dataset.json";
 
 struct Experiment<'a> {
     req: &'a RunRequest,
@@ -422,20 +418,38 @@ impl Experiment<'_> {
         Ok(guard)
     }
 
-    /// Managed nodes keep a dataset marker like RocksDB's data directory; external hosts have
-    /// none, so `None` asks for a probe of the hosts themselves ([`Self::load_unless_probed`]).
+    /// Managed nodes keep a dataset marker like RocksDB's data directory; a dataset an earlier
+    /// run grew by inserts is put back from the snapshot of its load rather than loaded over
+    /// (which would keep the inserted rows). External hosts have no marker: they are probed
+    /// ([`Self::load_unless_probed`]).
     #[cfg(feature = "cassandra")]
-    fn cassandra_load_decision(&self) -> Option<bool> {
-        match (self.req.phase, self.req.load, &self.managed) {
-            (Phase::Load, _, _) | (_, LoadPolicy::Always, _) => Some(true),
-            (_, LoadPolicy::Never, _) => Some(false),
-            (_, LoadPolicy::Auto, None) => None,
-            (_, LoadPolicy::Auto, Some(dir)) => {
-                let marker: Option<serde_json::Value> = std::fs::read(dir.join(DATASET_MARKER))
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok());
-                Some(marker.as_ref() != Some(&self.dataset_signature()))
+    fn cassandra_load_decision<F: DbFactory>(&self, factory: &F) -> Result<bool> {
+        let dir = match (self.req.phase, self.req.load, &self.managed) {
+            (Phase::Load, _, _) | (_, LoadPolicy::Always, _) => return Ok(true),
+            (_, LoadPolicy::Never, _) => return Ok(false),
+            (_, LoadPolicy::Auto, None) => return self.load_unless_probed(factory),
+            (_, LoadPolicy::Auto, Some(dir)) => dir,
+        };
+        match dataset::state(dir, &self.props) {
+            MarkerState::Same => Ok(false),
+            MarkerState::Grown(step) => {
+                let ks = self.props.get_str("cassandra.keyspace", "ycsb");
+                iodig_model::eprintln_lossy!("note: step {step} of an earlier run inserted records; restoring snapshot {LOADED_SNAPSHOT} of the load");
+                match iodig_cassandra::restore(dir, LOADED_SNAPSHOT, ks) {
+                    Ok(_) => {
+                        factory
+                            .await_ready(Duration::from_secs(120))
+                            .map_err(db_error)?;
+                        dataset::mark_loaded(dir, &self.props)?;
+                        Ok(false)
+                    }
+                    Err(e) => {
+                        iodig_model::eprintln_lossy!("note: cannot restore ({e}); loading again (rows inserted after the load stay; --reload after `iodig cassandra down` and removing the node directory starts clean)");
+                        Ok(true)
+                    }
+                }
             }
+            MarkerState::Missing | MarkerState::Other => Ok(true),
         }
     }
 
@@ -496,7 +510,7 @@ impl Experiment<'_> {
             factory
                 .await_ready(Duration::from_secs(120))
                 .map_err(db_error)?;
-            return Ok(());
+            return dataset::mark_loaded(dir, &self.props);
         }
         Err(UsageError(format!(
             "--restore-each-step: restoring is supported on managed Cassandra nodes; --db {} cannot restore yet",
@@ -566,11 +580,6 @@ impl Experiment<'_> {
         Ok(())
     }
 
-    /// What makes two loads the same dataset.
-    fn dataset_signature(&self) -> serde_json::Value {
-        dataset_signature(&self.props)
-    }
-
     /// Decides whether to load, wiping a data directory that holds another dataset when it is
     /// safe to (iodig made it) and refusing otherwise.
     #[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
@@ -578,15 +587,12 @@ impl Experiment<'_> {
         let Some(dir) = dir else {
             return Ok(self.req.phase == Phase::Load);
         };
-        let marker = dir.join(DATASET_MARKER);
-        let current: Option<serde_json::Value> = std::fs::read(&marker)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let same = current.as_ref() == Some(&self.dataset_signature());
+        let marker = dataset::state(&dir, &self.props);
+        let same = marker == MarkerState::Same;
         let has_data = std::fs::read_dir(&dir)
             .map(|mut d| d.next().is_some())
             .unwrap_or(false);
-        let wipe_ok = current.is_some() || !has_data;
+        let wipe_ok = marker != MarkerState::Missing || !has_data;
         match (self.req.phase, self.req.load) {
             (Phase::Load, _) => Ok(true),
             (_, LoadPolicy::Never) => Ok(false),
@@ -608,10 +614,16 @@ impl Experiment<'_> {
                         ))
                         .into());
                     }
+                    let holds = match &marker {
+                        MarkerState::Same => "this dataset (--reload)".to_string(),
+                        MarkerState::Grown(step) => format!(
+                            "this dataset grown by the inserts of step {step} of an earlier run"
+                        ),
+                        _ => "another dataset".to_string(),
+                    };
                     iodig_model::eprintln_lossy!(
-                        "note: {} holds {}; wiping it and loading",
-                        dir.display(),
-                        if same { "this dataset (--reload)" } else { "another dataset" }
+                        "note: {} holds {holds}; wiping it and loading",
+                        dir.display()
                     );
                     std::fs::remove_dir_all(&dir).with_context(|| format!("cannot wipe {}", dir.display()))?;
                 }
@@ -740,10 +752,7 @@ impl Experiment<'_> {
             )?;
             if !interrupted {
                 if let Some(dir) = data_dir.as_ref().or(self.managed.as_ref()) {
-                    iodig_model::fsio::write_json_atomic(
-                        &dir.join(DATASET_MARKER),
-                        &self.dataset_signature(),
-                    )?;
+                    dataset::mark_loaded(dir, &self.props)?;
                 }
                 self.after_load()?;
             }
@@ -782,14 +791,21 @@ impl Experiment<'_> {
                             plan: &plan,
                             name: &name,
                         };
-                        if self.run_one(
+                        let stopped = self.run_one(
                             factory,
                             &mut run,
                             &step,
                             &mut progress,
                             stop,
                             data_dir.as_deref(),
-                        )? {
+                        )?;
+                        // INSERT's share, in YCSB's order of proportions.
+                        if workload_spec.proportions[2] > 0.0 {
+                            if let Some(dir) = data_dir.as_ref().or(self.managed.as_ref()) {
+                                dataset::mark_grown(dir, &self.props, &name)?;
+                            }
+                        }
+                        if stopped {
                             interrupted = true;
                             break 'sweep;
                         }
@@ -1072,18 +1088,4 @@ pub fn install_stop_handler() -> Result<Arc<AtomicBool>> {
         })
         .context("cannot start the signal thread")?;
     Ok(flag)
-}
-
-/// The properties that make two loads the same dataset.
-fn dataset_signature(props: &Properties) -> serde_json::Value {
-    let keys = iodig_model::props::DATASET_PROPERTIES;
-    let map: serde_json::Map<String, serde_json::Value> = keys
-        .iter()
-        .filter_map(|k| {
-            props
-                .get(k)
-                .map(|v| (k.to_string(), serde_json::Value::String(v.to_string())))
-        })
-        .collect();
-    serde_json::Value::Object(map)
 }

@@ -2,6 +2,7 @@
 //! intended start times, warm-up, per-second collection, observation of the storage underneath,
 //! and the run directory written step by step.
 
+pub mod dataset;
 pub mod environment;
 pub mod errors;
 pub mod experiment;
