@@ -444,7 +444,7 @@ impl Experiment<'_> {
                         Ok(false)
                     }
                     Err(e) => {
-                        iodig_model::eprintln_lossy!("note: cannot restore ({e}); loading again (rows inserted after the load stay; --reload after `iodig cassandra down` and removing the node directory starts clean)");
+                        iodig_model::eprintln_lossy!("note: cannot restore the load's snapshot ({e}); loading again over the table (the rows inserted after the load stay)");
                         Ok(true)
                     }
                 }
@@ -799,8 +799,7 @@ impl Experiment<'_> {
                             stop,
                             data_dir.as_deref(),
                         )?;
-                        // INSERT's share, in YCSB's order of proportions.
-                        if workload_spec.proportions[2] > 0.0 {
+                        if workload_spec.run_inserts() {
                             if let Some(dir) = data_dir.as_ref().or(self.managed.as_ref()) {
                                 dataset::mark_grown(dir, &self.props, &name)?;
                             }

@@ -212,6 +212,11 @@ impl WorkloadSpec {
             .collect()
     }
 
+    /// Whether the run phase inserts records (D, E, any `insertproportion`), growing the dataset.
+    pub fn run_inserts(&self) -> bool {
+        self.proportions[2] > 0.0
+    }
+
     /// Expected number of inserts in the run phase, used to size the zipfian key range.
     pub fn expected_new_keys(&self) -> u64 {
         (self.operation_count as f64 * self.proportions[2] * 2.0) as u64
