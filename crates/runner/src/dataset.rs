@@ -64,6 +64,11 @@ pub fn signature(props: &Properties) -> Value {
 
 /// Reads the marker in `dir` and compares it with the dataset `props` describe.
 pub fn state(dir: &Path, props: &Properties) -> MarkerState {
+    compare(dir, &signature(props))
+}
+
+/// The marker in `dir` against a dataset's signature.
+fn compare(dir: &Path, signature: &Value) -> MarkerState {
     let marker: Option<Value> = std::fs::read(dir.join(MARKER))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -71,7 +76,7 @@ pub fn state(dir: &Path, props: &Properties) -> MarkerState {
         return MarkerState::Missing;
     };
     let grown = marker.remove(GROWN_BY);
-    if Value::Object(marker) != signature(props) {
+    if Value::Object(marker) != *signature {
         return MarkerState::Other;
     }
     match grown {
@@ -86,12 +91,12 @@ pub fn mark_loaded(dir: &Path, props: &Properties) -> Result<()> {
 }
 
 /// Records that step `step` inserted records into the dataset in `dir`; a directory without a
-/// marker is left without one.
+/// marker is left without one, and one already grown keeps the step that grew it first.
 pub fn mark_grown(dir: &Path, props: &Properties, step: &str) -> Result<()> {
-    if state(dir, props) != MarkerState::Same {
+    let mut marker = signature(props);
+    if compare(dir, &marker) != MarkerState::Same {
         return Ok(());
     }
-    let mut marker = signature(props);
     if let Value::Object(m) = &mut marker {
         m.insert(GROWN_BY.into(), Value::from(step));
     }

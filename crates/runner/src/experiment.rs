@@ -433,14 +433,10 @@ impl Experiment<'_> {
         match dataset::state(dir, &self.props) {
             MarkerState::Same => Ok(false),
             MarkerState::Grown(step) => {
-                let ks = self.props.get_str("cassandra.keyspace", "ycsb");
                 iodig_model::eprintln_lossy!("note: step {step} of an earlier run inserted records; restoring snapshot {LOADED_SNAPSHOT} of the load");
-                match iodig_cassandra::restore(dir, LOADED_SNAPSHOT, ks) {
+                match iodig_cassandra::restore(dir, LOADED_SNAPSHOT, self.keyspace()) {
                     Ok(_) => {
-                        factory
-                            .await_ready(Duration::from_secs(120))
-                            .map_err(db_error)?;
-                        dataset::mark_loaded(dir, &self.props)?;
+                        self.after_restore(dir, factory)?;
                         Ok(false)
                     }
                     Err(e) => {
@@ -486,11 +482,26 @@ impl Experiment<'_> {
     fn after_load(&self) -> Result<()> {
         #[cfg(feature = "cassandra")]
         if let Some(dir) = &self.managed {
-            let ks = self.props.get_str("cassandra.keyspace", "ycsb");
-            iodig_cassandra::snapshot(dir, LOADED_SNAPSHOT, ks)
+            iodig_cassandra::snapshot(dir, LOADED_SNAPSHOT, self.keyspace())
                 .context("cannot snapshot the loaded dataset")?;
         }
         Ok(())
+    }
+
+    /// The keyspace the Cassandra binding loads into, snapshots and restores.
+    #[cfg(feature = "cassandra")]
+    fn keyspace(&self) -> &str {
+        self.props.get_str("cassandra.keyspace", "ycsb")
+    }
+
+    /// After managed nodes were put back to the load's snapshot: wait until the binding is
+    /// connected again, and mark the dataset as loaded (no longer grown by inserts).
+    #[cfg(feature = "cassandra")]
+    fn after_restore<F: DbFactory>(&self, dir: &Path, factory: &F) -> Result<()> {
+        factory
+            .await_ready(Duration::from_secs(120))
+            .map_err(db_error)?;
+        dataset::mark_loaded(dir, &self.props)
     }
 
     /// Before a run step with `--restore-each-step`: put the loaded dataset back, and wait until
@@ -501,16 +512,12 @@ impl Experiment<'_> {
         }
         #[cfg(feature = "cassandra")]
         if let Some(dir) = &self.managed {
-            let ks = self.props.get_str("cassandra.keyspace", "ycsb");
             iodig_model::eprintln_lossy!(
                 "note: restoring snapshot {LOADED_SNAPSHOT} before the step"
             );
-            iodig_cassandra::restore(dir, LOADED_SNAPSHOT, ks)
+            iodig_cassandra::restore(dir, LOADED_SNAPSHOT, self.keyspace())
                 .context("cannot restore the loaded dataset")?;
-            factory
-                .await_ready(Duration::from_secs(120))
-                .map_err(db_error)?;
-            return dataset::mark_loaded(dir, &self.props);
+            return self.after_restore(dir, factory);
         }
         Err(UsageError(format!(
             "--restore-each-step: restoring is supported on managed Cassandra nodes; --db {} cannot restore yet",
