@@ -2,7 +2,7 @@
 //! methods written down once. Documented in `docs/experiments.md`; examples in `examples/`.
 
 use crate::errors::UsageError;
-use crate::experiment::WorkloadRun;
+use crate::request::WorkloadRun;
 use anyhow::Result;
 use iodig_workload::BUILTIN_WORKLOADS;
 use serde::Deserialize;

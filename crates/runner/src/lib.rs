@@ -1,22 +1,33 @@
 //! Runs YCSB phases against a binding: workers on threads or async tasks, a target rate with
 //! intended start times, warm-up, per-second collection, observation of the storage underneath,
 //! and the run directory written step by step.
+//!
+//! The rooms: `request` (what the command asked) → `plan` (resolved once) → `deployment` (where
+//! the database runs: the only binding-specific room) → `experiment` (the generic sweep) →
+//! `step` (workers and collector) with `timed` and `pacer`, `observe` (tracer and samplers),
+//! `recording` (the step's files) into `rundir`.
 
 pub mod dataset;
+pub mod deployment;
 pub mod environment;
 pub mod errors;
 pub mod experiment;
 pub mod experiment_file;
 pub mod merge;
+pub mod observe;
 pub mod pacer;
+pub mod plan;
 pub mod probe;
 pub mod progress;
+pub mod recording;
+pub mod request;
 pub mod rundir;
+pub mod signals;
 pub mod step;
 pub mod timed;
 
 pub use errors::{exit_code_of, PrivilegeError, UsageError};
-pub use experiment::{
-    execute, install_stop_handler, LoadPolicy, RunOutcome, RunRequest, WorkloadRun,
-};
+pub use experiment::execute;
+pub use request::{LoadPolicy, RunOutcome, RunRequest, WorkloadRun};
+pub use signals::install_stop_handler;
 pub use step::Phase;

@@ -1,0 +1,212 @@
+//! Apache Cassandra, in one of two places: nodes iodig manages on this machine (started,
+//! reused or restarted under `<out>/data/cassandra`, with a dataset marker and a snapshot of the
+//! load to restore), or external hosts given by `hosts`, which iodig only probes. The only
+//! place in the runner that talks to the node manager (`iodig_cassandra`).
+
+use super::{db_error, Deployment};
+use crate::dataset::{self, MarkerState};
+use crate::errors::UsageError;
+use crate::experiment::sweep;
+use crate::plan::Plan;
+use crate::probe::{probe_dataset, Presence};
+use crate::request::{LoadPolicy, RunOutcome};
+use crate::step::Phase;
+use anyhow::{Context, Result};
+use iodig_db::DbFactory;
+use iodig_model::events::DbEvent;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Snapshot tag of the loaded dataset on managed nodes.
+const LOADED_SNAPSHOT: &str = "iodig-loaded";
+
+/// Runs against external hosts when `hosts` is given, else against managed nodes.
+pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
+    let handle = crate::step::async_runtime()?.handle().clone();
+    if plan.props.contains("hosts") {
+        if plan.req.restore_each_step {
+            return Err(UsageError(
+                "--restore-each-step needs nodes iodig manages; leave out the hosts property"
+                    .into(),
+            )
+            .into());
+        }
+        let factory =
+            iodig_db::cassandra::open_with_handle(&plan.props, &handle).map_err(db_error)?;
+        let load = ExternalHosts.load_decision(&plan, &factory)?;
+        return sweep(&plan, &factory, &ExternalHosts, load, stop);
+    }
+    let (nodes, _guard) = ManagedNodes::start(&plan.req.out_dir)?;
+    plan.props.set("hosts", nodes.hosts.clone());
+    let factory = iodig_db::cassandra::open_with_handle(&plan.props, &handle).map_err(db_error)?;
+    let load = nodes.load_decision(&plan, &factory)?;
+    sweep(&plan, &factory, &nodes, load, stop)
+}
+
+/// Cassandra on hosts iodig did not start: no marker, no snapshot; the dataset is probed.
+pub struct ExternalHosts;
+
+impl<F: DbFactory> Deployment<F> for ExternalHosts {}
+
+impl ExternalHosts {
+    /// Load when none of the dataset's probe keys is there, skip the load when all are, and
+    /// refuse to guess when only some are.
+    fn load_decision<F: DbFactory>(&self, plan: &Plan, factory: &F) -> Result<bool> {
+        match (plan.req.phase, plan.req.load) {
+            (Phase::Load, _) | (_, LoadPolicy::Always) => return Ok(true),
+            (_, LoadPolicy::Never) => return Ok(false),
+            (_, LoadPolicy::Auto) => {}
+        }
+        match probe_dataset(factory, plan.spec())? {
+            Presence::Loaded { probed } => {
+                iodig_model::eprintln_lossy!(
+                    "note: the database already holds this dataset ({probed} of {probed} probed keys found); not loading again (--reload to force)"
+                );
+                Ok(false)
+            }
+            Presence::Empty { probed } => {
+                iodig_model::eprintln_lossy!(
+                    "note: the database holds none of this dataset's {probed} probed keys; loading {} records",
+                    plan.spec().insert_count
+                );
+                Ok(true)
+            }
+            Presence::Partial {
+                found,
+                probed,
+                missing,
+            } => Err(UsageError(format!(
+                "the database holds {found} of this dataset's {probed} probed keys ({missing} is missing): a partial load or another recordcount/insertstart; use --reload to load it, or --no-load to run on it as it is"
+            ))
+            .into()),
+        }
+    }
+}
+
+/// Nodes iodig manages under `<out>/data/cassandra`.
+pub struct ManagedNodes {
+    dir: PathBuf,
+    hosts: String,
+}
+
+impl ManagedNodes {
+    /// Reuses running nodes, restarts stopped ones with their data, or starts a fresh one. The
+    /// guard stops what this run started.
+    fn start(out_dir: &Path) -> Result<(ManagedNodes, Option<iodig_cassandra::Guard>)> {
+        let dir = out_dir.join("data").join("cassandra");
+        let guard = || Some(iodig_cassandra::Guard { dir: dir.clone() });
+        let (cluster, guard) = match iodig_cassandra::Cluster::load(&dir).ok() {
+            Some(c) if c.alive() => {
+                iodig_model::eprintln_lossy!(
+                    "note: using the running Cassandra node(s) in {}",
+                    dir.display()
+                );
+                (c, None)
+            }
+            Some(_) => {
+                iodig_model::eprintln_lossy!(
+                    "note: restarting the managed Cassandra node in {}",
+                    dir.display()
+                );
+                let c = iodig_cassandra::restart(&dir)
+                    .context("cannot restart the managed Cassandra node")?;
+                (c, guard())
+            }
+            None => {
+                iodig_model::eprintln_lossy!("note: no hosts given; starting a managed Apache Cassandra node in {} (about a minute)", dir.display());
+                let opts = iodig_cassandra::UpOptions {
+                    nodes: 1,
+                    dir: dir.clone(),
+                    ..Default::default()
+                };
+                let c =
+                    iodig_cassandra::up(&opts).context("cannot start a managed Cassandra node")?;
+                (c, guard())
+            }
+        };
+        let hosts = cluster.hosts();
+        Ok((ManagedNodes { dir, hosts }, guard))
+    }
+
+    /// Managed nodes keep a dataset marker like RocksDB's data directory; a dataset an earlier
+    /// run grew by inserts is put back from the snapshot of its load rather than loaded over
+    /// (which would keep the inserted rows).
+    fn load_decision<F: DbFactory>(&self, plan: &Plan, factory: &F) -> Result<bool> {
+        match (plan.req.phase, plan.req.load) {
+            (Phase::Load, _) | (_, LoadPolicy::Always) => return Ok(true),
+            (_, LoadPolicy::Never) => return Ok(false),
+            (_, LoadPolicy::Auto) => {}
+        }
+        match dataset::state(&self.dir, &plan.props) {
+            MarkerState::Same => Ok(false),
+            MarkerState::Grown(step) => {
+                iodig_model::eprintln_lossy!("note: step {step} of an earlier run inserted records; restoring snapshot {LOADED_SNAPSHOT} of the load");
+                match iodig_cassandra::restore(&self.dir, LOADED_SNAPSHOT, keyspace(plan)) {
+                    Ok(_) => {
+                        self.after_restore(plan, factory)?;
+                        Ok(false)
+                    }
+                    Err(e) => {
+                        iodig_model::eprintln_lossy!("note: cannot restore the load's snapshot ({e}); loading again over the table (the rows inserted after the load stay)");
+                        Ok(true)
+                    }
+                }
+            }
+            MarkerState::Missing | MarkerState::Other => Ok(true),
+        }
+    }
+
+    /// After the nodes were put back to the load's snapshot: wait until the binding is
+    /// connected again, and mark the dataset as loaded (no longer grown by inserts).
+    fn after_restore<F: DbFactory>(&self, plan: &Plan, factory: &F) -> Result<()> {
+        factory
+            .await_ready(Duration::from_secs(120))
+            .map_err(db_error)?;
+        dataset::mark_loaded(&self.dir, &plan.props)
+    }
+}
+
+impl<F: DbFactory> Deployment<F> for ManagedNodes {
+    fn marker_dir(&self) -> Option<&Path> {
+        Some(&self.dir)
+    }
+
+    /// Marks the dataset and snapshots it, so steps can start from the same state.
+    fn after_load(&self, plan: &Plan) -> Result<()> {
+        dataset::mark_loaded(&self.dir, &plan.props)?;
+        iodig_cassandra::snapshot(&self.dir, LOADED_SNAPSHOT, keyspace(plan))
+            .context("cannot snapshot the loaded dataset")
+    }
+
+    fn before_run_step(&self, plan: &Plan, factory: &F) -> Result<()> {
+        if !plan.req.restore_each_step {
+            return Ok(());
+        }
+        iodig_model::eprintln_lossy!("note: restoring snapshot {LOADED_SNAPSHOT} before the step");
+        iodig_cassandra::restore(&self.dir, LOADED_SNAPSHOT, keyspace(plan))
+            .context("cannot restore the loaded dataset")?;
+        self.after_restore(plan, factory)
+    }
+
+    fn processes(&self) -> Vec<(String, u32)> {
+        iodig_cassandra::Cluster::load(&self.dir)
+            .map(|cluster| {
+                cluster
+                    .nodes
+                    .iter()
+                    .map(|n| (format!("cassandra {}", n.address), n.pid))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
+        iodig_cassandra::events(&self.dir, Some(since_unix_ms)).unwrap_or_default()
+    }
+}
+
+/// The keyspace the Cassandra binding loads into, snapshots and restores.
+fn keyspace(plan: &Plan) -> &str {
+    plan.props.get_str("cassandra.keyspace", "ycsb")
+}

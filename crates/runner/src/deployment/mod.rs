@@ -1,0 +1,104 @@
+//! Where the database runs and what iodig owns of it. A deployment decides the layout
+//! properties, whether to load, how to put a dataset back, which processes and database logs to
+//! observe; the sweep in `experiment` stays the same for all of them.
+//!
+//! The deployments today: [`embedded`] (RocksDB's data directory, and the no-op `basic`
+//! binding), [`cassandra`] (managed local nodes iodig starts, or external hosts). A new one
+//! (remote-observed hosts, a new database's managed servers) is a new file here implementing
+//! [`Deployment`] and one arm in [`run`]; this is the only module with binding feature gates.
+
+pub mod embedded;
+
+#[cfg(feature = "cassandra")]
+pub mod cassandra;
+
+use crate::dataset;
+use crate::plan::{Plan, ResolvedWorkload};
+use crate::request::RunOutcome;
+use anyhow::Result;
+use iodig_db::{DbError, DbFactory};
+use iodig_model::events::DbEvent;
+use iodig_model::props::Properties;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+/// What the generic sweep asks of the place the database runs in, between steps.
+pub trait Deployment<F: DbFactory> {
+    /// Where the dataset marker lives (a data directory, the managed nodes' directory), if
+    /// this deployment keeps one.
+    fn marker_dir(&self) -> Option<&Path> {
+        None
+    }
+
+    /// After a load finished: remember what was loaded.
+    fn after_load(&self, plan: &Plan) -> Result<()> {
+        match self.marker_dir() {
+            Some(dir) => dataset::mark_loaded(dir, &plan.props),
+            None => Ok(()),
+        }
+    }
+
+    /// Before each run step (`--restore-each-step` puts the loaded dataset back here).
+    fn before_run_step(&self, plan: &Plan, _factory: &F) -> Result<()> {
+        if !plan.req.restore_each_step {
+            return Ok(());
+        }
+        Err(crate::UsageError(format!(
+            "--restore-each-step: restoring is supported on managed Cassandra nodes; --db {} cannot restore yet",
+            plan.req.db
+        ))
+        .into())
+    }
+
+    /// After each run step: a workload that inserts grew the dataset, and the next run must
+    /// not take it for the loaded one.
+    fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
+        match self.marker_dir() {
+            Some(dir) if workload.spec.run_inserts() => {
+                dataset::mark_grown(dir, &plan.props, step)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Processes the system sampler follows besides iodig itself (database servers).
+    fn processes(&self) -> Vec<(String, u32)> {
+        Vec::new()
+    }
+
+    /// Flushes and compactions the deployment reads itself (managed nodes' logs), besides the
+    /// binding's own.
+    fn events_since(&self, _since_unix_ms: u64) -> Vec<DbEvent> {
+        Vec::new()
+    }
+}
+
+/// Layout properties a deployment settles before anything runs, so run.json records them and
+/// every workload sees them: RocksDB's data directory under `--out`.
+pub fn layout_defaults(db: &str, props: &mut Properties, out_dir: &Path) {
+    if db == "rocksdb" && !props.contains("rocksdb.dir") {
+        props.set(
+            "rocksdb.dir",
+            out_dir.join("data").join("rocksdb").display().to_string(),
+        );
+    }
+}
+
+/// Opens the binding in its deployment and runs the plan's steps.
+pub fn run(plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
+    match plan.req.db.as_str() {
+        #[cfg(feature = "cassandra")]
+        "cassandra" => cassandra::run(plan, stop),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => embedded::run_rocksdb(&plan, stop),
+        _ => embedded::run_basic(&plan, stop),
+    }
+}
+
+/// A binding's configuration error is a usage error (exit 2); anything else is a failure.
+pub fn db_error(e: DbError) -> anyhow::Error {
+    match e {
+        DbError::Config(m) => crate::UsageError(m).into(),
+        DbError::Unavailable(m) => anyhow::anyhow!(m),
+    }
+}

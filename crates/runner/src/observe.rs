@@ -1,0 +1,116 @@
+//! What watches a step from outside the database: the block-IO tracer on the devices under the
+//! data, and the system sampler on iodig and the database's processes, started when
+//! measurement starts and stopped after it.
+
+use crate::environment;
+use crate::errors::{PrivilegeError, UsageError};
+use crate::step::StepObserver;
+use anyhow::Result;
+use iodig_iotrace::{TraceError, TraceMode, TraceOptions, TraceSession};
+use iodig_model::sys::SysDoc;
+use iodig_model::trace::TraceDoc;
+use iodig_sysstat::{Sampler, SysOptions};
+use std::path::Path;
+use std::time::Duration;
+
+/// The trace covers the devices named with `--device` and the one under the data directory.
+pub fn trace_options(requested: &TraceOptions, data_dir: Option<&Path>) -> TraceOptions {
+    let mut opts = requested.clone();
+    if let Some(dev) = data_dir
+        .and_then(environment::storage_of)
+        .and_then(|s| s.device)
+    {
+        if !opts.devices.contains(&dev) {
+            opts.devices.push(dev);
+        }
+    }
+    opts
+}
+
+/// Checks the tracer once before anything runs: an explicit `--trace ebpf` that cannot work
+/// fails now (exit 3), not after the load; a fallback is said once and returned as a note.
+pub fn preflight_trace(opts: &TraceOptions) -> Result<Option<String>> {
+    if opts.mode == TraceMode::Off {
+        return Ok(None);
+    }
+    match iodig_iotrace::start(opts) {
+        Ok(session) => {
+            let note = session.note().map(str::to_string);
+            drop(session);
+            if let Some(n) = &note {
+                iodig_model::eprintln_lossy!("note: {n}");
+            }
+            Ok(note)
+        }
+        Err(TraceError::Privilege { reason }) => {
+            Err(PrivilegeError(format!("--trace ebpf: {reason}")).into())
+        }
+        Err(e @ TraceError::UnknownDevice { .. }) => {
+            Err(UsageError(format!("--device: {e}")).into())
+        }
+        Err(TraceError::Other(e)) => Err(e.context("cannot start block-IO tracing")),
+    }
+}
+
+/// Starts the block-IO tracer and the system sampler when measurement starts, stops them after.
+pub struct Observer {
+    trace_opts: Option<TraceOptions>,
+    pids: Vec<(String, u32)>,
+    trace: Option<TraceSession>,
+    sys: Option<Sampler>,
+    /// Why the trace of this step is missing, when it is.
+    pub trace_error: Option<String>,
+}
+
+/// What the observers measured over one step.
+pub struct Observed {
+    pub trace: Option<TraceDoc>,
+    pub sys: Option<SysDoc>,
+    pub trace_error: Option<String>,
+}
+
+impl Observer {
+    /// An observer tracing with `trace_opts` (none: no trace) and sampling the processes.
+    pub fn new(trace_opts: Option<TraceOptions>, pids: Vec<(String, u32)>) -> Observer {
+        Observer {
+            trace_opts,
+            pids,
+            trace: None,
+            sys: None,
+            trace_error: None,
+        }
+    }
+
+    /// Stops what runs and hands over what it measured.
+    pub fn finish(mut self) -> Observed {
+        let trace = self.trace.take().and_then(|t| match t.stop() {
+            Ok(doc) => Some(doc),
+            Err(e) => {
+                self.trace_error = Some(format!("{e:#}"));
+                None
+            }
+        });
+        Observed {
+            trace,
+            sys: self.sys.take().map(Sampler::stop),
+            trace_error: self.trace_error,
+        }
+    }
+}
+
+impl StepObserver for Observer {
+    fn measurement_started(&mut self) {
+        if let Some(opts) = &self.trace_opts {
+            match iodig_iotrace::start(opts) {
+                Ok(s) => self.trace = Some(s),
+                Err(e) => self.trace_error = Some(e.to_string()),
+            }
+        }
+        let opts = SysOptions {
+            interval: Duration::from_secs(1),
+            pids: self.pids.clone(),
+            per_cpu: true,
+        };
+        self.sys = Sampler::start(opts).ok();
+    }
+}

@@ -1,0 +1,115 @@
+//! Writing one finished step into the run directory: the YCSB text (also on stdout), the time
+//! series, histograms, HDR log, trace, system samples, database events and the step summary,
+//! each file atomically, run.json last, so a crash keeps every step that finished.
+
+use crate::observe::Observed;
+use crate::rundir::RunDir;
+use crate::step::{StepPlan, StepResult};
+use anyhow::Result;
+use iodig_db::Status;
+use iodig_model::events::DbEvent;
+use iodig_model::trace::TraceDoc;
+use iodig_model::{files, StepHistograms, StepSummary};
+use iodig_report::outcome::Outcome;
+use iodig_report::ycsb;
+use std::io::Write;
+
+/// One finished step and everything measured around it.
+pub struct StepRecord<'a> {
+    pub name: &'a str,
+    /// Label of the workload the step ran.
+    pub workload: &'a str,
+    pub plan: &'a StepPlan,
+    pub result: &'a StepResult,
+    pub observed: Observed,
+    pub events: Vec<DbEvent>,
+}
+
+/// Writes the step's files and appends its summary to run.json.
+pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -> Result<()> {
+    let StepRecord {
+        name,
+        workload,
+        plan,
+        result,
+        observed,
+        events,
+    } = rec;
+    let index = run.doc.steps.len();
+    let (dir, rel) = run.step_dir(index, name)?;
+    let summary = summarize(index, &rel, workload, plan, result, observed.trace.as_ref());
+    let text = ycsb::step_text(&summary, percentiles);
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+    run.write_bytes(&dir, files::YCSB_TEXT, text.as_bytes())?;
+    run.write_json(&dir, files::TIMESERIES, &result.samples)?;
+    run.write_json(
+        &dir,
+        files::HISTOGRAMS,
+        &StepHistograms {
+            unit: "us".into(),
+            series: result.totals.to_encoded()?,
+        },
+    )?;
+    run.write_bytes(&dir, files::HDR_LOG, &result.hlog)?;
+    if let Some(t) = &observed.trace {
+        run.write_json(&dir, files::TRACE, t)?;
+    }
+    if let Some(s) = &observed.sys {
+        run.write_json(&dir, files::SYSSTAT, s)?;
+    }
+    run.write_json(&dir, files::EVENTS, &events)?;
+    if let Some(e) = &observed.trace_error {
+        iodig_model::eprintln_lossy!("warning: block-IO trace of step {name} failed: {e}");
+    }
+    // The report words failed steps from their return codes; say it here too, where the
+    // run is being watched.
+    for w in Outcome::of(&summary).findings(summary.operations) {
+        iodig_model::eprintln_lossy!("warning: step {name}: {w}");
+    }
+    if summary.operations == 0 && !result.interrupted {
+        let w = format!("step {name} measured no operation; give a longer --duration or a larger operationcount");
+        iodig_model::eprintln_lossy!("warning: {w}");
+        run.doc.notes.push(w);
+    }
+    run.write_json(&dir, files::STEP_SUMMARY, &summary)?;
+    run.push_step(summary)
+}
+
+/// The step's summary as run.json and step.json hold it.
+fn summarize(
+    index: usize,
+    rel: &str,
+    label: &str,
+    plan: &StepPlan,
+    r: &StepResult,
+    trace: Option<&TraceDoc>,
+) -> StepSummary {
+    let status_names: Vec<&str> = Status::ALL.iter().map(|s| s.name()).collect();
+    let runtime_ms = r.runtime.as_millis() as u64;
+    StepSummary {
+        index,
+        phase: plan.phase.name().into(),
+        dir: rel.into(),
+        workload: label.to_string(),
+        threads: plan.threads,
+        target_ops_per_sec: plan.target_ops_per_sec,
+        started_unix_ms: r.started_unix_ms,
+        runtime_ms,
+        operations: r.operations,
+        throughput_ops_per_sec: if runtime_ms > 0 {
+            1000.0 * r.operations as f64 / runtime_ms as f64
+        } else {
+            0.0
+        },
+        interrupted: r.interrupted,
+        series: r.totals.summaries(),
+        returns: r.totals.returns(&status_names),
+        trace_mode: trace.map(|t| t.mode.clone()),
+        trace_note: trace.and_then(|t| t.note.clone()),
+        client_cpu_s: Some(r.client_cpu.as_secs_f64()),
+    }
+}

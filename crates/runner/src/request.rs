@@ -1,0 +1,61 @@
+//! What a command asked the runner for: the request of `iodig run` / `iodig load`, as flags and
+//! experiment files give it, before anything is resolved or checked.
+
+use crate::step::Phase;
+use iodig_iotrace::TraceOptions;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Whether to load before running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadPolicy {
+    /// Load when the data directory does not already hold this dataset.
+    Auto,
+    /// Always load (wiping an iodig-managed data directory first).
+    Always,
+    Never,
+}
+
+/// Everything the command line asked for.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Load only (`iodig load`) or load-if-needed and run (`iodig run`).
+    pub phase: Phase,
+    pub db: String,
+    /// Workloads run one after another on the same dataset (one from the command line, or
+    /// several from an experiment file), each over its thread sweep.
+    pub workloads: Vec<WorkloadRun>,
+    /// Each workload × thread count is run this many times; the report merges repetitions.
+    pub repetitions: u32,
+    pub load_threads: Option<u64>,
+    pub target: Option<f64>,
+    pub duration: Option<Duration>,
+    pub warmup: Duration,
+    pub out_dir: PathBuf,
+    pub trace: TraceOptions,
+    pub load: LoadPolicy,
+    pub status: bool,
+    pub seed: Option<u64>,
+    /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes).
+    pub restore_each_step: bool,
+    /// `--client I/N`: this client's slice of the key space (1-based I).
+    pub client: Option<(u64, u64)>,
+    pub command_line: Vec<String>,
+    /// Git revision of the binary, recorded in run.json.
+    pub revision: Option<String>,
+}
+
+/// One workload of a run: its property files, overrides and thread sweep.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadRun {
+    pub property_files: Vec<String>,
+    pub overrides: Vec<String>,
+    /// Thread counts of the sweep; empty = default.
+    pub threads: Vec<u64>,
+}
+
+/// Where the finished run is.
+pub struct RunOutcome {
+    pub run_dir: PathBuf,
+    pub interrupted: bool,
+}
