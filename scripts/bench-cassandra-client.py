@@ -21,7 +21,7 @@ Printed per tool and concurrency (medians over rounds):
     report included) over all operations, warm-up ones estimated at the measured rate;
   - peak RSS of the client process.
 
-Build first (`cargo build --release`); latte: `cargo install latte-cli` (or LATTE=path).
+Build first (`cargo build --profile dist`: thin LTO, as the figures in docs/benchmarks.md); latte: `cargo install latte-cli` (or LATTE=path).
 """
 import json
 import os
@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
-IODIG = os.path.join(TARGET, "release", "iodig")
+IODIG = os.environ.get("IODIG") or os.path.join(TARGET, "dist", "iodig")
 LATTE = os.environ.get("LATTE") or shutil.which("latte")
 HERE = os.path.dirname(os.path.abspath(__file__))
 LATTE_SCRIPT = os.path.join(HERE, "latte", "ycsb-read.rn")
