@@ -48,6 +48,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         restore_each_step: args.restore_each_step,
         client: args.client,
         command_line: std::env::args().collect(),
+        revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };
     if let Some(path) = &args.experiment {
         apply_experiment_file(&mut req, path, &args.property)?;

@@ -30,6 +30,9 @@ pub struct ToolInfo {
     pub version: String,
     /// The command line as typed.
     pub command_line: Vec<String>,
+    /// Git revision the binary was built from (`-modified`: the tree differed from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 /// Everything needed to repeat the run.

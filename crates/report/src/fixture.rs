@@ -549,6 +549,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
         tool: ToolInfo {
             name: "iodig".into(),
             version: "0.1.0".into(),
+            revision: None,
             command_line: vec!["iodig".into(), "run".into(), "(generated)".into()],
         },
         started_unix_ms: T0_MS,
