@@ -1,10 +1,12 @@
-//! Per-second system samplers from /proc: CPU, memory, network and the database process.
+//! Per-second system samplers from /proc: CPU, memory, network and the database process; and
+//! the cgroups iodig puts the servers it starts in ([`cgroup`]).
 //!
 //! [`Sampler::start`] reads a baseline and starts a background thread that samples on whole
 //! multiples of the interval of the wall clock; [`Sampler::stop`] takes a final partial sample
 //! and returns the [`SysDoc`] that the runner stores as `sys.json`. The format is in
 //! `docs/sysstat.md`.
 
+pub mod cgroup;
 mod delta;
 mod read;
 mod sampler;

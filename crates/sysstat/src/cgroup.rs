@@ -1,0 +1,75 @@
+//! Cgroups iodig makes for the processes it starts, so the block-IO tracer can tell their IO
+//! apart: on the v1 `blkio` hierarchy where it is mounted (hybrid hosts such as this project's
+//! CI), else on cgroup v2 where the `io` controller is available. Made under an `iodig/` parent,
+//! removed when the process is gone.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where the v1 blkio hierarchy is mounted on hybrid and v1 hosts.
+const BLKIO_V1: &str = "/sys/fs/cgroup/blkio";
+/// The v2 tree: the root on pure v2 hosts, `unified` on hybrid ones.
+const V2_ROOTS: &[&str] = &["/sys/fs/cgroup", "/sys/fs/cgroup/unified"];
+
+/// Which hierarchy charges block IO to cgroups on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IoHierarchy {
+    /// cgroup v1 `blkio`: IO is charged to the submitting task's cgroup; writeback by kernel
+    /// flusher threads is not charged to the cgroup that dirtied the pages.
+    V1Blkio(PathBuf),
+    /// cgroup v2 with the `io` controller: writeback is charged to the dirtying cgroup too.
+    V2Io(PathBuf),
+}
+
+impl IoHierarchy {
+    /// The hierarchy to use here, or why there is none.
+    pub fn detect() -> Result<IoHierarchy, String> {
+        if Path::new(BLKIO_V1).join("cgroup.procs").exists() {
+            return Ok(IoHierarchy::V1Blkio(PathBuf::from(BLKIO_V1)));
+        }
+        for root in V2_ROOTS {
+            let controllers = fs::read_to_string(Path::new(root).join("cgroup.controllers"));
+            if let Ok(c) = controllers {
+                if c.split_whitespace().any(|w| w == "io") {
+                    return Ok(IoHierarchy::V2Io(PathBuf::from(root)));
+                }
+            }
+        }
+        Err("neither a cgroup v1 blkio hierarchy nor cgroup v2 with the io controller is available".into())
+    }
+
+    fn root(&self) -> &Path {
+        match self {
+            IoHierarchy::V1Blkio(p) | IoHierarchy::V2Io(p) => p,
+        }
+    }
+}
+
+/// Creates (or reuses) the cgroup `iodig/<name>` and moves process `pid`, with all its
+/// threads, into it. Returns the cgroup's directory.
+pub fn place(name: &str, pid: u32) -> Result<PathBuf, String> {
+    let hierarchy = IoHierarchy::detect()?;
+    let parent = hierarchy.root().join("iodig");
+    let dir = parent.join(name);
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create cgroup {}: {e}", dir.display()))?;
+    if let IoHierarchy::V2Io(root) = &hierarchy {
+        // A v2 child only gets the io controller when every ancestor delegates it.
+        for p in [root.as_path(), parent.as_path()] {
+            let _ = fs::write(p.join("cgroup.subtree_control"), "+io");
+        }
+    }
+    fs::write(dir.join("cgroup.procs"), pid.to_string())
+        .map_err(|e| format!("cannot move process {pid} into cgroup {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Removes a cgroup made by [`place`] once no process is left in it; the `iodig` parent goes
+/// too when it is empty. A cgroup still in use stays (and is reused by the next `place`).
+pub fn remove(dir: &Path) -> io::Result<()> {
+    fs::remove_dir(dir)?;
+    if let Some(parent) = dir.parent().filter(|p| p.ends_with("iodig")) {
+        let _ = fs::remove_dir(parent);
+    }
+    Ok(())
+}
