@@ -135,6 +135,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub restore_each_step: bool,
 
+    /// Managed Cassandra nodes to start on 127.0.0.1…N when no hosts are given (default 1);
+    /// with replication set by -p cassandra.replicationfactor.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=254))]
+    pub nodes: Option<u32>,
+
     /// Show status lines on stderr (YCSB's -s); on a terminal a live bar is shown anyway.
     #[arg(short = 's')]
     pub status: bool,

@@ -311,3 +311,32 @@ fn cassandra_commands_on_a_directory_up_never_made_are_usage_errors() {
         );
     }
 }
+
+#[test]
+fn nodes_that_cannot_be_started_are_refused_before_anything_runs() {
+    let (_d, out) = out_dir();
+    expect_usage_error(&["run", "--nodes", "0", "--out", &out], &["--nodes"]);
+    expect_usage_error(&["run", "--nodes", "255", "--out", &out], &["--nodes"]);
+    expect_usage_error(
+        &["run", "--db", "basic", "--nodes", "3", "--out", &out],
+        &["--nodes 3", "--db basic runs embedded", "--db cassandra"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "cassandra",
+            "--nodes",
+            "3",
+            "-p",
+            "hosts=127.0.0.9",
+            "--out",
+            &out,
+        ],
+        &["--nodes 3", "hosts=127.0.0.9", "one or the other"],
+    );
+    assert!(
+        !std::path::Path::new(&out).join("data").exists(),
+        "nothing started"
+    );
+}

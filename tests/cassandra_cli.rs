@@ -331,3 +331,77 @@ fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_datase
     );
     assert!(java_pids_with(&managed).is_empty());
 }
+
+#[test]
+fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
+    let _ports = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("runs");
+    let managed = out.join("data").join("cassandra");
+    let _guard = Nodes(&managed);
+    // The example as written, shortened by flags (which win over the file).
+    let r = run_iodig(&[
+        "run",
+        "examples/cluster-rf3.toml",
+        "-p",
+        "recordcount=2000",
+        "--threads",
+        "8",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0s",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("starting 3 managed Apache Cassandra nodes on 127.0.0.1-3"),
+        "{}",
+        r.stderr
+    );
+    let run = r.run_json();
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["config"]["properties"]["hosts"], "127.0.0.1,127.0.0.2,127.0.0.3");
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 6, "load + A, B, C, D, F");
+    for step in &steps[1..] {
+        // RF 3 at QUORUM with every node up: nothing fails.
+        for (op, returns) in step["returns"].as_object().unwrap() {
+            let returns = returns.as_object().unwrap();
+            assert!(returns.keys().all(|k| k == "OK"), "{op}: {step}");
+        }
+        // Every node's JVM is sampled beside iodig.
+        let sys = read_json(&r.run_dir().join(step["dir"].as_str().unwrap()).join("sys.json"));
+        let labels: Vec<String> = sys["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["label"].as_str().unwrap_or("").to_string())
+            .collect();
+        for n in 1..=3 {
+            assert!(
+                labels.contains(&format!("cassandra 127.0.0.{n}")),
+                "{labels:?}"
+            );
+        }
+    }
+    assert!(java_pids_with(&managed).is_empty(), "all three nodes stopped");
+    for n in 1..=3 {
+        let cg = format!("/sys/fs/cgroup/blkio/iodig/cassandra-127.0.0.{n}");
+        assert!(!Path::new(&cg).exists(), "{cg} removed with its node");
+    }
+
+    // Another node count on the same directory is refused before anything starts.
+    let other = run_iodig(&[
+        "run",
+        "examples/cluster-rf3.toml",
+        "--nodes",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(other.code(), 2, "{}", other.stderr);
+    assert!(other.stderr.contains("has 3 node(s); run with --nodes 3"), "{}", other.stderr);
+}

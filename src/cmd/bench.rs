@@ -46,6 +46,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         status: args.status,
         seed: args.seed,
         restore_each_step: args.restore_each_step,
+        nodes: args.nodes,
         client: args.client,
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
@@ -112,6 +113,7 @@ fn apply_experiment_file(
     }
     req.target = file.target.or(req.target);
     req.restore_each_step |= file.restore_each_step;
+    req.nodes = file.nodes.or(req.nodes);
     Ok(())
 }
 
@@ -142,5 +144,8 @@ fn apply_flags_over_file(req: &mut RunRequest, args: &BenchArgs, trace: TraceMod
     }
     if args.target.is_some() {
         req.target = args.target;
+    }
+    if args.nodes.is_some() {
+        req.nodes = args.nodes;
     }
 }

@@ -26,6 +26,8 @@ pub struct ExperimentFile {
     pub target: Option<f64>,
     #[serde(default)]
     pub restore_each_step: bool,
+    /// Managed Cassandra nodes to start (`--nodes`).
+    pub nodes: Option<u32>,
     /// Properties of every workload (the dataset belongs here).
     #[serde(default)]
     pub properties: BTreeMap<String, toml::Value>,

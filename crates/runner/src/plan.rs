@@ -91,6 +91,7 @@ impl Plan {
             }
         }
         check_same_dataset(&workloads)?;
+        check_nodes(&req, &props)?;
         Ok(Plan {
             req,
             props,
@@ -359,6 +360,31 @@ fn check_same_dataset(workloads: &[ResolvedWorkload]) -> Result<()> {
             ))
             .into());
         }
+    }
+    Ok(())
+}
+
+/// `--nodes` starts managed nodes: it needs a binding with servers and no `hosts`.
+fn check_nodes(req: &RunRequest, props: &Properties) -> Result<()> {
+    let Some(n) = req.nodes else { return Ok(()) };
+    if n == 0 || n > 254 {
+        return Err(UsageError(format!(
+            "--nodes {n}: give between 1 and 254 nodes (one loopback address each)"
+        ))
+        .into());
+    }
+    if req.db != "cassandra" {
+        return Err(UsageError(format!(
+            "--nodes {n}: --db {} runs embedded; managed nodes are for --db cassandra",
+            req.db
+        ))
+        .into());
+    }
+    if let Some(hosts) = props.get("hosts") {
+        return Err(UsageError(format!(
+            "--nodes {n} starts managed nodes, but hosts={hosts} names servers to use; give one or the other"
+        ))
+        .into());
     }
     Ok(())
 }

@@ -38,6 +38,8 @@ pub struct RunRequest {
     pub seed: Option<u64>,
     /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes).
     pub restore_each_step: bool,
+    /// `--nodes N`: managed database nodes to start (Cassandra without `hosts`).
+    pub nodes: Option<u32>,
     /// `--client I/N`: this client's slice of the key space (1-based I).
     pub client: Option<(u64, u64)>,
     pub command_line: Vec<String>,

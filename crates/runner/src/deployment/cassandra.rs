@@ -37,7 +37,8 @@ pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
         let load = ExternalHosts.load_decision(&plan, &factory)?;
         return sweep(&plan, &factory, &ExternalHosts, load, stop);
     }
-    let (nodes, _guard) = ManagedNodes::start(&plan.req.out_dir)?;
+    let wanted = plan.req.nodes.unwrap_or(1);
+    let (nodes, _guard) = ManagedNodes::start(&plan.req.out_dir, wanted)?;
     plan.props.set("hosts", nodes.hosts.clone());
     let factory = iodig_db::cassandra::open_with_handle(&plan.props, &handle).map_err(db_error)?;
     let load = nodes.load_decision(&plan, &factory)?;
@@ -93,10 +94,21 @@ pub struct ManagedNodes {
 impl ManagedNodes {
     /// Reuses running nodes, restarts stopped ones with their data, or starts a fresh one. The
     /// guard stops what this run started.
-    fn start(out_dir: &Path) -> Result<(ManagedNodes, Option<iodig_cassandra::Guard>)> {
+    fn start(out_dir: &Path, wanted: u32) -> Result<(ManagedNodes, Option<iodig_cassandra::Guard>)> {
         let dir = out_dir.join("data").join("cassandra");
         let guard = || Some(iodig_cassandra::Guard { dir: dir.clone() });
-        let (cluster, guard) = match iodig_cassandra::Cluster::load(&dir).ok() {
+        let existing = iodig_cassandra::Cluster::load(&dir).ok();
+        if let Some(c) = existing.as_ref().filter(|c| c.options.nodes != wanted) {
+            return Err(UsageError(format!(
+                "--nodes {wanted}: the managed cluster in {} has {} node(s); run with --nodes {}, or stop it (iodig cassandra down --dir {}) and remove that directory to start {wanted}",
+                dir.display(),
+                c.options.nodes,
+                c.options.nodes,
+                dir.display()
+            ))
+            .into());
+        }
+        let (cluster, guard) = match existing {
             Some(c) if c.alive() => {
                 iodig_model::eprintln_lossy!(
                     "note: using the running Cassandra node(s) in {}",
@@ -114,9 +126,16 @@ impl ManagedNodes {
                 (c, guard())
             }
             None => {
-                iodig_model::eprintln_lossy!("note: no hosts given; starting a managed Apache Cassandra node in {} (about a minute)", dir.display());
+                let what = match wanted {
+                    1 => "a managed Apache Cassandra node".to_string(),
+                    n => format!("{n} managed Apache Cassandra nodes on 127.0.0.1-{n}"),
+                };
+                iodig_model::eprintln_lossy!(
+                    "note: no hosts given; starting {what} in {} (about a minute each)",
+                    dir.display()
+                );
                 let opts = iodig_cassandra::UpOptions {
-                    nodes: 1,
+                    nodes: wanted,
                     dir: dir.clone(),
                     ..Default::default()
                 };
