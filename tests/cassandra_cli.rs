@@ -363,7 +363,10 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
     );
     let run = r.run_json();
     assert_eq!(run["status"], "completed");
-    assert_eq!(run["config"]["properties"]["hosts"], "127.0.0.1,127.0.0.2,127.0.0.3");
+    assert_eq!(
+        run["config"]["properties"]["hosts"],
+        "127.0.0.1,127.0.0.2,127.0.0.3"
+    );
     let steps = run["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 6, "load + A, B, C, D, F");
     for step in &steps[1..] {
@@ -373,7 +376,11 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
             assert!(returns.keys().all(|k| k == "OK"), "{op}: {step}");
         }
         // Every node's JVM is sampled beside iodig.
-        let sys = read_json(&r.run_dir().join(step["dir"].as_str().unwrap()).join("sys.json"));
+        let sys = read_json(
+            &r.run_dir()
+                .join(step["dir"].as_str().unwrap())
+                .join("sys.json"),
+        );
         let labels: Vec<String> = sys["processes"]
             .as_array()
             .unwrap()
@@ -387,7 +394,10 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
             );
         }
     }
-    assert!(java_pids_with(&managed).is_empty(), "all three nodes stopped");
+    assert!(
+        java_pids_with(&managed).is_empty(),
+        "all three nodes stopped"
+    );
     for n in 1..=3 {
         let cg = format!("/sys/fs/cgroup/blkio/iodig/cassandra-127.0.0.{n}");
         assert!(!Path::new(&cg).exists(), "{cg} removed with its node");
@@ -403,5 +413,9 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(other.code(), 2, "{}", other.stderr);
-    assert!(other.stderr.contains("has 3 node(s); run with --nodes 3"), "{}", other.stderr);
+    assert!(
+        other.stderr.contains("has 3 node(s); run with --nodes 3"),
+        "{}",
+        other.stderr
+    );
 }

@@ -36,7 +36,10 @@ impl IoHierarchy {
                 }
             }
         }
-        Err("neither a cgroup v1 blkio hierarchy nor cgroup v2 with the io controller is available".into())
+        Err(
+            "neither a cgroup v1 blkio hierarchy nor cgroup v2 with the io controller is available"
+                .into(),
+        )
     }
 
     fn root(&self) -> &Path {
@@ -59,8 +62,12 @@ pub fn place(name: &str, pid: u32) -> Result<PathBuf, String> {
             let _ = fs::write(p.join("cgroup.subtree_control"), "+io");
         }
     }
-    fs::write(dir.join("cgroup.procs"), pid.to_string())
-        .map_err(|e| format!("cannot move process {pid} into cgroup {}: {e}", dir.display()))?;
+    fs::write(dir.join("cgroup.procs"), pid.to_string()).map_err(|e| {
+        format!(
+            "cannot move process {pid} into cgroup {}: {e}",
+            dir.display()
+        )
+    })?;
     Ok(dir)
 }
 

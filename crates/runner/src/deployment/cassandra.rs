@@ -94,7 +94,10 @@ pub struct ManagedNodes {
 impl ManagedNodes {
     /// Reuses running nodes, restarts stopped ones with their data, or starts a fresh one. The
     /// guard stops what this run started.
-    fn start(out_dir: &Path, wanted: u32) -> Result<(ManagedNodes, Option<iodig_cassandra::Guard>)> {
+    fn start(
+        out_dir: &Path,
+        wanted: u32,
+    ) -> Result<(ManagedNodes, Option<iodig_cassandra::Guard>)> {
         let dir = out_dir.join("data").join("cassandra");
         let guard = || Some(iodig_cassandra::Guard { dir: dir.clone() });
         let existing = iodig_cassandra::Cluster::load(&dir).ok();

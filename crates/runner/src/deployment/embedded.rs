@@ -101,6 +101,9 @@ fn wipe(dir: &Path, marker: &MarkerState) -> Result<()> {
         }
         _ => "another dataset".to_string(),
     };
-    iodig_model::eprintln_lossy!("note: {} holds {holds}; wiping it and loading", dir.display());
+    iodig_model::eprintln_lossy!(
+        "note: {} holds {holds}; wiping it and loading",
+        dir.display()
+    );
     std::fs::remove_dir_all(dir).with_context(|| format!("cannot wipe {}", dir.display()))
 }

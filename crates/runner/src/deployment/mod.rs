@@ -54,9 +54,7 @@ pub trait Deployment<F: DbFactory> {
     /// not take it for the loaded one.
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
         match self.marker_dir() {
-            Some(dir) if workload.spec.run_inserts() => {
-                dataset::mark_grown(dir, &plan.props, step)
-            }
+            Some(dir) if workload.spec.run_inserts() => dataset::mark_grown(dir, &plan.props, step),
             _ => Ok(()),
         }
     }
