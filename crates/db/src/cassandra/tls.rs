@@ -1,5 +1,9 @@
 //! TLS to the nodes (`cassandra.useSSL`): rustls with the CA certificates of
-//! `cassandra.truststore`.
+//! `cassandra.truststore`, its crypto from `ring`.
+//!
+//! Why ring and not rustls' default aws-lc-rs: aws-lc-sys is a large C build, one of the
+//! biggest costs of a cold build, while ring builds in seconds; TLS costs crypto only on the
+//! handshake and on encrypted traffic, and a session without `cassandra.useSSL` never touches rustls.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,6 +13,7 @@ use scylla::client::session::TlsContext;
 use super::config::{cfg_err, CassandraConfig};
 use crate::DbError;
 
+/// The rustls settings of a session, None without `cassandra.useSSL`.
 pub(super) fn tls_context(config: &CassandraConfig) -> Result<Option<TlsContext>, DbError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
@@ -46,7 +51,7 @@ pub(super) fn tls_context(config: &CassandraConfig) -> Result<Option<TlsContext>
             path.display()
         )));
     }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| DbError::Unavailable(format!("TLS setup failed: {e}")))?
