@@ -108,23 +108,18 @@ fn insertstart_and_insertcount_split_a_load_across_clients() {
 #[test]
 fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "basic",
-        "-P",
+    let r = run_basic(
         "workloads/workloada",
-        "-p",
-        "operationcount=3000",
-        "--threads",
-        "2",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
         dir.path().to_str().unwrap(),
-    ]);
+        &[
+            "-p",
+            "operationcount=3000",
+            "--threads",
+            "2",
+            "--warmup",
+            "0s",
+        ],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let parsed = parse_ycsb(&r.stdout);
     let reads = ycsb_value(&parsed, "READ", "Operations").unwrap();
@@ -181,27 +176,22 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
 
 fn run_keys(seed: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "basic",
-        "-P",
+    let r = run_basic(
         "workloads/workloadb",
-        "-p",
-        "operationcount=300",
-        "-p",
-        "basicdb.verbose=true",
-        "--seed",
-        seed,
-        "--threads",
-        "1",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
         dir.path().to_str().unwrap(),
-    ]);
+        &[
+            "-p",
+            "operationcount=300",
+            "-p",
+            "basicdb.verbose=true",
+            "--seed",
+            seed,
+            "--threads",
+            "1",
+            "--warmup",
+            "0s",
+        ],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr);
     r.stdout
         .lines()
@@ -221,31 +211,26 @@ fn same_seed_repeats_the_op_and_key_sequence() {
 #[test]
 fn ten_billion_records_are_accepted_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "basic",
-        "-P",
+    let r = run_basic(
         "workloads/workloadc",
-        "-p",
-        "recordcount=10000000000",
-        "-p",
-        "operationcount=2000",
-        "-p",
-        "requestdistribution=uniform",
-        "-p",
-        "insertorder=ordered",
-        "-p",
-        "basicdb.verbose=true",
-        "--threads",
-        "1",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
         dir.path().to_str().unwrap(),
-    ]);
+        &[
+            "-p",
+            "recordcount=10000000000",
+            "-p",
+            "operationcount=2000",
+            "-p",
+            "requestdistribution=uniform",
+            "-p",
+            "insertorder=ordered",
+            "-p",
+            "basicdb.verbose=true",
+            "--threads",
+            "1",
+            "--warmup",
+            "0s",
+        ],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let max = r
         .stdout
@@ -260,27 +245,22 @@ fn ten_billion_records_are_accepted_end_to_end() {
 #[test]
 fn target_rate_is_held_and_intended_latency_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "basic",
-        "-P",
+    let r = run_basic(
         "workloads/workloadc",
-        "-p",
-        "recordcount=1000",
-        "--target",
-        "2000",
-        "--threads",
-        "4",
-        "--duration",
-        "3s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
         dir.path().to_str().unwrap(),
-    ]);
+        &[
+            "-p",
+            "recordcount=1000",
+            "--target",
+            "2000",
+            "--threads",
+            "4",
+            "--duration",
+            "3s",
+            "--warmup",
+            "0s",
+        ],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let parsed = parse_ycsb(&r.stdout);
     let tput = ycsb_value(&parsed, "OVERALL", "Throughput(ops/sec)").unwrap();
@@ -291,23 +271,18 @@ fn target_rate_is_held_and_intended_latency_reported() {
 #[test]
 fn workload_f_records_read_modify_write_like_ycsb() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "basic",
-        "-P",
+    let r = run_basic(
         "workloads/workloadf",
-        "-p",
-        "operationcount=4000",
-        "--threads",
-        "2",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
         dir.path().to_str().unwrap(),
-    ]);
+        &[
+            "-p",
+            "operationcount=4000",
+            "--threads",
+            "2",
+            "--warmup",
+            "0s",
+        ],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let p = parse_ycsb(&r.stdout);
     let read = ycsb_value(&p, "READ", "Operations").unwrap();
@@ -379,27 +354,22 @@ fn clients_split_the_key_space_and_merge_exactly() {
     assert_eq!(one.len(), 50);
 
     let client = |c: &str| {
-        let r = run_iodig(&[
-            "run",
-            "--db",
-            "basic",
-            "-P",
+        let r = run_basic(
             "workloads/workloadc",
-            "-p",
-            "recordcount=1000",
-            "-p",
-            "operationcount=5000",
-            "--client",
-            c,
-            "--threads",
-            "2",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--out",
             out,
-        ]);
+            &[
+                "-p",
+                "recordcount=1000",
+                "-p",
+                "operationcount=5000",
+                "--client",
+                c,
+                "--threads",
+                "2",
+                "--warmup",
+                "0s",
+            ],
+        );
         assert_eq!(r.code(), 0, "{}", r.stderr);
         r.run_dir()
     };

@@ -48,6 +48,15 @@ pub fn run_iodig(args: &[&str]) -> Run {
     }
 }
 
+/// `iodig run --db basic -P WORKLOAD …extra… --trace off --out OUT`: the no-op binding without
+/// tracing, the argument list most CLI tests start from.
+pub fn run_basic(workload: &str, out: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["run", "--db", "basic", "-P", workload];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--trace", "off", "--out", out]);
+    run_iodig(&args)
+}
+
 pub fn read_json(path: &Path) -> serde_json::Value {
     let bytes =
         std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
