@@ -1,12 +1,14 @@
 //! End to end: a generated run directory goes through `write_report`, and the report's numbers
 //! are checked against run.json and the step histograms; the Markdown is snapshotted.
 
+mod support;
+
 use iodig_model::RunDoc;
 use iodig_report::doc::{thousands, us_as_ms};
-use iodig_report::fixture::{generate, FixtureSpec};
 use iodig_report::write_report;
 use iodig_stats::SeriesSet;
 use std::path::Path;
+use support::fixture::{generate, FixtureSpec};
 
 fn small_spec() -> FixtureSpec {
     FixtureSpec {
