@@ -79,32 +79,56 @@ fn ratio(base: &Point, new: &Point, f: impl Fn() -> String) -> String {
     }
 }
 
-/// Ops/s per thread count: the baseline's row, then each later run's with its ratio and
-/// whether the difference is significant.
-fn ops_table(runs: &Runs, w: &WorkloadSweep) -> Table {
-    let mut t = Table::new(&[
-        "threads",
-        "run",
-        "ops/s",
-        "vs baseline",
-        "significant",
-        "note",
-    ])
-    .text_columns(&[1, 3, 4, 5]);
+/// A table with one row per thread count of the baseline and, under it, one per later run that
+/// has that thread count; `base` and `later` give the cells after the thread count and run.
+fn per_thread_table(
+    runs: &Runs,
+    w: &WorkloadSweep,
+    headers: &[&str],
+    text_columns: &[usize],
+    base: impl Fn(&Point) -> Vec<String>,
+    later: impl Fn(&Point, &Point) -> Vec<String>,
+) -> Table {
+    let mut t = Table::new(headers).text_columns(text_columns);
     for bp in &w.points {
-        t.row(vec![
-            bp.threads.to_string(),
-            runs.base().name(),
-            thousands(bp.ops_per_sec),
-            "baseline".into(),
-            String::new(),
-            note(bp),
-        ]);
+        let mut cells = vec![bp.threads.to_string(), runs.base().name()];
+        cells.extend(base(bp));
+        t.row(cells);
         for (r, op) in runs.later_points(&w.workload, bp.threads) {
             let Some(op) = op else { continue };
-            t.row(vec![
-                bp.threads.to_string(),
-                r.name(),
+            let mut cells = vec![bp.threads.to_string(), r.name()];
+            cells.extend(later(bp, op));
+            t.row(cells);
+        }
+    }
+    t
+}
+
+/// Ops/s per thread count, each later run's with its ratio and whether the difference is
+/// significant.
+fn ops_table(runs: &Runs, w: &WorkloadSweep) -> Table {
+    per_thread_table(
+        runs,
+        w,
+        &[
+            "threads",
+            "run",
+            "ops/s",
+            "vs baseline",
+            "significant",
+            "note",
+        ],
+        &[1, 3, 4, 5],
+        |bp| {
+            vec![
+                thousands(bp.ops_per_sec),
+                "baseline".into(),
+                String::new(),
+                note(bp),
+            ]
+        },
+        |bp, op| {
+            vec![
                 thousands(op.ops_per_sec),
                 ratio(bp, op, || better(op.ops_per_sec / bp.ops_per_sec)),
                 if comparable(bp, op) {
@@ -113,50 +137,48 @@ fn ops_table(runs: &Runs, w: &WorkloadSweep) -> Table {
                     "n/a".into()
                 },
                 pair_note(bp, op),
-            ]);
-        }
-    }
-    t
+            ]
+        },
+    )
 }
 
 /// Avg, p99 and p99.99 (all ops) per thread count, each later run's with its ratio.
 fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
-    let mut t = Table::new(&[
-        "threads",
-        "run",
-        "avg ms",
-        "avg",
-        "p99 ms",
-        "p99",
-        "p99.99 ms",
-        "p99.99",
-    ])
-    .text_columns(&[1, 3, 5, 7]);
-    for bp in &w.points {
-        t.row(vec![
-            bp.threads.to_string(),
-            runs.base().name(),
-            us_as_ms(bp.all.mean_us),
-            "baseline".into(),
-            us_as_ms(bp.all.p99_us as f64),
-            "baseline".into(),
-            us_as_ms(bp.all.p9999_us as f64),
-            "baseline".into(),
-        ]);
-        for (r, op) in runs.later_points(&w.workload, bp.threads) {
-            let Some(op) = op else { continue };
+    per_thread_table(
+        runs,
+        w,
+        &[
+            "threads",
+            "run",
+            "avg ms",
+            "avg",
+            "p99 ms",
+            "p99",
+            "p99.99 ms",
+            "p99.99",
+        ],
+        &[1, 3, 5, 7],
+        |bp| {
+            let b = &bp.all;
+            vec![
+                us_as_ms(b.mean_us),
+                "baseline".into(),
+                us_as_ms(b.p99_us as f64),
+                "baseline".into(),
+                us_as_ms(b.p9999_us as f64),
+                "baseline".into(),
+            ]
+        },
+        |bp, op| {
             let (b, n) = (&bp.all, &op.all);
-            t.row(vec![
-                bp.threads.to_string(),
-                r.name(),
+            vec![
                 us_as_ms(n.mean_us),
                 ratio(bp, op, || lower(b.mean_us, n.mean_us)),
                 us_as_ms(n.p99_us as f64),
                 ratio(bp, op, || lower(b.p99_us as f64, n.p99_us as f64)),
                 us_as_ms(n.p9999_us as f64),
                 ratio(bp, op, || lower(b.p9999_us as f64, n.p9999_us as f64)),
-            ]);
-        }
-    }
-    t
+            ]
+        },
+    )
 }
