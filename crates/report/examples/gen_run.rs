@@ -3,7 +3,12 @@
 //! `--big` is the benchmark's size: one hour of per-second samples from 4 nodes and 10 million
 //! simulated raw IO events aggregated into trace.json.
 
-use iodig_report::fixture::{generate, FixtureSpec};
+// The fixture is test support, not library code: the example compiles the same file.
+#[path = "../tests/support/fixture.rs"]
+#[allow(dead_code)] // edit_run and fail_step serve the tests only
+mod fixture;
+
+use fixture::{generate, FixtureSpec};
 use std::path::PathBuf;
 
 fn main() -> anyhow::Result<()> {

@@ -8,7 +8,6 @@ pub mod compare;
 pub mod csv;
 pub mod data;
 pub mod doc;
-pub mod fixture;
 pub mod html;
 pub mod markdown;
 pub mod outcome;

@@ -2,9 +2,11 @@
 //! regression check, what makes runs unlike (said before any ratio), steps whose operations all
 //! failed or that were interrupted, and errors naming the path.
 
-use iodig_report::fixture::{edit_run, fail_step, generate, FixtureSpec};
+mod support;
+
 use iodig_report::{write_compare, CompareOptions, CompareOutput};
 use std::path::{Path, PathBuf};
+use support::fixture::{edit_run, fail_step, generate, FixtureSpec};
 
 fn spec(speed: f64, seed: u64) -> FixtureSpec {
     FixtureSpec {

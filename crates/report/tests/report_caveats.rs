@@ -3,10 +3,12 @@
 //! run.json notes, the built-in workload and the traced device of a remote database — the same
 //! in report.md, report.html and the CSV files.
 
-use iodig_report::fixture::{edit_run, fail_step, generate, FixtureSpec};
+mod support;
+
 use iodig_report::write_report;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use support::fixture::{edit_run, fail_step, generate, FixtureSpec};
 
 fn spec() -> FixtureSpec {
     FixtureSpec {

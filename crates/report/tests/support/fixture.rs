@@ -19,7 +19,7 @@ use iodig_stats::{Entry, IntervalMode, SeriesSet};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::data::DbEvent;
+use iodig_report::data::DbEvent;
 
 /// What to generate.
 #[derive(Debug, Clone)]

@@ -1,0 +1,52 @@
+//! Where a sweep stops scaling: the latency bend and the throughput plateau between one thread
+//! count and the next (the rule is in docs/report.md, "The bend").
+
+use super::Point;
+
+/// Bend rule: latency bends at the first thread step where p99 grows more than this factor…
+pub const BEND_P99_FACTOR: f64 = 2.0;
+/// …while ops/s grows by less than this fraction.
+pub const BEND_OPS_GAIN: f64 = 0.10;
+
+/// Where a sweep stops scaling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bend {
+    /// Last thread count before the bend and the one where it shows.
+    pub before: u64,
+    pub at: u64,
+    pub ops_gain_pct: f64,
+    pub p99_ratio: f64,
+    pub p9999_ratio: f64,
+}
+
+/// The bend: first step where p99 grows > [`BEND_P99_FACTOR`]× while ops/s grows <
+/// [`BEND_OPS_GAIN`]; the plateau: first step where ops/s grows < [`BEND_OPS_GAIN`]. Points
+/// whose operations all failed are skipped: their figures measure failures.
+pub fn find_bend(points: &[Point]) -> (Option<Bend>, Option<Bend>) {
+    let mut bend = None;
+    let mut plateau = None;
+    let usable: Vec<&Point> = points.iter().filter(|p| !p.all_failed).collect();
+    for w in usable.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if a.ops_per_sec <= 0.0 || a.all.p99_us == 0 {
+            continue;
+        }
+        let gain = b.ops_per_sec / a.ops_per_sec - 1.0;
+        let r = Bend {
+            before: a.threads,
+            at: b.threads,
+            ops_gain_pct: gain * 100.0,
+            p99_ratio: b.all.p99_us as f64 / a.all.p99_us as f64,
+            p9999_ratio: b.all.p9999_us as f64 / a.all.p9999_us.max(1) as f64,
+        };
+        if gain < BEND_OPS_GAIN {
+            if plateau.is_none() {
+                plateau = Some(r.clone());
+            }
+            if bend.is_none() && r.p99_ratio > BEND_P99_FACTOR {
+                bend = Some(r);
+            }
+        }
+    }
+    (bend, plateau)
+}

@@ -1,0 +1,332 @@
+//! The findings rules: every sentence the report states about the data comes from a rule here.
+//!
+//! **Where a new finding goes.** A rule on one step's data (its trace, client series, system
+//! samples, database events) is a [`StepRule`] appended to [`STEP_RULES`]; a rule on a
+//! workload's thread sweep is a [`SweepRule`] appended to [`SWEEP_RULES`]. A rule returns its
+//! sentences (none when it does not hold), each carrying its numbers. The lists' order is the
+//! order of the sentences in the report. Add the rule's row to the "Findings rules" table of
+//! docs/report.md so that readers know when it fires. Failed operations are not a rule here:
+//! [`crate::outcome::Outcome::findings`] words them, and they always come first.
+
+use super::step::StepView;
+use super::sweep::WorkloadSweep;
+use crate::data::{DbEvent, StepData};
+
+/// A rule on one step: its sentences, without the step's name (added where they are listed).
+pub type StepRule = fn(&StepData, &StepView) -> Vec<String>;
+/// A rule on one workload's sweep: its sentences, starting with the workload's name.
+pub type SweepRule = fn(&WorkloadSweep) -> Vec<String>;
+
+/// The step rules, in the order their sentences are listed.
+pub const STEP_RULES: [StepRule; 5] = [
+    io_bursts,
+    queue_depth_peak,
+    device_latency_outliers,
+    latency_during_db_events,
+    cpu_pressure,
+];
+
+/// The sweep rules, in the order their sentences are listed.
+pub const SWEEP_RULES: [SweepRule; 3] = [peak, plateau, bend];
+
+/// The run-level list: failed operations first whatever the run's length (every other figure of
+/// such a step misleads), then the sweeps' findings, then each step's on short runs only.
+pub(super) fn run_findings(steps: &[StepView], sweeps: &[WorkloadSweep]) -> Vec<String> {
+    let mut findings: Vec<String> = steps
+        .iter()
+        .flat_map(|s| s.warnings.iter().map(|f| step_sentence(s, f)))
+        .collect();
+    findings.extend(sweeps.iter().flat_map(sweep_findings));
+    // With a long sweep the per-step findings stay in their sections; a short run (the blog's
+    // single traced step) lists them up front.
+    for s in steps.iter().filter(|_| steps.len() <= 3) {
+        findings.extend(s.findings.iter().map(|f| step_sentence(s, f)));
+    }
+    findings
+}
+
+pub(super) fn step_findings(step: &StepData, v: &StepView) -> Vec<String> {
+    STEP_RULES.iter().flat_map(|rule| rule(step, v)).collect()
+}
+
+fn sweep_findings(s: &WorkloadSweep) -> Vec<String> {
+    SWEEP_RULES.iter().flat_map(|rule| rule(s)).collect()
+}
+
+/// Bursts: the busiest slot against the mean over the traced window, per op.
+fn io_bursts(step: &StepData, v: &StepView) -> Vec<String> {
+    let mut f = Vec::new();
+    let Some(trace) = &step.trace else { return f };
+    let secs = (trace.end_unix_ms.saturating_sub(trace.start_unix_ms)) as f64 / 1000.0;
+    for op in ["write", "read", "discard"] {
+        let (_, bytes) = trace.op_totals(op);
+        let Some(l) = v.io.get(op) else { continue };
+        if secs <= 0.0 || bytes == 0 {
+            continue;
+        }
+        let mean = bytes as f64 / 1e6 / secs;
+        let Some(&(_, peak)) = l.mb_s_max.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
+            continue;
+        };
+        let ratio = peak / mean;
+        // Tiny rates make big ratios that mean nothing: a burst must reach 10 MB/s.
+        if ratio >= 5.0 && peak >= 10.0 {
+            let mut s = format!(
+                "{} bursts reach {ratio:.0}× the mean {op} throughput ({} vs {})",
+                capitalise(op),
+                rate(peak),
+                rate(mean)
+            );
+            if !step.events.is_empty() {
+                s.push_str(&bursts_in_db_events(step, &l.mb_s_max, peak));
+            }
+            f.push(s + ".");
+        }
+    }
+    f
+}
+
+/// ", all inside flushes or compactions" or ", N of M burst seconds inside …": how many
+/// seconds whose busiest slot reaches half the peak overlap a database event.
+fn bursts_in_db_events(step: &StepData, mb_s_max: &[(f64, f64)], peak: f64) -> String {
+    let end = step.end_unix_ms();
+    let burst: Vec<f64> = mb_s_max
+        .iter()
+        .filter(|p| p.1 >= 0.5 * peak)
+        .map(|p| p.0)
+        .collect();
+    let inside = burst
+        .iter()
+        .filter(|x| {
+            let a = **x as u64 - 500;
+            overlaps(&step.events, "flush", a, a + 1000, end)
+                || overlaps(&step.events, "compaction", a, a + 1000, end)
+        })
+        .count();
+    if inside == burst.len() {
+        ", all inside flushes or compactions".into()
+    } else {
+        format!(
+            ", {inside} of {} burst seconds inside flushes or compactions",
+            burst.len()
+        )
+    }
+}
+
+/// Queue depth: the peak against the mean, on the device with the highest peak.
+fn queue_depth_peak(step: &StepData, _: &StepView) -> Vec<String> {
+    let Some(trace) = &step.trace else {
+        return Vec::new();
+    };
+    let busiest = trace
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let means: Vec<f64> = d.seconds.iter().filter_map(|s| s.qd_mean).collect();
+            let max = d.seconds.iter().filter_map(|s| s.qd_max).max()?;
+            (!means.is_empty()).then(|| (d, max, means.iter().sum::<f64>() / means.len() as f64))
+        })
+        .max_by_key(|x| x.1);
+    let Some((d, max, mean)) = busiest else {
+        return Vec::new();
+    };
+    let mut f = Vec::new();
+    if max >= 8 && max as f64 >= 4.0 * mean {
+        let of = if trace.devices.len() > 1 {
+            format!(" (busiest of {} devices)", trace.devices.len())
+        } else {
+            String::new()
+        };
+        f.push(format!(
+            "Queue depth on {}{of} peaks at {max} against a mean of {mean:.1}.",
+            d.name
+        ));
+    }
+    f
+}
+
+/// Device latency outliers against the op's own p99 (the worst device's of each).
+fn device_latency_outliers(step: &StepData, _: &StepView) -> Vec<String> {
+    let mut f = Vec::new();
+    let Some(trace) = &step.trace else { return f };
+    for op in ["read", "write"] {
+        let worst = |pick: fn(&iodig_model::trace::Latency) -> u64| {
+            trace
+                .devices
+                .iter()
+                .filter_map(|d| d.ops.get(op)?.latency.get("device").map(pick))
+                .max()
+                .unwrap_or(0)
+        };
+        let p99 = worst(|l| l.p99_ns);
+        let max = worst(|l| l.max_ns);
+        if p99 > 0 && max >= 1_000_000 && max >= 10 * p99 {
+            f.push(format!(
+                "Device {op} latency peaks at {} while its p99 is {} ({:.0}×).",
+                lat_ms(max as f64 / 1e6),
+                lat_ms(p99 as f64 / 1e6),
+                max as f64 / p99 as f64
+            ));
+        }
+    }
+    f
+}
+
+/// Client latency while the database flushes or compacts, per op.
+fn latency_during_db_events(step: &StepData, v: &StepView) -> Vec<String> {
+    let mut f = Vec::new();
+    for (kind, what) in [
+        ("flush", "a flush runs"),
+        ("compaction", "a compaction runs"),
+    ] {
+        if !step.events.iter().any(|e| e.kind == kind) {
+            continue;
+        }
+        for series in v.lat_p99_ms.keys() {
+            let (inside, outside) = p99_inside_outside(step, series, kind);
+            if inside.len() < 3 || outside.len() < 3 {
+                continue;
+            }
+            let mi = inside.iter().sum::<f64>() / inside.len() as f64;
+            let mo = outside.iter().sum::<f64>() / outside.len() as f64;
+            if mo > 0.0 && mi / mo >= 1.5 {
+                f.push(format!(
+                    "P99 {} latency is {:.1}× higher while {what} ({} vs {}, means of per-second p99 over {} and {} s).",
+                    series.to_lowercase(),
+                    mi / mo,
+                    lat_ms(mi),
+                    lat_ms(mo),
+                    inside.len(),
+                    outside.len()
+                ));
+            }
+        }
+    }
+    f
+}
+
+/// The series' per-second p99 (ms) in seconds that overlap an event of `kind`, and in the others.
+fn p99_inside_outside(step: &StepData, series: &str, kind: &str) -> (Vec<f64>, Vec<f64>) {
+    let end = step.end_unix_ms();
+    let (mut inside, mut outside) = (Vec::new(), Vec::new());
+    for s in &step.timeseries {
+        let Some(sum) = s.series.get(series) else {
+            continue;
+        };
+        if sum.count == 0 {
+            continue;
+        }
+        let b = s.unix_ms;
+        let a = b.saturating_sub((s.secs * 1000.0) as u64);
+        let v = sum.p99_us as f64 / 1000.0;
+        if overlaps(&step.events, kind, a, b, end) {
+            inside.push(v);
+        } else {
+            outside.push(v);
+        }
+    }
+    (inside, outside)
+}
+
+/// CPU iowait (threads wait on the device) and CPU saturation.
+fn cpu_pressure(step: &StepData, _: &StepView) -> Vec<String> {
+    let mut f = Vec::new();
+    let Some(sys) = &step.sys else { return f };
+    let s = sys.summary();
+    if s.cpu_iowait_pct.mean >= 5.0 {
+        f.push(format!(
+            "CPU iowait averages {:.0}% (max {:.0}%): threads wait on the device.",
+            s.cpu_iowait_pct.mean, s.cpu_iowait_pct.max
+        ));
+    }
+    if s.cpu_busy_pct.mean >= 90.0 {
+        f.push(format!(
+            "CPUs are {:.0}% busy on average: the client or the database is CPU-bound.",
+            s.cpu_busy_pct.mean
+        ));
+    }
+    f
+}
+
+/// The peak, when the sweep has more than one usable thread count.
+fn peak(s: &WorkloadSweep) -> Vec<String> {
+    let Some(p) = s.peak_point().filter(|_| s.usable_points().count() > 1) else {
+        return Vec::new();
+    };
+    vec![format!(
+        "{}: peak throughput is {} ops/s at {} threads (p99 {}, p99.99 {}).",
+        s.workload,
+        crate::doc::thousands(p.ops_per_sec),
+        p.threads,
+        lat_ms(p.all.p99_us as f64 / 1000.0),
+        lat_ms(p.all.p9999_us as f64 / 1000.0)
+    )]
+}
+
+/// The plateau, when the tail grew with it.
+fn plateau(s: &WorkloadSweep) -> Vec<String> {
+    s.plateau
+        .iter()
+        .filter(|p| p.p9999_ratio >= 1.5)
+        .map(|p| {
+            format!(
+                "{}: throughput stops growing after {} threads ({:+.0}% at {}) while p99.99 grows {:.1}×.",
+                s.workload, p.before, p.ops_gain_pct, p.at, p.p9999_ratio
+            )
+        })
+        .collect()
+}
+
+/// The bend (see [`super::bend`]).
+fn bend(s: &WorkloadSweep) -> Vec<String> {
+    s.bend
+        .iter()
+        .map(|b| {
+            format!(
+                "{}: latency bends at {} threads: p99 grows {:.1}× for {:+.0}% ops/s.",
+                s.workload, b.at, b.p99_ratio, b.ops_gain_pct
+            )
+        })
+        .collect()
+}
+
+/// `interval` of a sample overlaps one of `events` (of `kind`).
+fn overlaps(events: &[DbEvent], kind: &str, a: u64, b: u64, step_end: u64) -> bool {
+    events
+        .iter()
+        .any(|e| e.kind == kind && e.start_unix_ms < b && e.end_unix_ms.unwrap_or(step_end) > a)
+}
+
+/// "5.6 GB/s" or "136 MB/s" (decimal, as iostat and the briefs print them).
+pub fn rate(mb_s: f64) -> String {
+    if mb_s >= 1000.0 {
+        format!("{:.1} GB/s", mb_s / 1000.0)
+    } else if mb_s >= 10.0 {
+        format!("{mb_s:.0} MB/s")
+    } else {
+        format!("{mb_s:.2} MB/s")
+    }
+}
+
+/// Latency in ms with sensible digits.
+pub fn lat_ms(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else if ms >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.3} ms")
+    }
+}
+
+/// "Step 3 (workloada × 8 threads): …", "Load (workloadb × 4 threads): …".
+fn step_sentence(s: &StepView, sentence: &str) -> String {
+    format!("{}: {sentence}", capitalise(&s.label))
+}
+
+pub(super) fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}

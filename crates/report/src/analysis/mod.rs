@@ -1,0 +1,114 @@
+//! What the report says, computed from a loaded run directory and independent of any output
+//! format. [`analyse`] gathers it; each concern has its module:
+//!
+//! - [`sweep`]: per-workload curves over thread counts (repetitions merged exactly) and the peak;
+//! - [`bend`]: where a sweep stops scaling (the latency bend, the plateau);
+//! - [`step`]: one step's series on one unix-ms time axis;
+//! - [`io`]: the block-IO profile of a step (rates, latency, queue depth, IO summary, sizes);
+//! - [`findings`]: every findings rule — a new finding goes there (its module doc says how).
+
+pub mod bend;
+pub mod findings;
+pub mod io;
+pub mod step;
+pub mod sweep;
+
+pub use bend::{find_bend, Bend, BEND_OPS_GAIN, BEND_P99_FACTOR};
+pub use findings::{lat_ms, rate};
+pub use io::{io_rows, pow2_bin, IoLines, IoRow, SizeHist};
+pub use step::StepView;
+pub use sweep::{sweeps, Point, WorkloadSweep};
+
+use crate::data::RunData;
+
+/// Series merged into "all ops": every device-facing op once. READ-MODIFY-WRITE is left out
+/// because its inner read and update are already recorded as READ and UPDATE.
+pub const ALL_OPS_SERIES: [&str; 5] = ["READ", "UPDATE", "INSERT", "SCAN", "DELETE"];
+/// Series shown per op in tables (YCSB's names, service time).
+pub const OP_SERIES: [&str; 6] = [
+    "READ",
+    "UPDATE",
+    "INSERT",
+    "SCAN",
+    "READ-MODIFY-WRITE",
+    "DELETE",
+];
+
+/// One per-second series: (unix ms at the middle of the interval, value).
+pub type Line = Vec<(f64, f64)>;
+
+/// "step 3" or "steps 3, 5".
+pub fn steps_list(steps: &[usize]) -> String {
+    let list = steps
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if steps.len() == 1 {
+        format!("step {list}")
+    } else {
+        format!("steps {list}")
+    }
+}
+
+/// A status cell: "ok" when there is nothing to say.
+pub fn status_text(caveats: &[String]) -> String {
+    if caveats.is_empty() {
+        "ok".into()
+    } else {
+        caveats.join("; ")
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub run_name: String,
+    pub sweeps: Vec<WorkloadSweep>,
+    pub steps: Vec<StepView>,
+    /// Run-level findings: the steps' warnings (failed operations), the sweeps', then each
+    /// step's (short runs only), prefixed with the step.
+    pub findings: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+fn is_primary_series(name: &str) -> bool {
+    OP_SERIES.contains(&name)
+}
+
+/// Computes the report of a run.
+pub fn analyse(run: &RunData) -> Report {
+    let sweeps = sweeps(run);
+    let steps: Vec<StepView> = run.steps.iter().map(step::step_view).collect();
+    let findings = findings::run_findings(&steps, &sweeps);
+    Report {
+        run_name: run.name(),
+        notes: notes(run, &sweeps),
+        sweeps,
+        steps,
+        findings,
+    }
+}
+
+/// run.json's notes, then what limits the figures: approximate percentiles, lost trace events.
+fn notes(run: &RunData, sweeps: &[WorkloadSweep]) -> Vec<String> {
+    let mut notes = run.doc.notes.clone();
+    if sweeps.iter().flat_map(|s| &s.points).any(|p| !p.exact) {
+        notes.push(
+            "Some latency figures combine steps or ops without histograms.json: their percentiles are count-weighted means, not exact merges."
+                .into(),
+        );
+    }
+    for s in &run.steps {
+        if let Some(t) = &s.trace {
+            if t.self_check.lost_events > 0 {
+                notes.push(format!(
+                    "{}: the tracer lost {} raw events (ring buffer full); totals are unaffected.",
+                    findings::capitalise(&s.label()),
+                    t.self_check.lost_events
+                ));
+            }
+        }
+    }
+    notes
+}

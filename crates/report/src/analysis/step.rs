@@ -1,0 +1,163 @@
+//! One step's view: its figures, and its client, block-IO and system series on one unix-ms time
+//! axis (each per-second value at the middle of its interval), with the step's findings.
+
+use super::findings::step_findings;
+use super::io::{io_lines, io_rows, size_hists, IoLines, IoRow, SizeHist};
+use super::{is_primary_series, Line};
+use crate::data::{DbEvent, StepData};
+use crate::outcome::Outcome;
+use std::collections::BTreeMap;
+
+/// Everything shown for one step.
+#[derive(Debug, Clone)]
+pub struct StepView {
+    pub index: usize,
+    /// Section heading ([`StepData::title`]) and the name in sentences ([`StepData::label`]).
+    pub title: String,
+    pub label: String,
+    /// `load` or `run`.
+    pub phase: String,
+    pub workload: String,
+    pub threads: u64,
+    pub target_ops_per_sec: Option<f64>,
+    pub operations: u64,
+    pub throughput_ops_per_sec: f64,
+    pub interrupted: bool,
+    pub outcome: Outcome,
+    pub start_ms: f64,
+    pub end_ms: f64,
+    pub ops_per_sec: Line,
+    /// Per op series name: per-second p99 and mean latency in ms.
+    pub lat_p99_ms: BTreeMap<String, Line>,
+    pub lat_mean_ms: BTreeMap<String, Line>,
+    /// By op name (`read`, `write`, `discard`, `flush`, `other`), only ops with IO.
+    pub io: BTreeMap<String, IoLines>,
+    pub qd_mean: Line,
+    pub qd_max: Line,
+    pub cpu_busy: Line,
+    pub cpu_iowait: Line,
+    pub dirty_mb: Line,
+    pub writeback_mb: Line,
+    pub events: Vec<DbEvent>,
+    pub io_rows: Vec<IoRow>,
+    pub size_hists: Vec<SizeHist>,
+    pub trace_mode: String,
+    pub trace_note: Option<String>,
+    /// What the return codes say (all failed, NOT_FOUND): listed up front whatever the run's length.
+    pub warnings: Vec<String>,
+    pub findings: Vec<String>,
+}
+
+impl StepView {
+    /// What a reader must know before trusting the step's figures; empty when nothing.
+    pub fn caveats(&self) -> Vec<String> {
+        let mut c = Vec::new();
+        if self.outcome.all_failed() {
+            c.push("all failed".to_string());
+        }
+        c.extend(self.outcome.not_found_mark());
+        if self.interrupted {
+            c.push("interrupted".to_string());
+        }
+        c
+    }
+}
+
+pub(super) fn step_view(step: &StepData) -> StepView {
+    let sum = &step.summary;
+    let (ops, lat_p99, lat_mean) = client_lines(step);
+    let (io, qd_mean, qd_max) = step.trace.as_ref().map(io_lines).unwrap_or_default();
+    let [busy, iowait, dirty, wb] = sys_lines(step);
+    let (trace_mode, trace_note) = trace_mode(step);
+    let outcome = Outcome::of(sum);
+    let mut v = StepView {
+        index: sum.index,
+        title: step.title(),
+        label: step.label(),
+        phase: sum.phase.clone(),
+        workload: sum.workload.clone(),
+        threads: sum.threads,
+        target_ops_per_sec: sum.target_ops_per_sec,
+        operations: sum.operations,
+        throughput_ops_per_sec: sum.throughput_ops_per_sec,
+        interrupted: sum.interrupted,
+        warnings: outcome.findings(sum.operations),
+        outcome,
+        start_ms: sum.started_unix_ms as f64,
+        end_ms: step.end_unix_ms() as f64,
+        ops_per_sec: ops,
+        lat_p99_ms: lat_p99,
+        lat_mean_ms: lat_mean,
+        io,
+        qd_mean,
+        qd_max,
+        cpu_busy: busy,
+        cpu_iowait: iowait,
+        dirty_mb: dirty,
+        writeback_mb: wb,
+        events: step.events.clone(),
+        io_rows: step.trace.as_ref().map(io_rows).unwrap_or_default(),
+        size_hists: step
+            .trace
+            .as_ref()
+            .filter(|t| t.histograms)
+            .map(size_hists)
+            .unwrap_or_default(),
+        trace_mode,
+        trace_note,
+        findings: Vec::new(),
+    };
+    v.findings = step_findings(step, &v);
+    v
+}
+
+/// Client ops/s, and per op the p99 and mean latency in ms, per second.
+fn client_lines(step: &StepData) -> (Line, BTreeMap<String, Line>, BTreeMap<String, Line>) {
+    let mut lat_p99 = BTreeMap::new();
+    let mut lat_mean = BTreeMap::new();
+    let mut ops = Vec::with_capacity(step.timeseries.len());
+    for s in &step.timeseries {
+        // Client samples end at unix_ms; draw them at the middle of their interval.
+        let x = s.unix_ms as f64 - s.secs * 500.0;
+        ops.push((x, s.ops_per_sec));
+        for (name, v) in &s.series {
+            if is_primary_series(name) && v.count > 0 {
+                lat_p99
+                    .entry(name.clone())
+                    .or_insert_with(Vec::new)
+                    .push((x, v.p99_us as f64 / 1000.0));
+                lat_mean
+                    .entry(name.clone())
+                    .or_insert_with(Vec::new)
+                    .push((x, v.mean_us / 1000.0));
+            }
+        }
+    }
+    (ops, lat_p99, lat_mean)
+}
+
+/// CPU busy and iowait (%), memory dirty and under writeback (MB), per second.
+fn sys_lines(step: &StepData) -> [Line; 4] {
+    let (mut busy, mut iowait, mut dirty, mut wb) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    if let Some(sys) = &step.sys {
+        for s in &sys.samples {
+            let x = s.unix_ms as f64 - s.secs * 500.0;
+            busy.push((x, s.cpu.busy()));
+            iowait.push((x, s.cpu.iowait));
+            dirty.push((x, s.mem.dirty_bytes as f64 / 1e6));
+            wb.push((x, s.mem.writeback_bytes as f64 / 1e6));
+        }
+    }
+    [busy, iowait, dirty, wb]
+}
+
+/// The trace mode the step ran with (the trace's own word first) and why it differs, if said.
+fn trace_mode(step: &StepData) -> (String, Option<String>) {
+    let sum = &step.summary;
+    match (&step.trace, &sum.trace_mode) {
+        (Some(t), _) => (t.mode.clone(), t.note.clone().or(sum.trace_note.clone())),
+        (None, Some(m)) => (m.clone(), sum.trace_note.clone()),
+        (None, None) => ("off".into(), sum.trace_note.clone()),
+    }
+}

@@ -1,0 +1,189 @@
+//! What makes the runs unlike, said before any ratio: database, target rate, workloads,
+//! dataset and other properties, runs that did not complete, interrupted or all-failed steps,
+//! and thread counts a later run lacks.
+
+use super::Runs;
+use crate::data::RunData;
+use crate::doc::{distinct, target_rate, Doc};
+use crate::outcome::Outcome;
+
+/// The caveats section ("the runs agree…" when there is none); returns the caveats.
+pub(super) fn section(doc: &mut Doc, runs: &Runs) -> Vec<String> {
+    let mut c = run_differences(runs.runs);
+    c.extend(runs.runs.iter().flat_map(step_problems));
+    c.extend(missing_points(runs));
+    doc.h(2, "Caveats");
+    if c.is_empty() {
+        doc.p("The runs agree on database, target rate, workloads, dataset and workload properties; every step completed with successful operations.");
+    } else {
+        doc.list(c.clone());
+    }
+    c
+}
+
+/// The dataset's properties: another value loads other data.
+const DATASET_KEYS: [&str; 12] = iodig_model::props::DATASET_PROPERTIES;
+/// Properties said elsewhere (target, database) or meant to vary (threads, seed).
+const IGNORED_KEYS: [&str; 4] = ["target", "threadcount", "db", "seed"];
+
+/// "5000 in a, 20000 in b" when the runs do not all agree on `value`.
+fn differing(runs: &[RunData], value: impl Fn(&RunData) -> String) -> Option<String> {
+    let values: Vec<String> = runs.iter().map(value).collect();
+    if values.iter().all(|v| *v == values[0]) {
+        return None;
+    }
+    Some(
+        runs.iter()
+            .zip(&values)
+            .map(|(r, v)| format!("{v} in {}", r.name()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// "recordcount 5000 in a, 20000 in b" for each of `keys` the runs disagree on.
+fn property_differences<'a>(
+    runs: &[RunData],
+    keys: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    keys.into_iter()
+        .filter_map(|k| {
+            differing(runs, |r| {
+                r.doc
+                    .config
+                    .properties
+                    .get(k)
+                    .cloned()
+                    .unwrap_or_else(|| "unset".into())
+            })
+            .map(|d| format!("{k} {d}"))
+        })
+        .collect()
+}
+
+/// The target rate(s) the run's measured steps ran at.
+pub(super) fn run_targets(r: &RunData) -> String {
+    let t = distinct(
+        r.run_steps()
+            .map(|s| target_rate(s.summary.target_ops_per_sec)),
+    );
+    if t.is_empty() {
+        target_rate(r.doc.config.target_ops_per_sec)
+    } else {
+        t.join(", ")
+    }
+}
+
+/// How the runs' configurations differ (database, target, workloads, properties).
+fn run_differences(runs: &[RunData]) -> Vec<String> {
+    let mut c = Vec::new();
+    if let Some(d) = differing(runs, |r| r.doc.config.db.clone()) {
+        c.push(format!("Databases differ: {d}."));
+    }
+    if let Some(d) = differing(runs, run_targets) {
+        c.push(format!(
+            "Target rates differ: {d}. A target caps ops/s, so ratios against another rate do not compare capacity; thread counts whose targets differ are not checked for regressions."
+        ));
+    }
+    if let Some(d) = differing(runs, |r| {
+        distinct(r.run_steps().map(|s| s.summary.workload.as_str())).join(" + ")
+    }) {
+        c.push(format!(
+            "Workloads differ: {d}; only the baseline's workloads are compared."
+        ));
+    }
+    let dataset = property_differences(runs, DATASET_KEYS);
+    if !dataset.is_empty() {
+        c.push(format!(
+            "Dataset properties differ: {}. Another dataset changes what is cached and what reaches the device: the ratios compare different data.",
+            dataset.join("; ")
+        ));
+    }
+    let said: Vec<&str> = DATASET_KEYS.iter().chain(&IGNORED_KEYS).copied().collect();
+    let others = distinct(
+        runs.iter()
+            .flat_map(|r| r.doc.config.properties.keys())
+            .map(String::as_str)
+            .filter(|k| !said.contains(k)),
+    );
+    let others = property_differences(runs, others);
+    if !others.is_empty() {
+        c.push(format!(
+            "Workload and other properties differ: {}. The op mix, key choice or settings differ: the ratios compare different work.",
+            others.join("; ")
+        ));
+    }
+    c
+}
+
+/// A run that did not complete, and its steps whose figures are partial (interrupted) or
+/// measure failures (no operation succeeded).
+fn step_problems(r: &RunData) -> Vec<String> {
+    let mut c = Vec::new();
+    if r.doc.status != "completed" {
+        c.push(format!(
+            "{} ended {} (not completed): steps it did not run are missing from the comparison.",
+            r.name(),
+            r.doc.status
+        ));
+    }
+    let interrupted: Vec<String> = r
+        .steps
+        .iter()
+        .filter(|s| s.summary.interrupted)
+        .map(|s| s.label())
+        .collect();
+    if !interrupted.is_empty() {
+        c.push(format!(
+            "{}: {} ended early (interrupted): its figures cover part of the step; marked in the tables and not checked for regressions.",
+            r.name(),
+            interrupted.join(", ")
+        ));
+    }
+    let failed: Vec<(String, Outcome)> = r
+        .steps
+        .iter()
+        .map(|s| (s.label(), Outcome::of(&s.summary)))
+        .filter(|(_, o)| o.all_failed())
+        .collect();
+    if !failed.is_empty() {
+        c.push(format!(
+            "{}: no operation of {} succeeded ({}): left out of the ratios and peaks.",
+            r.name(),
+            failed
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            Outcome::merged(failed.iter().map(|(_, o)| o)).failure_list()
+        ));
+    }
+    c
+}
+
+/// Thread counts of the baseline's workloads that a later run lacks.
+fn missing_points(runs: &Runs) -> Vec<String> {
+    let mut c = Vec::new();
+    for (ri, r) in runs.runs.iter().enumerate().skip(1) {
+        for w in runs.base_sweeps() {
+            let Some(o) = runs.sweep(ri, &w.workload) else {
+                continue;
+            };
+            let missing: Vec<String> = w
+                .points
+                .iter()
+                .filter(|p| !o.points.iter().any(|q| q.threads == p.threads))
+                .map(|p| p.threads.to_string())
+                .collect();
+            if !missing.is_empty() {
+                c.push(format!(
+                    "{} has no {} step at {} threads, which the baseline ran: not compared.",
+                    r.name(),
+                    w.workload,
+                    missing.join(", ")
+                ));
+            }
+        }
+    }
+    c
+}

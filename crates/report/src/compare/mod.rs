@@ -1,0 +1,186 @@
+//! `iodig compare`: the briefs' advantage tables between runs. Every later run is compared with
+//! the first (the baseline): ops/s per workload × thread count and its ratio ("1.5X better"), the
+//! max-performance ratio per workload, latency ratios ("7.0X lower"), overlaid curves, Welch
+//! tests where repetitions (or per-second samples) allow, and the regression check. What makes
+//! runs unlike (target rate, dataset, workload, database, interrupted or all-failed steps) is
+//! said before any ratio, and steps whose operations all failed are never a term of one.
+//!
+//! [`compare_doc`] lists the sections in document order; each section is a module of its own.
+
+mod caveats;
+mod header;
+mod max_perf;
+mod ratio;
+mod regression;
+mod workload;
+
+pub use ratio::{better, lower, significance};
+
+use crate::analysis::{sweeps, Point, WorkloadSweep};
+use crate::data::{load_run, RunData};
+use crate::doc::Doc;
+use anyhow::{bail, Result};
+use iodig_model::fsio::write_atomic;
+use std::path::PathBuf;
+
+pub const HTML: &str = "compare.html";
+pub const MARKDOWN: &str = "compare.md";
+/// Significance level of the Welch tests.
+pub const ALPHA: f64 = 0.05;
+
+#[derive(Debug, Clone)]
+pub struct CompareOptions {
+    /// The baseline first, then the runs compared with it.
+    pub runs: Vec<PathBuf>,
+    pub out: PathBuf,
+    /// Percent by which a later run may be worse (lower ops/s or higher p99) before it counts
+    /// as a regression.
+    pub fail_on_regression_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CompareOutput {
+    pub files: Vec<PathBuf>,
+    /// The advantage tables in Markdown, for the terminal.
+    pub summary_markdown: String,
+    /// One sentence per regression beyond the threshold (empty without a threshold).
+    pub regressions: Vec<String>,
+    /// Points the regression check gave no verdict on, with why (empty without a threshold).
+    pub unchecked: Vec<String>,
+    /// How the runs differ and which steps are partial or failed (also in `summary_markdown`).
+    pub caveats: Vec<String>,
+}
+
+/// The runs compared, the baseline first, with their sweeps (same order).
+struct Runs<'a> {
+    runs: &'a [RunData],
+    sweeps: Vec<Vec<WorkloadSweep>>,
+}
+
+impl<'a> Runs<'a> {
+    fn new(runs: &'a [RunData]) -> Self {
+        Runs {
+            runs,
+            sweeps: runs.iter().map(sweeps).collect(),
+        }
+    }
+
+    fn base(&self) -> &RunData {
+        &self.runs[0]
+    }
+
+    /// The baseline's sweeps: the workloads compared.
+    fn base_sweeps(&self) -> &[WorkloadSweep] {
+        &self.sweeps[0]
+    }
+
+    /// Run `ri`'s sweep of `workload`, when it ran it.
+    fn sweep(&self, ri: usize, workload: &str) -> Option<&WorkloadSweep> {
+        self.sweeps[ri].iter().find(|w| w.workload == workload)
+    }
+
+    /// Each later run with its point at `threads` of `workload` (none when it has no such step).
+    fn later_points<'b>(
+        &'b self,
+        workload: &'b str,
+        threads: u64,
+    ) -> impl Iterator<Item = (&'b RunData, Option<&'b Point>)> + 'b {
+        self.runs.iter().enumerate().skip(1).map(move |(ri, r)| {
+            let point = self
+                .sweep(ri, workload)
+                .and_then(|o| o.points.iter().find(|p| p.threads == threads));
+            (r, point)
+        })
+    }
+}
+
+/// The comparison of runs, for the files and the terminal.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub doc: Doc,
+    /// The caveats and advantage tables in Markdown.
+    pub summary: String,
+    pub regressions: Vec<String>,
+    /// Points the regression check gave no verdict on, with why (empty without a limit).
+    pub unchecked: Vec<String>,
+    pub caveats: Vec<String>,
+}
+
+fn md_list(title: &str, items: &[String]) -> String {
+    let mut o = format!("## {title}\n\n");
+    for i in items {
+        o.push_str(&format!("- {i}\n"));
+    }
+    o.push('\n');
+    o
+}
+
+/// Builds the comparison document, the caveats and the regression check, section by section;
+/// the terminal summary gathers the caveats and the advantage tables.
+pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>) -> Comparison {
+    let runs = Runs::new(runs);
+    let mut doc = header::section(&runs);
+    let caveats = caveats::section(&mut doc, &runs);
+    let mut summary = String::new();
+    if !caveats.is_empty() {
+        summary.push_str(&md_list("Caveats", &caveats));
+    }
+    max_perf::section(&mut doc, &runs, &mut summary);
+    for w in runs.base_sweeps() {
+        workload::section(&mut doc, &runs, w, &mut summary);
+    }
+    let check = fail_pct
+        .map(|pct| regression::section(&mut doc, &runs, pct, &mut summary))
+        .unwrap_or_default();
+    Comparison {
+        doc,
+        summary,
+        regressions: check.regressions,
+        unchecked: check.unchecked,
+        caveats,
+    }
+}
+
+/// Reads the runs and writes compare.html and compare.md into `opts.out`.
+pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
+    if opts.runs.len() < 2 {
+        bail!(
+            "compare needs at least two run directories (the baseline first), got {}",
+            opts.runs.len()
+        );
+    }
+    let runs = opts
+        .runs
+        .iter()
+        .map(|p| load_run(p))
+        .collect::<Result<Vec<_>>>()?;
+    if runs[0].run_steps().next().is_none() {
+        bail!(
+            "{}: the baseline has no run steps to compare",
+            opts.runs[0].display()
+        );
+    }
+    let c = compare_doc(&runs, opts.fail_on_regression_pct);
+    std::fs::create_dir_all(&opts.out).map_err(|e| {
+        anyhow::anyhow!(
+            "--out {}: cannot create the directory ({e}); choose a writable directory",
+            opts.out.display()
+        )
+    })?;
+    let mut files = Vec::new();
+    for (name, text) in [
+        (HTML, crate::html::render(&c.doc)),
+        (MARKDOWN, crate::markdown::render(&c.doc)),
+    ] {
+        let p = opts.out.join(name);
+        write_atomic(&p, text.as_bytes())?;
+        files.push(p);
+    }
+    Ok(CompareOutput {
+        files,
+        summary_markdown: c.summary,
+        regressions: c.regressions,
+        unchecked: c.unchecked,
+        caveats: c.caveats,
+    })
+}

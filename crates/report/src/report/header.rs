@@ -1,0 +1,206 @@
+//! The report's header: what ran (command, database, workload, threads, target, key
+//! properties), where (host, CPU, memory, device, file system) and how it was traced, then
+//! run.json's notes.
+
+use crate::analysis::Report;
+use crate::data::RunData;
+use crate::doc::{distinct, target_rate, Block, Doc};
+
+/// One line of the header: (name, value).
+type Fact = (String, String);
+
+pub(super) fn section(doc: &mut Doc, run: &RunData, report: &Report) {
+    let mut facts = config_facts(run, report);
+    facts.extend(host_facts(run));
+    facts.extend(device_facts(run));
+    if let Some(dd) = &run.doc.environment.data_dir {
+        facts.push(("data directory".into(), dd.clone()));
+    }
+    facts.push(trace_fact(run, report));
+    doc.blocks.push(Block::Facts(facts));
+    if !report.notes.is_empty() {
+        doc.h(3, "Notes");
+        doc.list(report.notes.clone());
+    }
+}
+
+/// The run, the tool and the configuration it ran with.
+fn config_facts(run: &RunData, report: &Report) -> Vec<Fact> {
+    let d = &run.doc;
+    let c = &d.config;
+    let mut facts = vec![
+        ("run".into(), format!("{} ({})", report.run_name, d.status)),
+        ("tool".into(), format!("{} {}", d.tool.name, d.tool.version)),
+        ("command".into(), d.tool.command_line.join(" ")),
+        ("database".into(), c.db.clone()),
+        ("workload files".into(), workload_files(run)),
+        (
+            "threads".into(),
+            c.threads
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        ("target".into(), target_rate(c.target_ops_per_sec)),
+        ("warm-up".into(), format!("{} s per step", c.warmup_secs)),
+        ("seed".into(), c.seed.to_string()),
+    ];
+    for key in [
+        "hosts",
+        "recordcount",
+        "operationcount",
+        "fieldcount",
+        "fieldlength",
+        "requestdistribution",
+    ] {
+        if let Some(v) = c.properties.get(key) {
+            facts.push((key.into(), v.clone()));
+        }
+    }
+    facts
+}
+
+fn host_facts(run: &RunData) -> [Fact; 2] {
+    let e = &run.doc.environment;
+    [
+        (
+            "host".into(),
+            format!("{} · kernel {}", e.hostname, e.kernel),
+        ),
+        (
+            "CPU".into(),
+            format!(
+                "{} × {} · {:.1} GiB memory",
+                e.cpus,
+                e.cpu_model,
+                e.memory_bytes as f64 / (1u64 << 30) as f64
+            ),
+        ),
+    ]
+}
+
+/// The device under the data directory, or for a remote database the devices the block-IO
+/// trace saw.
+fn device_facts(run: &RunData) -> Vec<Fact> {
+    let mut facts = Vec::new();
+    let traced = traced_devices(run);
+    let traced_list = |t: &[(String, String)]| {
+        t.iter()
+            .map(|(_, d)| d.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if let Some(s) = &run.doc.environment.storage {
+        let name = s.device.clone().unwrap_or_else(|| s.source.clone());
+        facts.push((
+            "device".into(),
+            describe_device(
+                &name,
+                s.model.as_deref(),
+                s.rotational,
+                s.scheduler.as_deref(),
+            ),
+        ));
+        facts.push((
+            "file system".into(),
+            format!("{} on {} ({})", s.fs_type, s.mount_point, s.source),
+        ));
+        // `--device` can add devices beyond the one under the data directory.
+        if traced.iter().any(|(n, _)| *n != name) {
+            facts.push(("traced devices".into(), traced_list(&traced)));
+        }
+    } else if !traced.is_empty() {
+        facts.push((
+            "device".into(),
+            format!("{} (from the block-IO trace)", traced_list(&traced)),
+        ));
+    }
+    facts
+}
+
+/// Trace mode as asked, and as it ran per step when that differs.
+fn trace_fact(run: &RunData, report: &Report) -> Fact {
+    let modes = distinct(report.steps.iter().map(|s| match &s.trace_note {
+        Some(n) => format!("{} ({n})", s.trace_mode),
+        None => s.trace_mode.clone(),
+    }));
+    (
+        "trace".into(),
+        format!(
+            "asked: {} · ran: {}",
+            run.doc.config.trace,
+            modes.join("; ")
+        ),
+    )
+}
+
+/// What `-P` named or, without a file, the built-in workload the runner fell back to (its
+/// label names it: the runner labels such steps with the built-in's name).
+fn workload_files(run: &RunData) -> String {
+    let files = &run.doc.config.property_files;
+    if !files.is_empty() {
+        return files.join(", ");
+    }
+    // "workload" is the runner's label when it knew no name.
+    let labels = distinct(
+        run.steps
+            .iter()
+            .map(|s| s.summary.workload.as_str())
+            .filter(|w| *w != "workload"),
+    );
+    if labels.is_empty() {
+        "built-in defaults (no -P file)".into()
+    } else {
+        format!("built-in {} (no -P file)", labels.join(", "))
+    }
+}
+
+/// "nvme0n1 (Samsung SSD) · non-rotational · scheduler none".
+fn describe_device(
+    name: &str,
+    model: Option<&str>,
+    rotational: Option<bool>,
+    scheduler: Option<&str>,
+) -> String {
+    let mut dev = name.to_string();
+    if let Some(m) = model {
+        dev.push_str(&format!(" ({m})"));
+    }
+    if let Some(r) = rotational {
+        dev.push_str(if r {
+            " · rotational"
+        } else {
+            " · non-rotational"
+        });
+    }
+    if let Some(sch) = scheduler {
+        dev.push_str(&format!(" · scheduler {sch}"));
+    }
+    dev
+}
+
+/// The devices the steps' block-IO traces recorded, each once, in order of appearance: the
+/// only device facts of a run whose database is remote (no data directory to resolve).
+fn traced_devices(run: &RunData) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for d in run
+        .steps
+        .iter()
+        .filter_map(|s| s.trace.as_ref())
+        .flat_map(|t| &t.devices)
+    {
+        if out.iter().any(|(n, _)| *n == d.name) {
+            continue;
+        }
+        let info = d.info.as_ref();
+        let desc = describe_device(
+            &d.name,
+            info.and_then(|i| i.model.as_deref()),
+            info.and_then(|i| i.rotational),
+            info.and_then(|i| i.scheduler.as_deref()),
+        );
+        out.push((d.name.clone(), desc));
+    }
+    out
+}

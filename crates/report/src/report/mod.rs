@@ -1,0 +1,79 @@
+//! `iodig report`: lays the analysed run out as a document and writes report.html, report.md
+//! and the CSV files into the run directory. [`report_doc`] lists the sections in document
+//! order; each section is a module of its own.
+
+mod block_io;
+mod client;
+mod events;
+mod findings;
+mod header;
+mod io_summary;
+mod per_second;
+mod step;
+mod steps_table;
+mod sweep;
+mod system;
+
+pub use io_summary::size_short;
+
+use crate::analysis::{self, Report};
+use crate::data::{load_run, RunData};
+use crate::doc::Doc;
+use anyhow::Result;
+use iodig_model::fsio::write_atomic;
+use std::path::{Path, PathBuf};
+
+/// File names written into the run directory.
+pub const HTML: &str = "report.html";
+pub const MARKDOWN: &str = "report.md";
+pub const CSV_OPS: &str = "report-ops.csv";
+pub const CSV_CLIENT: &str = "report-client.csv";
+pub const CSV_IO: &str = "report-io.csv";
+pub const CSV_STEPS: &str = "report-steps.csv";
+
+/// What `write_report` produced.
+#[derive(Debug, Clone)]
+pub struct ReportOutput {
+    pub files: Vec<PathBuf>,
+    pub findings: Vec<String>,
+}
+
+/// Reads `run_dir`, writes the report files into it, and returns their paths.
+pub fn write_report(run_dir: &Path) -> Result<ReportOutput> {
+    let run = load_run(run_dir)?;
+    let report = analysis::analyse(&run);
+    let doc = report_doc(&run, &report);
+    let outputs: [(&str, Vec<u8>); 6] = [
+        (HTML, crate::html::render(&doc).into_bytes()),
+        (MARKDOWN, crate::markdown::render(&doc).into_bytes()),
+        (CSV_STEPS, crate::csv::steps(&report).into_bytes()),
+        (CSV_OPS, crate::csv::ops(&report).into_bytes()),
+        (CSV_CLIENT, crate::csv::client(&run).into_bytes()),
+        (CSV_IO, crate::csv::io(&run).into_bytes()),
+    ];
+    let mut files = Vec::new();
+    for (name, bytes) in outputs {
+        let p = run_dir.join(name);
+        write_atomic(&p, &bytes)?;
+        files.push(p);
+    }
+    Ok(ReportOutput {
+        files,
+        findings: report.findings,
+    })
+}
+
+/// The whole report as a document, section by section.
+pub fn report_doc(run: &RunData, report: &Report) -> Doc {
+    let mut doc = Doc::new(&format!("iodig report: {}", report.run_name));
+    header::section(&mut doc, run, report);
+    findings::section(&mut doc, report);
+    steps_table::section(&mut doc, report);
+    for s in &report.sweeps {
+        sweep::section(&mut doc, s);
+    }
+    for s in &report.steps {
+        step::section(&mut doc, s);
+    }
+    doc
+}

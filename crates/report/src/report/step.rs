@@ -1,0 +1,82 @@
+//! A step's section: when it ran and what it found, then its charts on one time axis (client,
+//! block IO, system), the per-second figures and the IO summary.
+
+use super::{block_io, client, events, io_summary, per_second, system};
+use crate::analysis::StepView;
+use crate::doc::Doc;
+use crate::svg::{Band, LineChart, Series, XKind};
+
+pub(super) fn section(doc: &mut Doc, s: &StepView) {
+    doc.h(2, s.title.clone());
+    intro(doc, s);
+    let t = Timeline::of(s);
+    client::charts(doc, s, &t);
+    block_io::charts(doc, s, &t);
+    system::charts(doc, s, &t);
+    per_second::table(doc, s);
+    io_summary::tables(doc, s);
+}
+
+/// When the step was measured and how it was traced, its database events, its findings.
+fn intro(doc: &mut Doc, s: &StepView) {
+    let mut facts = vec![format!(
+        "Measured {} → {} UTC; trace mode {}{}.",
+        crate::svg::clock(s.start_ms),
+        crate::svg::clock(s.end_ms),
+        s.trace_mode,
+        s.trace_note
+            .as_ref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default()
+    )];
+    facts.extend(events::sentence(s));
+    doc.list(facts);
+    if !s.warnings.is_empty() || !s.findings.is_empty() {
+        doc.h(3, "Findings");
+        doc.list(s.warnings.iter().chain(&s.findings).cloned().collect());
+    }
+}
+
+/// The time axis every chart of a step shares: the step's clock range, and its database
+/// events shaded so that a burst or a slow second can be read against a flush.
+pub(super) struct Timeline {
+    bands: Vec<Band>,
+    legend: Vec<(usize, String)>,
+    range: Option<(f64, f64)>,
+}
+
+impl Timeline {
+    fn of(s: &StepView) -> Self {
+        let (bands, legend) = events::bands(s);
+        Timeline {
+            bands,
+            legend,
+            range: Some((s.start_ms, s.end_ms.max(s.start_ms + 1000.0))),
+        }
+    }
+
+    /// An empty chart on the step's time axis.
+    pub(super) fn chart(&self, title: &str, y_label: &str) -> LineChart {
+        let mut c = LineChart::new(title, "time (UTC, hh:mm:ss)", y_label, XKind::UnixMs);
+        c.bands = self.bands.clone();
+        c.band_legend = self.legend.clone();
+        c.x_range = self.range;
+        c
+    }
+}
+
+/// A plain time series (no markers or labels).
+pub(super) fn line(
+    name: impl Into<String>,
+    points: &[(f64, f64)],
+    color: usize,
+    dashed: bool,
+) -> Series {
+    Series {
+        name: name.into(),
+        points: points.to_vec(),
+        color,
+        dashed,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,172 @@
+//! A workload's sweep over thread counts: the throughput/latency curve, the OPS table, the peak
+//! and the bend, and each op's latency.
+
+use crate::analysis::{self, WorkloadSweep};
+use crate::doc::{thousands, us_as_ms, Doc, Table};
+use crate::svg::{LineChart, Series, XKind};
+
+pub(super) fn section(doc: &mut Doc, s: &WorkloadSweep) {
+    doc.h(
+        2,
+        format!("Workload {}: throughput against latency", s.workload),
+    );
+    curve(doc, s);
+    ops_table(doc, s);
+    peak_and_bend(doc, s);
+    latency_per_op(doc, s);
+}
+
+/// Latency against throughput over the thread counts: where the database stops scaling.
+fn curve(doc: &mut Doc, s: &WorkloadSweep) {
+    let mut chart = LineChart::new(
+        &format!(
+            "{}: ops/s vs latency across thread counts (points labelled with threads)",
+            s.workload
+        ),
+        "throughput (ops/s)",
+        "latency (ms, log scale)",
+        XKind::Number,
+    );
+    chart.y_log = true;
+    let labels: Vec<String> = s
+        .usable_points()
+        .map(|p| format!("{}t", p.threads))
+        .collect();
+    type Pick = (
+        &'static str,
+        fn(&iodig_model::SeriesSummary) -> f64,
+        usize,
+        bool,
+    );
+    let pick: [Pick; 4] = [
+        ("avg", |x| x.mean_us, 0, true),
+        ("p99", |x| x.p99_us as f64, 1, false),
+        ("p99.9", |x| x.p999_us as f64, 2, false),
+        ("p99.99", |x| x.p9999_us as f64, 3, false),
+    ];
+    for (name, f, color, dashed) in pick {
+        chart.series.push(Series {
+            name: name.into(),
+            points: s
+                .usable_points()
+                .map(|p| (p.ops_per_sec, f(&p.all) / 1000.0))
+                .collect(),
+            color,
+            dashed,
+            markers: true,
+            labels: if name == "p99.99" || name == "avg" {
+                labels.clone()
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    doc.line_chart(chart);
+}
+
+/// The OPS table: one row per thread count, repetitions merged.
+fn ops_table(doc: &mut Doc, s: &WorkloadSweep) {
+    doc.h(3, "OPS by thread count (all ops)");
+    let mut t = Table::new(&[
+        "threads",
+        "repetitions",
+        "ops/s",
+        "±95% CI",
+        "avg ms",
+        "p99 ms",
+        "p99.9 ms",
+        "p99.99 ms",
+        "client CPU µs/op",
+        "failed ops",
+        "status",
+    ])
+    .text_columns(&[10]);
+    for p in &s.points {
+        t.row(vec![
+            p.threads.to_string(),
+            p.rep_ops.len().to_string(),
+            thousands(p.ops_per_sec),
+            p.ops_ci95.map(thousands).unwrap_or_else(|| "–".into()),
+            us_as_ms(p.all.mean_us),
+            us_as_ms(p.all.p99_us as f64),
+            us_as_ms(p.all.p999_us as f64),
+            us_as_ms(p.all.p9999_us as f64),
+            p.client_cpu_us_per_op
+                .map(|c| format!("{c:.1}"))
+                .unwrap_or_else(|| "–".into()),
+            p.outcome.failed_cell(),
+            p.status(),
+        ]);
+    }
+    doc.table(t);
+}
+
+/// The peak and the bend in words, with the bend's rule.
+fn peak_and_bend(doc: &mut Doc, s: &WorkloadSweep) {
+    let mut lines = Vec::new();
+    match s.peak_point() {
+        Some(p) => lines.push(format!(
+            "Peak: {} ops/s at {} threads.",
+            thousands(p.ops_per_sec),
+            p.threads
+        )),
+        None => lines.push(
+            "No peak: no operation succeeded at any thread count (the figures above measure failures)."
+                .into(),
+        ),
+    }
+    if s.points.iter().any(|p| p.all_failed) {
+        lines.push("Thread counts marked \"all failed\" had no successful operation: they are left out of the chart, the peak and the bend.".into());
+    }
+    match &s.bend {
+        Some(b) => lines.push(format!(
+            "Latency bends at {} threads: p99 {:.1}× the {}-thread figure for {:+.0}% ops/s (rule: p99 > {}× while ops/s < +{}%).",
+            b.at,
+            b.p99_ratio,
+            b.before,
+            b.ops_gain_pct,
+            analysis::BEND_P99_FACTOR,
+            analysis::BEND_OPS_GAIN * 100.0
+        )),
+        None if s.usable_points().count() > 1 => lines.push(format!(
+            "No bend within the sweep (rule: p99 > {}× while ops/s < +{}% from one thread count to the next).",
+            analysis::BEND_P99_FACTOR,
+            analysis::BEND_OPS_GAIN * 100.0
+        )),
+        None => {}
+    }
+    doc.list(lines);
+}
+
+/// Each op's latency per thread count.
+fn latency_per_op(doc: &mut Doc, s: &WorkloadSweep) {
+    doc.h(3, "Latency per op");
+    let mut t = Table::new(&[
+        "threads",
+        "op",
+        "operations",
+        "avg ms",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "p99.99 ms",
+        "max ms",
+    ])
+    .text_columns(&[1]);
+    for p in &s.points {
+        for (op, v) in &p.per_op {
+            t.row(vec![
+                p.threads.to_string(),
+                op.clone(),
+                thousands(v.count as f64),
+                us_as_ms(v.mean_us),
+                us_as_ms(v.p50_us as f64),
+                us_as_ms(v.p99_us as f64),
+                us_as_ms(v.p999_us as f64),
+                us_as_ms(v.p9999_us as f64),
+                us_as_ms(v.max_us as f64),
+            ]);
+        }
+    }
+    doc.table(t);
+}
