@@ -39,7 +39,6 @@ fn base(ctx: &Ctx, mode: &str, start_ms: u64, end_ms: u64, histograms: bool) -> 
         devices: Vec::new(),
         self_check: SelfCheck::default(),
         events_file: None,
-        attribution: None,
     }
 }
 
@@ -98,7 +97,7 @@ pub fn from_ebpf(ctx: &Ctx, raw: Raw) -> TraceDoc {
     doc.self_check = self_check(&raw, &doc.devices);
     let a = attribution(ctx, &raw, w);
     doc.self_check.attribution_match = Some(a.sums_match());
-    doc.attribution = Some(a);
+    doc.self_check.attribution = Some(a);
     doc
 }
 
@@ -375,6 +374,7 @@ fn self_check(raw: &Raw, devs: &[DeviceTrace]) -> SelfCheck {
         programs: raw.progs.clone(),
         diskstats_match: Some(all_match),
         attribution_match: None,
+        attribution: None,
     }
 }
 

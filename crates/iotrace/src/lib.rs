@@ -82,6 +82,8 @@ pub struct WatchOptions {
     pub cgroups: Vec<PathBuf>,
     /// Processes by pid.
     pub pids: Vec<u32>,
+    /// Leave attribution off (one program less per IO; for overhead comparisons).
+    pub no_attribution: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -269,8 +271,11 @@ pub fn start_watching(
         TraceMode::Diskstats => return Ok(s.with_diskstats(None)),
         TraceMode::Ebpf | TraceMode::Auto => {}
     }
-    let attribution = ebpf::has_io_start();
-    if !attribution {
+    let attribution = ebpf::has_io_start() && !watch.no_attribution;
+    if watch.no_attribution {
+        s.attr_notes
+            .push("attribution off (--no-attribution): every row is `unknown`".into());
+    } else if !attribution {
         s.attr_notes.push(
             "kernel has no block_io_start tracepoint (needs Linux 6.5+): IO is not attributed, every row is `unknown`".into(),
         );

@@ -54,7 +54,7 @@ impl By {
 /// process (from the attribution rows), then the watched targets and the self-checks.
 pub fn by(doc: &TraceDoc, by: By) -> String {
     let mut s = String::new();
-    let Some(a) = &doc.attribution else {
+    let Some(a) = doc.attribution() else {
         s.push_str("(no attribution: it needs eBPF mode)\n");
         s.push_str(&text(doc));
         return s;
@@ -331,7 +331,7 @@ fn checks(doc: &TraceDoc) -> String {
             None => "-",
         }
     );
-    if let (Some(m), Some(a)) = (c.attribution_match, &doc.attribution) {
+    if let (Some(m), Some(a)) = (c.attribution_match, doc.attribution()) {
         let _ = writeln!(
             s,
             "attribution: classes {} device totals",
@@ -442,7 +442,6 @@ mod tests {
                 ..Default::default()
             },
             events_file: None,
-            attribution: None,
         }
     }
 

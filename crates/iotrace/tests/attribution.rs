@@ -65,7 +65,7 @@ fn on_thread(name: &str, f: impl FnOnce() + Send + 'static) {
 }
 
 fn rows<'a>(doc: &'a TraceDoc, class: &str) -> Vec<&'a AttrRow> {
-    let a = doc.attribution.as_ref().unwrap();
+    let a = doc.attribution().unwrap();
     a.rows.iter().filter(|r| r.class == class).collect()
 }
 
@@ -95,6 +95,7 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
     let watch = WatchOptions {
         cgroups: vec![cg.dir.clone()],
         pids: vec![std::process::id()],
+        ..Default::default()
     };
     let session = start_watching(&opts, &watch).expect("eBPF tracing loads as root");
 
@@ -173,7 +174,7 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
     assert!(st.success(), "dd failed: {st}");
     std::thread::sleep(std::time::Duration::from_millis(300));
     let doc = session.stop().unwrap();
-    let a = doc.attribution.as_ref().expect("attribution in eBPF mode");
+    let a = doc.attribution().expect("attribution in eBPF mode");
     assert!(a.enabled);
     let sum = |v: &[(u64, u64)]| v.iter().fold((0, 0), |s, x| (s.0 + x.0, s.1 + x.1));
 

@@ -32,9 +32,6 @@ pub struct TraceDoc {
     /// CSV file of raw per-IO events, when asked for with `--events`.
     #[serde(default)]
     pub events_file: Option<String>,
-    /// Who issued the IO: per device × op × activity class × cgroup × process (eBPF mode).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attribution: Option<Attribution>,
 }
 
 /// IO attributed to its submitter, aggregated in the kernel (docs/tracing.md, "Attribution").
@@ -286,6 +283,11 @@ pub struct SelfCheck {
     /// [`Attribution::check`] for the figures when not); none without attribution.
     #[serde(default)]
     pub attribution_match: Option<bool>,
+    /// Who issued the IO: per device × op × activity class × cgroup × process (eBPF mode).
+    /// Kept here rather than on [`TraceDoc`] so struct literals of TraceDoc elsewhere stay
+    /// valid; read it with [`TraceDoc::attribution`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -318,6 +320,11 @@ pub struct OpShare {
 }
 
 impl TraceDoc {
+    /// Who issued the IO, when the tracer attributed it (eBPF mode).
+    pub fn attribution(&self) -> Option<&Attribution> {
+        self.self_check.attribution.as_ref()
+    }
+
     /// IOs and bytes of `op` summed over devices.
     pub fn op_totals(&self, op: &str) -> (u64, u64) {
         self.devices
@@ -590,7 +597,6 @@ mod tests {
             }],
             self_check: SelfCheck::default(),
             events_file: None,
-            attribution: None,
         };
         let mix = doc.op_mix();
         assert_eq!(mix.len(), 2);
