@@ -136,8 +136,9 @@ static __always_inline void FN(on_start)(struct request *rq)
 {
 	__u64 comm[2] = {};
 	struct attr_key k = {};
+	struct task_rows *tr;
 	struct rq_state *st;
-	__u32 flags, cls;
+	__u32 flags, cls, row;
 	int d;
 
 	if (!attribution)
@@ -152,15 +153,33 @@ static __always_inline void FN(on_start)(struct request *rq)
 	k.op = op_class(flags);
 	k.dev = d;
 	bpf_get_current_comm(comm, sizeof(comm));
-	cls = classify(comm, k.op, flags);
-	if (cls == CLASS_NONE)
-		cls = KTHREAD() ? class_kthread : class_other;
-	k.class_id = cls;
-	k.tgid = bpf_get_current_pid_tgid() >> 32;
 	k.cgid = FN(cgroup_of)(rq);
+	tr = TASK_ROWS();
+	if (tr && (tr->comm[0] != comm[0] || tr->comm[1] != comm[1] || tr->cgid != k.cgid ||
+		   tr->dev != d)) {
+		tr->comm[0] = comm[0];
+		tr->comm[1] = comm[1];
+		tr->cgid = k.cgid;
+		tr->dev = d;
+		for (int i = 0; i < 8; i++)
+			tr->row[i] = ~0u;
+	}
 	if (st->attr_rq && st->attr_rq != (__u64)rq)
 		count(C_ATTR_STALE);
-	st->attr = attr_row(&k, (const char *)comm, 0);
+	if (tr && !is_swap(flags) && tr->row[k.op & 7] != ~0u) {
+		st->attr = tr->row[k.op & 7];
+	} else {
+		cls = classify(comm, k.op, flags);
+		if (cls == CLASS_NONE)
+			cls = KTHREAD() ? class_kthread : class_other;
+		k.class_id = cls;
+		k.tgid = bpf_get_current_pid_tgid() >> 32;
+		row = attr_row(&k, (const char *)comm, 0);
+		st->attr = row;
+		/* Swap IO is classified by its flag, not the thread: never cached. */
+		if (tr && !is_swap(flags))
+			tr->row[k.op & 7] = row;
+	}
 	st->attr_rq = (__u64)rq;
 }
 

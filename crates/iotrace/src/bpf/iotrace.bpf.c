@@ -119,6 +119,14 @@ struct {
 	__type(value, struct attr_info);
 } attr_info SEC(".maps");
 
+/* Saves the rule scan and the key hash per IO: a thread keeps submitting as the same key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_rows);
+} task_rows SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, ATTR_KEYS); /* resized to attr_rows */
@@ -272,10 +280,15 @@ static __always_inline void emit(__u32 d, struct request *rq, __u64 now, __u64 s
 
 /* The class of an IO from its submitting thread's name (two u64 words of comm) and op, by the
  * first matching rule; CLASS_NONE when none matches (the caller then checks for a kthread). */
+static __always_inline bool is_swap(__u32 flags)
+{
+	return bpf_core_enum_value_exists(enum req_flag_bits, __REQ_SWAP) &&
+	       (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SWAP)));
+}
+
 static __always_inline __u32 classify(const __u64 *comm, __u32 op, __u32 flags)
 {
-	if (bpf_core_enum_value_exists(enum req_flag_bits, __REQ_SWAP) &&
-	    (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SWAP))))
+	if (is_swap(flags))
 		return class_swap;
 	for (int i = 0; i < MAX_RULES; i++) {
 		if (i >= nrules)
@@ -381,12 +394,16 @@ static __always_inline struct attr_slot *attr_slot_get(struct attr_val *a, __u64
 #define RD2(p, f, g) ((p)->f->g)
 #define CGID(blkg) ((blkg)->blkcg->css.cgroup->kn->id)
 #define KTHREAD() (bpf_get_current_task_btf()->flags & PF_KTHREAD)
+#define TASK_ROWS()                                                                       \
+	((struct task_rows *)bpf_task_storage_get(&task_rows, bpf_get_current_task_btf(), 0, \
+						  BPF_LOCAL_STORAGE_GET_F_CREATE))
 #define SFX btf
 #include "handlers.bpf.h"
 #undef RD
 #undef RD2
 #undef CGID
 #undef KTHREAD
+#undef TASK_ROWS
 #undef SFX
 
 /* Flavour 2: raw_tp, untyped u64 args, every load through bpf_probe_read_kernel. */
@@ -395,12 +412,14 @@ static __always_inline struct attr_slot *attr_slot_get(struct attr_val *a, __u64
 #define CGID(blkg) BPF_CORE_READ(blkg, blkcg, css.cgroup, kn, id)
 #define KTHREAD() \
 	(BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), flags) & PF_KTHREAD)
+#define TASK_ROWS() ((struct task_rows *)0)
 #define SFX raw
 #include "handlers.bpf.h"
 #undef RD
 #undef RD2
 #undef CGID
 #undef KTHREAD
+#undef TASK_ROWS
 #undef SFX
 
 static __always_inline struct request *rq_arg(__u64 *args)

@@ -130,6 +130,15 @@ struct attr_slot {
 	__u32 _pad;
 };
 
+/* Per-thread cache of the rows it submits to (tp_btf flavour only: task storage needs a BTF
+ * task pointer): valid while the thread's name, cgroup and device are those recorded. */
+struct task_rows {
+	__u64 comm[2];
+	__u64 cgid;
+	__u32 dev;
+	__u32 row[8]; /* by op (8: index masked with 7 for the verifier); ~0 = not looked up yet */
+};
+
 /* One attribution row, per CPU. */
 struct attr_val {
 	__u64 ios;
