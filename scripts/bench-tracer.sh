@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench-tracer.sh: overhead of `iodig trace` at saturation. fio 4 KiB random reads, O_DIRECT,
-# iodepth 32 on a loop device, run alternately without and with the tracer attached, ROUNDS
-# times each; prints per-run IOPS, the medians and their ratio, lost events, and BPF run time
-# per IO. BPF stats cost two clock reads per program run, so they stay off during the IOPS
+# iodepth 32 on a loop device, run alternately without the tracer, with it (attribution off:
+# --no-attribution) and with attribution on (the default), ROUNDS times each; prints per-run
+# IOPS, the medians and their ratios, lost events, and BPF run time per IO for both. BPF stats cost two clock reads per program run, so they stay off during the IOPS
 # comparison and are switched on for one extra traced run that measures run time per IO.
 #
 # Usage (root): scripts/bench-tracer.sh [ROUNDS] [SECONDS]
@@ -48,34 +48,47 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 sc = d["self_check"]
 ios = sum(o["ios"] for dev in d["devices"] for o in dev["ops"].values())
+att = sc.get("attribution") or {}
+rows = {}
+for r in att.get("rows", []):
+    rows[r["class"]] = rows.get(r["class"], 0) + r["ios"]
 run = sum(p["run_time_ns"] for p in sc["programs"])
 cnt = sum(p["run_cnt"] for p in sc["programs"])
 print(f"  trace: mode={d['mode']} attach={d.get('attach')} ios={ios} lost_events={sc['lost_events']} "
       f"recursion_misses={sc['recursion_misses']} prog_runs={cnt} bpf_ns_per_io={run / max(ios, 1):.0f} "
-      f"diskstats_match={sc['diskstats_match']}")
+      f"diskstats_match={sc['diskstats_match']} attribution_match={sc.get('attribution_match')} classes={rows}")
 PY
 }
 
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
-declare -a base traced
+declare -a base traced attributed
 for r in $(seq 1 "$ROUNDS"); do
     "${fio_cmd[@]}" --output="$work/base$r.json"
     base+=("$(iops "$work/base$r.json")")
-    "$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/traced$r.json" > "$work/trace$r.json"
+    "$IODIG" trace --no-attribution --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/traced$r.json" > "$work/trace$r.json"
     traced+=("$(iops "$work/traced$r.json")")
     report "$work/trace$r.json"
-    echo "round $r: without tracer ${base[-1]} IOPS, with tracer ${traced[-1]} IOPS"
+    "$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/attr$r.json" > "$work/trace-attr$r.json"
+    attributed+=("$(iops "$work/attr$r.json")")
+    report "$work/trace-attr$r.json"
+    echo "round $r: without tracer ${base[-1]} IOPS, tracer ${traced[-1]} IOPS, tracer with attribution ${attributed[-1]} IOPS"
 done
 
 echo 1 > /proc/sys/kernel/bpf_stats_enabled
-"$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/stats.json" > "$work/trace-stats.json"
-echo "BPF stats run ($(iops "$work/stats.json") IOPS with stats on):"
+"$IODIG" trace --no-attribution --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/stats.json" > "$work/trace-stats.json"
+echo "BPF stats run, attribution off ($(iops "$work/stats.json") IOPS with stats on):"
 report "$work/trace-stats.json"
+"$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/stats-attr.json" > "$work/trace-stats-attr.json"
+echo "BPF stats run, attribution on ($(iops "$work/stats-attr.json") IOPS with stats on):"
+report "$work/trace-stats-attr.json"
 
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 mb=$(median "${base[@]}")
 mt=$(median "${traced[@]}")
-echo "median without tracer: $mb IOPS"
-echo "median with tracer:    $mt IOPS"
+ma=$(median "${attributed[@]}")
+echo "median without tracer:            $mb IOPS"
+echo "median with tracer:               $mt IOPS"
+echo "median with tracer + attribution: $ma IOPS"
 python3 -c "import sys; b,t=float(sys.argv[1]),float(sys.argv[2]); print(f'ratio with/without: {t/b:.4f} (loss {100*(1-t/b):.2f}%)')" "$mb" "$mt"
+python3 -c "import sys; b,t=float(sys.argv[1]),float(sys.argv[2]); print(f'ratio attribution/without: {t/b:.4f} (loss {100*(1-t/b):.2f}%)')" "$mb" "$ma"
 echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

@@ -3,7 +3,8 @@
 
 use crate::cli::{parse_duration, parse_slot_ms};
 use anyhow::{Context, Result};
-use iodig_iotrace::{render, TraceError, TraceMode, TraceOptions};
+use iodig_iotrace::render::By;
+use iodig_iotrace::{render, TraceError, TraceMode, TraceOptions, WatchOptions};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,19 @@ pub struct TraceArgs {
     /// auto: eBPF, or diskstats with the reason when eBPF is not possible; ebpf: exit 3 instead.
     #[arg(long, default_value = "auto", value_parser = |s: &str| s.parse::<TraceMode>())]
     pub mode: TraceMode,
+    /// Watch a cgroup (a directory under the blkio/io hierarchy, absolute or relative to its
+    /// root, e.g. system.slice/cassandra.service): its IO is named in the output. Repeatable.
+    #[arg(long = "cgroup", value_name = "PATH")]
+    pub cgroups: Vec<PathBuf>,
+    /// Watch a process by pid: its IO is named in the output. Repeatable.
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Group the summary and per-second tables by who issued the IO (eBPF mode).
+    #[arg(long, value_name = "class|cgroup|process", value_parser = |s: &str| s.parse::<By>())]
+    pub by: Option<By>,
+    /// Do not attribute IO to submitters (one BPF program less per IO; for overhead comparisons).
+    #[arg(long)]
+    pub no_attribution: bool,
     /// Command to run and trace; iodig exits with its exit code.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -42,9 +56,15 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
         slot_ms: args.slot_ms,
         events_file: args.events.clone(),
     };
-    let session = match iodig_iotrace::start(&opts) {
+    let watch = WatchOptions {
+        cgroups: args.cgroups.clone(),
+        pids: args.pids.clone(),
+        no_attribution: args.no_attribution,
+    };
+    let session = match iodig_iotrace::start_watching(&opts, &watch) {
         Ok(s) => s,
         Err(e @ TraceError::UnknownDevice { .. }) => return Ok(fail(&e, 2)),
+        Err(e @ TraceError::BadTarget(_)) => return Ok(fail(&e, 2)),
         Err(e @ TraceError::Privilege { .. }) => {
             return Ok(fail(
                 &format!("{e} (--mode ebpf was asked for; try --mode auto)"),
@@ -61,6 +81,8 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
     let doc = session.stop().context("stopping the tracer")?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if let Some(by) = args.by {
+        print!("{}", render::by(&doc, by));
     } else {
         print!("{}", render::text(&doc));
     }

@@ -1,12 +1,16 @@
 //! Turns what a session collected (kernel aggregates or diskstats samples) into the TraceDoc.
 
+use crate::attr::{self, Hierarchy, Target, Watch};
 use crate::devices::{self, Disk};
 use crate::diskstats::Stat;
-use crate::ebpf::{DevRaw, Raw};
+use crate::ebpf::{AttrRaw, DevRaw, Raw};
 use crate::fallback::Samples;
 use crate::hist::{self, LAT_SUB_BITS};
 use crate::series::{self, Window};
-use iodig_model::trace::{DeviceTrace, DiskstatsCheck, OpTrace, SelfCheck, TraceDoc, OPS};
+use iodig_model::trace::{
+    AttrCheck, AttrRow, AttrSecond, Attribution, DeviceTrace, DiskstatsCheck, OpTrace, SelfCheck,
+    TraceDoc, Watched, OPS,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
@@ -17,6 +21,10 @@ pub struct Ctx {
     pub note: Option<String>,
     pub start_unix_ms: u64,
     pub events_file: Option<PathBuf>,
+    pub watch: Watch,
+    pub attr_notes: Vec<String>,
+    pub hierarchy: Option<Hierarchy>,
+    pub cgroups_at_start: HashMap<u64, String>,
 }
 
 fn base(ctx: &Ctx, mode: &str, start_ms: u64, end_ms: u64, histograms: bool) -> TraceDoc {
@@ -87,7 +95,204 @@ pub fn from_ebpf(ctx: &Ctx, raw: Raw) -> TraceDoc {
         }
     }
     doc.self_check = self_check(&raw, &doc.devices);
+    let a = attribution(ctx, &raw, w);
+    doc.self_check.attribution_match = Some(a.sums_match());
+    doc.self_check.attribution = Some(a);
     doc
+}
+
+/// Device index, op index and class of row `idx`: reserved rows by position, others by key.
+fn row_identity(raw: &Raw, idx: u32, r: &AttrRaw) -> Option<(usize, usize, usize)> {
+    let nops = OPS.len() as u32;
+    let half = raw.attr_reserved / 2;
+    if idx < raw.attr_reserved {
+        let (class, i) = if idx < half {
+            (attr::UNKNOWN, idx)
+        } else {
+            (attr::CAPPED, idx - half)
+        };
+        return Some(((i / nops) as usize, (i % nops) as usize, class));
+    }
+    let (_, _, class, dev, op) = r.key?;
+    Some((dev as usize, op as usize, class as usize))
+}
+
+/// Bounds `(lower, upper]` in bytes of attribution size bucket `i` (0 = zero bytes).
+fn attr_size_bounds(i: usize) -> (u64, u64) {
+    if i == 0 {
+        return (0, 0);
+    }
+    hist::lat_bounds(i - 1, hist::SEC_SUB_BITS)
+}
+
+fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
+    let mut paths = ctx.cgroups_at_start.clone();
+    if let Some(h) = &ctx.hierarchy {
+        paths.extend(attr::cgroup_paths(h));
+    }
+    let slot_s = w.slot_ns as f64 / 1e9;
+    let mut rows = Vec::new();
+    let mut capped_ios = 0;
+    for (&idx, r) in &raw.attr {
+        if r.ios == 0 && r.bytes == 0 {
+            continue;
+        }
+        let Some((d, op, class)) = row_identity(raw, idx, r) else {
+            continue;
+        };
+        let (Some(disk), Some(op_name), Some(c)) =
+            (ctx.disks.get(d), OPS.get(op), attr::CLASSES.get(class))
+        else {
+            continue;
+        };
+        if class == attr::CAPPED {
+            capped_ios += r.ios;
+        }
+        let (cgid, pid) = r.key.map_or((0, 0), |k| (k.0, k.1));
+        let mut seconds: BTreeMap<u64, AttrSecond> = BTreeMap::new();
+        for (&id, &(ios, bytes)) in &r.slots {
+            let ms = id * w.slot_ns / 1_000_000;
+            let s = seconds.entry(ms / 1000).or_insert_with(|| AttrSecond {
+                unix_ms: ms / 1000 * 1000,
+                ..Default::default()
+            });
+            s.ios += ios;
+            s.bytes += bytes;
+            s.iops_max = s.iops_max.max(ios as f64 / slot_s);
+            s.mb_s_max = s.mb_s_max.max(bytes as f64 / slot_s / 1e6);
+        }
+        let lat_max = (r.lat_max_ns > 0).then_some(r.lat_max_ns);
+        rows.push(AttrRow {
+            device: disk.name.clone(),
+            op: op_name.to_string(),
+            class: c.name.to_string(),
+            cgroup_id: cgid,
+            cgroup: (cgid != 0).then(|| paths.get(&cgid).cloned()).flatten(),
+            pid,
+            process: r.process.clone(),
+            thread: r.thread.clone(),
+            ios: r.ios,
+            bytes: r.bytes,
+            size_hist: hist::to_buckets(&r.size, attr_size_bounds),
+            latency: lat_max.and_then(|m| hist::latency(&r.lat, hist::SEC_SUB_BITS, Some(m))),
+            seconds: seconds.into_values().collect(),
+        });
+    }
+    rows.sort_by(|a, b| {
+        (&a.device, &a.op, &a.class, a.cgroup_id, a.pid).cmp(&(
+            &b.device,
+            &b.op,
+            &b.class,
+            b.cgroup_id,
+            b.pid,
+        ))
+    });
+    let mut check = Vec::new();
+    for (disk, dev) in ctx.disks.iter().zip(raw.devs.iter()) {
+        for (i, op) in OPS.iter().enumerate() {
+            let (ios, bytes, _) = dev.totals[i];
+            let mine = rows.iter().filter(|r| r.device == disk.name && r.op == *op);
+            let (cios, cbytes) = mine.fold((0, 0), |(a, b), r| (a + r.ios, b + r.bytes));
+            if ios + bytes + cios + cbytes > 0 {
+                check.push(AttrCheck {
+                    device: disk.name.clone(),
+                    op: op.to_string(),
+                    device_ios: ios,
+                    class_ios: cios,
+                    device_bytes: bytes,
+                    class_bytes: cbytes,
+                });
+            }
+        }
+    }
+    let mut notes = ctx.attr_notes.clone();
+    notes.extend(ctx.watch.notes.iter().cloned());
+    if let Some(h) = &ctx.hierarchy {
+        notes.push(hierarchy_note(h));
+    }
+    if capped_ios > 0 {
+        notes.push(format!(
+            "attribution key cap ({} keys) hit: {capped_ios} IOs counted as `capped`",
+            crate::ebpf::ATTR_KEYS
+        ));
+    }
+    let watched = ctx
+        .watch
+        .targets
+        .iter()
+        .map(|t| watched(t, &rows))
+        .collect();
+    Attribution {
+        enabled: raw.attribution,
+        cgroup_hierarchy: ctx.hierarchy.as_ref().map(Hierarchy::describe),
+        notes,
+        classes: attr::class_infos(),
+        rows,
+        watched,
+        check,
+        capped_ios,
+    }
+}
+
+fn hierarchy_note(h: &Hierarchy) -> String {
+    match (h.version, h.io_enabled) {
+        (1, _) => "cgroup v1 blkio: IO is charged to the submitting task's blkio cgroup, including writeback its own fsync starts; background writeback by kernel flusher threads cannot be charged to a cgroup under v1 and counts as kernel.writeback in the root cgroup".into(),
+        (_, true) => "cgroup v2 with io: writeback is charged to the cgroup that dirtied the pages, even when a kernel flusher thread submits it (class kernel.writeback, that cgroup)".into(),
+        _ => "cgroup v2 without the io controller: every IO is charged to the root cgroup; use the process rows (--by process, --pid)".into(),
+    }
+}
+
+/// Picks the rows a watched target issued.
+type RowFilter = Box<dyn Fn(&AttrRow) -> bool>;
+
+fn watched(t: &Target, rows: &[AttrRow]) -> Watched {
+    let (flag, given, name, pick): (&str, &str, String, RowFilter) = match t {
+        Target::Cgroup { given, path, id } => {
+            let (path, id) = (path.clone(), *id);
+            let prefix = format!("{}/", path.trim_end_matches('/'));
+            (
+                "--cgroup",
+                given,
+                format!("cgroup {path} (id {id})"),
+                Box::new(move |r: &AttrRow| {
+                    r.cgroup_id == id || r.cgroup.as_deref().is_some_and(|p| p.starts_with(&prefix))
+                }),
+            )
+        }
+        Target::Pid {
+            given,
+            pid,
+            name,
+            via,
+        } => {
+            let pid = *pid;
+            let via = via.as_ref().map_or(String::new(), |v| format!(", in {v}"));
+            (
+                if given.parse::<u32>().is_ok() {
+                    "--pid"
+                } else {
+                    "--cgroup"
+                },
+                given,
+                format!("pid {pid} ({name}){via}"),
+                Box::new(move |r: &AttrRow| r.pid == pid),
+            )
+        }
+    };
+    let mut out = Watched {
+        flag: flag.into(),
+        target: given.to_string(),
+        name,
+        ..Default::default()
+    };
+    for r in rows.iter().filter(|r| pick(r)) {
+        out.ios += r.ios;
+        out.bytes += r.bytes;
+        let e = out.by_class.entry(r.class.clone()).or_default();
+        e.0 += r.ios;
+        e.1 += r.bytes;
+    }
+    out
 }
 
 fn op_trace(dev: &DevRaw, op: usize) -> OpTrace {
@@ -168,6 +373,8 @@ fn self_check(raw: &Raw, devs: &[DeviceTrace]) -> SelfCheck {
         recursion_misses: raw.progs.iter().map(|p| p.recursion_misses).sum(),
         programs: raw.progs.clone(),
         diskstats_match: Some(all_match),
+        attribution_match: None,
+        attribution: None,
     }
 }
 

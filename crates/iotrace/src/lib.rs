@@ -3,6 +3,7 @@
 //! [`start`] picks the mode (eBPF when permitted and supported, else diskstats, saying why),
 //! [`TraceSession::stop`] returns the [`TraceDoc`]. Dropping a session detaches its probes.
 
+pub mod attr;
 pub mod devices;
 pub mod diskstats;
 mod doc;
@@ -72,8 +73,24 @@ impl Default for TraceOptions {
     }
 }
 
+/// Processes, services or containers to watch and name in the result (`--cgroup`, `--pid`).
+/// Kept apart from [`TraceOptions`] so existing struct literals of it stay valid.
+#[derive(Debug, Clone, Default)]
+pub struct WatchOptions {
+    /// Cgroup directories: absolute (`/sys/fs/cgroup/blkio/x`) or relative to the IO
+    /// hierarchy's root (`system.slice/cassandra.service`).
+    pub cgroups: Vec<PathBuf>,
+    /// Processes by pid.
+    pub pids: Vec<u32>,
+    /// Leave attribution off (one program less per IO; for overhead comparisons).
+    pub no_attribution: bool,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    /// A `--cgroup` or `--pid` that does not exist (exit 2); the message names the flag and the fix.
+    #[error("{0}")]
+    BadTarget(String),
     /// eBPF was asked for explicitly but is not permitted or not supported (exit 3).
     #[error("eBPF tracing unavailable: {reason}")]
     Privilege { reason: String },
@@ -100,6 +117,10 @@ pub struct TraceSession {
     slot_ms: u32,
     start_unix_ms: u64,
     events_file: Option<PathBuf>,
+    watch: attr::Watch,
+    attr_notes: Vec<String>,
+    hierarchy: Option<attr::Hierarchy>,
+    cgroups_at_start: std::collections::HashMap<u64, String>,
 }
 
 impl TraceSession {
@@ -122,6 +143,10 @@ impl TraceSession {
             note: self.note,
             start_unix_ms: self.start_unix_ms,
             events_file: self.events_file,
+            watch: self.watch,
+            attr_notes: self.attr_notes,
+            hierarchy: self.hierarchy,
+            cgroups_at_start: self.cgroups_at_start,
         };
         match self.inner {
             Inner::Ebpf(s) => Ok(doc::from_ebpf(&ctx, s.stop()?)),
@@ -195,9 +220,43 @@ pub fn check_slot_ms(ms: u32) -> Result<u32, String> {
 
 /// Starts tracing the requested devices in the requested mode.
 pub fn start(opts: &TraceOptions) -> Result<TraceSession, TraceError> {
+    start_watching(opts, &WatchOptions::default())
+}
+
+/// True when this kernel can attribute IO to its submitter (`block_io_start`, Linux 6.5+).
+pub fn attribution_available() -> bool {
+    ebpf::has_io_start()
+}
+
+/// Whether this kernel's `struct bio` has `bi_blkg` (CONFIG_BLK_CGROUP): read from BTF.
+fn kernel_has_bio_blkg() -> bool {
+    use libbpf_rs::btf::types::Struct;
+    let Ok(btf) = libbpf_rs::Btf::from_vmlinux() else {
+        return false;
+    };
+    btf.type_by_name::<Struct<'_>>("bio")
+        .is_some_and(|s| s.iter().any(|m| m.name.is_some_and(|n| n == "bi_blkg")))
+}
+
+/// [`start`], also attributing IO to the `--cgroup` / `--pid` targets in `watch` and naming
+/// them in the result. A target that does not exist is [`TraceError::BadTarget`].
+pub fn start_watching(
+    opts: &TraceOptions,
+    watch: &WatchOptions,
+) -> Result<TraceSession, TraceError> {
     check_slot_ms(opts.slot_ms).map_err(|e| anyhow::anyhow!(e))?;
     let (disks, auto_devices) = resolve_devices(&opts.devices)?;
+    let resolved = attr::resolve(&watch.cgroups, &watch.pids).map_err(TraceError::BadTarget)?;
+    let hierarchy = attr::io_hierarchy();
+    let cgroups_at_start = hierarchy
+        .as_ref()
+        .map(attr::cgroup_paths)
+        .unwrap_or_default();
     let mut s = TraceSession {
+        watch: resolved,
+        attr_notes: Vec::new(),
+        hierarchy,
+        cgroups_at_start,
         inner: Inner::Off,
         mode: "off",
         note: None,
@@ -212,9 +271,24 @@ pub fn start(opts: &TraceOptions) -> Result<TraceSession, TraceError> {
         TraceMode::Diskstats => return Ok(s.with_diskstats(None)),
         TraceMode::Ebpf | TraceMode::Auto => {}
     }
+    let attribution = ebpf::has_io_start() && !watch.no_attribution;
+    if watch.no_attribution {
+        s.attr_notes
+            .push("attribution off (--no-attribution): every row is `unknown`".into());
+    } else if !attribution {
+        s.attr_notes.push(
+            "kernel has no block_io_start tracepoint (needs Linux 6.5+): IO is not attributed, every row is `unknown`".into(),
+        );
+    } else if !kernel_has_bio_blkg() {
+        s.attr_notes.push(
+            "kernel has no bio->bi_blkg (CONFIG_BLK_CGROUP off): no cgroup per IO, attributed by process and thread name only".into(),
+        );
+    }
     let tried = match ebpf_precheck() {
         Some(reason) => Err(reason),
-        None => start_ebpf(&s.disks, opts).map_err(|e| format!("eBPF load failed: {e:#}")),
+        None => {
+            start_ebpf(&s.disks, opts, attribution).map_err(|e| format!("eBPF load failed: {e:#}"))
+        }
     };
     match (tried, opts.mode) {
         (Ok(sess), _) => {
@@ -227,12 +301,17 @@ pub fn start(opts: &TraceOptions) -> Result<TraceSession, TraceError> {
     }
 }
 
-fn start_ebpf(disks: &[Disk], opts: &TraceOptions) -> anyhow::Result<ebpf::Session> {
+fn start_ebpf(
+    disks: &[Disk],
+    opts: &TraceOptions,
+    attribution: bool,
+) -> anyhow::Result<ebpf::Session> {
     anyhow::ensure!(!disks.is_empty(), "no block device to trace");
     ebpf::start(ebpf::Config {
         disks: disks.to_vec(),
         slot_ns: u64::from(opts.slot_ms) * 1_000_000,
         events_file: opts.events_file.clone(),
+        attribution,
     })
 }
 
@@ -248,6 +327,12 @@ impl TraceSession {
             let n = self.note.take().map_or(String::new(), |n| format!("{n}; "));
             self.note = Some(format!(
                 "{n}--events ignored: the raw event stream needs eBPF"
+            ));
+        }
+        if !self.watch.targets.is_empty() {
+            let n = self.note.take().map_or(String::new(), |n| format!("{n}; "));
+            self.note = Some(format!(
+                "{n}--cgroup/--pid not attributed: attribution needs eBPF"
             ));
         }
         self

@@ -1,8 +1,178 @@
 //! Text views of a TraceDoc: the briefs' summary table (per op: dominant size band, volume, %
 //! by IO count and by volume) and the per-second table that shows bursts under the averages.
 
-use iodig_model::trace::{human_bytes, DeviceSecond, TraceDoc, OPS};
+use iodig_model::trace::{human_bytes, AttrRow, DeviceSecond, TraceDoc, OPS};
+use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::str::FromStr;
+
+/// What `--by` groups the attribution tables by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    Class,
+    Cgroup,
+    Process,
+}
+
+impl FromStr for By {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "class" => Ok(By::Class),
+            "cgroup" => Ok(By::Cgroup),
+            "process" => Ok(By::Process),
+            _ => Err(format!("unknown --by {s:?}: use class, cgroup or process")),
+        }
+    }
+}
+
+impl By {
+    fn key(self, r: &AttrRow) -> String {
+        match self {
+            By::Class => r.class.clone(),
+            By::Cgroup => match (&r.cgroup, r.cgroup_id) {
+                (Some(p), _) => p.clone(),
+                (None, 0) => "-".into(),
+                (None, id) => format!("id {id}"),
+            },
+            By::Process if r.pid == 0 => format!("({})", r.class),
+            By::Process => format!("{} ({})", r.process, r.pid),
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            By::Class => "class",
+            By::Cgroup => "cgroup",
+            By::Process => "process",
+        }
+    }
+}
+
+/// The text report with the summary and per-second tables grouped by class, cgroup or
+/// process (from the attribution rows), then the watched targets and the self-checks.
+pub fn by(doc: &TraceDoc, by: By) -> String {
+    let mut s = String::new();
+    let Some(a) = doc.attribution() else {
+        s.push_str("(no attribution: it needs eBPF mode)\n");
+        s.push_str(&text(doc));
+        return s;
+    };
+    let secs = (doc.end_unix_ms.saturating_sub(doc.start_unix_ms)) as f64 / 1000.0;
+    let _ = writeln!(
+        s,
+        "mode: {}  window: {secs:.1} s  by {}",
+        doc.mode,
+        by.title()
+    );
+    if let Some(h) = &a.cgroup_hierarchy {
+        let _ = writeln!(s, "cgroups: {h}");
+    }
+    for n in doc.note.iter().chain(a.notes.iter()) {
+        let _ = writeln!(s, "note: {n}");
+    }
+    s.push('\n');
+    // Summary: one line per (group, op).
+    let mut groups: BTreeMap<(String, usize), (u64, u64)> = BTreeMap::new();
+    for r in &a.rows {
+        let op = OPS.iter().position(|o| *o == r.op).unwrap_or(4);
+        let e = groups.entry((by.key(r), op)).or_default();
+        e.0 += r.ios;
+        e.1 += r.bytes;
+    }
+    let all_ios: u64 = groups.values().map(|v| v.0).sum::<u64>().max(1);
+    let all_bytes: u64 = groups.values().map(|v| v.1).sum::<u64>().max(1);
+    let w = groups
+        .keys()
+        .map(|k| k.0.len())
+        .max()
+        .unwrap_or(5)
+        .clamp(5, 48);
+    let _ = writeln!(
+        s,
+        "{:<w$} {:<8} {:>12} {:>10} {:>10} {:>10}",
+        by.title(),
+        "op",
+        "total",
+        "IOs",
+        "% by IOs",
+        "% by vol"
+    );
+    let mut lines: Vec<_> = groups.iter().collect();
+    lines.sort_by(|x, y| y.1 .1.cmp(&x.1 .1).then(x.0.cmp(y.0)));
+    for ((g, op), (ios, bytes)) in lines {
+        let _ = writeln!(
+            s,
+            "{g:<w$} {:<8} {:>12} {ios:>10} {:>9.1}% {:>9.1}%",
+            OPS[*op],
+            human_bytes(*bytes),
+            100.0 * *ios as f64 / all_ios as f64,
+            100.0 * *bytes as f64 / all_bytes as f64
+        );
+    }
+    if a.rows.is_empty() {
+        s.push_str("(no block IO seen)\n");
+    }
+    // Per second: MB/s and IOPS per (group, op).
+    let mut per: BTreeMap<(u64, String, usize), (u64, u64)> = BTreeMap::new();
+    for r in &a.rows {
+        let op = OPS.iter().position(|o| *o == r.op).unwrap_or(4);
+        for sec in &r.seconds {
+            let e = per.entry((sec.unix_ms, by.key(r), op)).or_default();
+            e.0 += sec.ios;
+            e.1 += sec.bytes;
+        }
+    }
+    let _ = writeln!(s, "\nper second by {}:", by.title());
+    let _ = writeln!(
+        s,
+        "{:<13} {:<w$} {:<8} {:>9} {:>9}",
+        "time",
+        by.title(),
+        "op",
+        "MB/s",
+        "IOPS"
+    );
+    let mut last = None;
+    for ((ms, g, op), (ios, bytes)) in &per {
+        let t = if last == Some(*ms) {
+            String::new()
+        } else {
+            format_hms(*ms)
+        };
+        last = Some(*ms);
+        let _ = writeln!(
+            s,
+            "{t:<13} {g:<w$} {:<8} {:>9.1} {:>9}",
+            OPS[*op],
+            *bytes as f64 / 1e6,
+            ios
+        );
+    }
+    s.push_str(
+        "(whole seconds; partial seconds at the window's edges show what completed in them)\n",
+    );
+    if !a.watched.is_empty() {
+        s.push_str("\nwatched:\n");
+        for wt in &a.watched {
+            let _ = writeln!(
+                s,
+                "  {} {}: {} — {} IOs, {}",
+                wt.flag,
+                wt.target,
+                wt.name,
+                wt.ios,
+                human_bytes(wt.bytes)
+            );
+            for (c, (i, b)) in &wt.by_class {
+                let _ = writeln!(s, "    {c:<28} {i:>10} IOs {:>12}", human_bytes(*b));
+            }
+        }
+    }
+    s.push_str(&checks(doc));
+    s
+}
 
 /// The whole text report: header, summary, per-second table per device, self-checks.
 pub fn text(doc: &TraceDoc) -> String {
@@ -161,6 +331,24 @@ fn checks(doc: &TraceDoc) -> String {
             None => "-",
         }
     );
+    if let (Some(m), Some(a)) = (c.attribution_match, doc.attribution()) {
+        let _ = writeln!(
+            s,
+            "attribution: classes {} device totals",
+            if m { "match" } else { "DIFFER from" }
+        );
+        for k in a
+            .check
+            .iter()
+            .filter(|k| k.class_ios != k.device_ios || k.class_bytes != k.device_bytes)
+        {
+            let _ = writeln!(
+                s,
+                "  {} {}: classes {} IOs / {} B, device {} / {}",
+                k.device, k.op, k.class_ios, k.class_bytes, k.device_ios, k.device_bytes
+            );
+        }
+    }
     for d in &doc.devices {
         for k in d
             .diskstats_check

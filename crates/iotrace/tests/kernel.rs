@@ -36,6 +36,11 @@ fn known_io(dev: &LoopDev) {
     }
 }
 
+/// Issue, complete, requeue, insert, and io_start where the kernel attributes IO (6.5+).
+fn expected_progs() -> usize {
+    4 + usize::from(iodig_iotrace::attribution_available())
+}
+
 fn op<'a>(doc: &'a TraceDoc, name: &str) -> &'a iodig_model::trace::OpTrace {
     &doc.devices[0].ops[name]
 }
@@ -200,13 +205,14 @@ fn nothing_stays_attached_after_stop_or_drop() {
     let dev = LoopDev::new(GIB, 0, false);
     let before = bpf_objects().1.len();
     let s = start(&opts(&dev, TraceMode::Ebpf)).unwrap();
+    let n = expected_progs();
     assert_eq!(
         our_progs().len(),
-        4,
-        "4 programs while tracing: {:?}",
+        n,
+        "{n} programs while tracing: {:?}",
         our_progs()
     );
-    assert_eq!(bpf_objects().1.len(), before + 4, "4 links while tracing");
+    assert_eq!(bpf_objects().1.len(), before + n, "{n} links while tracing");
     s.stop().unwrap();
     assert_eq!(
         our_progs_after_release(),
@@ -264,7 +270,7 @@ fn kill_9_of_a_tracing_process_leaves_nothing_attached() {
     }
     assert_eq!(
         our_progs().len(),
-        4,
+        expected_progs(),
         "child's programs visible: {:?}",
         our_progs()
     );

@@ -34,6 +34,109 @@ pub struct TraceDoc {
     pub events_file: Option<String>,
 }
 
+/// IO attributed to its submitter, aggregated in the kernel (docs/tracing.md, "Attribution").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Attribution {
+    /// False when the kernel could not attribute (no `block_io_start`): every row is `unknown`.
+    pub enabled: bool,
+    /// Where cgroup ids were resolved, e.g. `cgroup v1 blkio at /sys/fs/cgroup/blkio`.
+    #[serde(default)]
+    pub cgroup_hierarchy: Option<String>,
+    /// Caveats that apply to this run (writeback charging, missing kernel fields, caps hit).
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// The class table in use, in match order.
+    #[serde(default)]
+    pub classes: Vec<ClassInfo>,
+    /// One row per (device, op, class, cgroup, process) that completed IO.
+    #[serde(default)]
+    pub rows: Vec<AttrRow>,
+    /// Targets named with `--cgroup` / `--pid`, with what they issued.
+    #[serde(default)]
+    pub watched: Vec<Watched>,
+    /// Per device and op: the rows' sums against the device totals (must be equal).
+    #[serde(default)]
+    pub check: Vec<AttrCheck>,
+    /// IOs counted in overflow rows because the kernel's key cap was hit.
+    #[serde(default)]
+    pub capped_ios: u64,
+}
+
+/// One activity class: its name (`group.activity`), what it means and the threads it matches.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClassInfo {
+    pub name: String,
+    pub description: String,
+    /// Thread-name patterns (`Prefix*` or exact) with the ops they take, e.g. `iodig-worker* (write)`.
+    #[serde(default)]
+    pub threads: Vec<String>,
+}
+
+/// What one submitter did on one device and op.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AttrRow {
+    pub device: String,
+    pub op: String,
+    pub class: String,
+    /// Kernel id of the cgroup charged (the cgroup directory's inode number); 0 = none known.
+    pub cgroup_id: u64,
+    /// Its path relative to the hierarchy root (`/` = root), when found.
+    pub cgroup: Option<String>,
+    /// Submitting process (thread-group id); 0 when unknown.
+    pub pid: u32,
+    /// The process's name (its main thread's comm) and the first submitting thread seen.
+    pub process: String,
+    pub thread: String,
+    pub ios: u64,
+    pub bytes: u64,
+    /// Sizes, `lower < size <= upper`, ±12 % buckets.
+    #[serde(default)]
+    pub size_hist: Vec<Bucket>,
+    /// Device latency (issue → completion), ±12 % buckets.
+    #[serde(default)]
+    pub latency: Option<Latency>,
+    /// Seconds with IO, on the unix clock of [`DeviceTrace::seconds`].
+    #[serde(default)]
+    pub seconds: Vec<AttrSecond>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AttrSecond {
+    pub unix_ms: u64,
+    pub ios: u64,
+    pub bytes: u64,
+    /// The busiest slot of the second, as rates.
+    pub iops_max: f64,
+    pub mb_s_max: f64,
+}
+
+/// A `--cgroup` or `--pid` target and what it issued (its rows summed).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Watched {
+    /// `--cgroup` or `--pid`.
+    pub flag: String,
+    /// As given on the command line.
+    pub target: String,
+    /// What it resolved to: a cgroup path with its id, or `pid N (name)`.
+    pub name: String,
+    pub ios: u64,
+    pub bytes: u64,
+    /// IOs and bytes per class.
+    #[serde(default)]
+    pub by_class: BTreeMap<String, (u64, u64)>,
+}
+
+/// Attribution rows summed for one device and op, against the device's totals.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AttrCheck {
+    pub device: String,
+    pub op: String,
+    pub device_ios: u64,
+    pub class_ios: u64,
+    pub device_bytes: u64,
+    pub class_bytes: u64,
+}
+
 /// Static facts about a whole-disk device that explain its trace (size clusters, flushes).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DeviceInfo {
@@ -176,6 +279,15 @@ pub struct SelfCheck {
     pub programs: Vec<ProgStat>,
     /// True when every device's tracer totals equal its diskstats deltas.
     pub diskstats_match: Option<bool>,
+    /// True when the attribution rows add up exactly to the device totals (see
+    /// [`Attribution::check`] for the figures when not); none without attribution.
+    #[serde(default)]
+    pub attribution_match: Option<bool>,
+    /// Who issued the IO: per device × op × activity class × cgroup × process (eBPF mode).
+    /// Kept here rather than on [`TraceDoc`] so struct literals of TraceDoc elsewhere stay
+    /// valid; read it with [`TraceDoc::attribution`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -208,6 +320,11 @@ pub struct OpShare {
 }
 
 impl TraceDoc {
+    /// Who issued the IO, when the tracer attributed it (eBPF mode).
+    pub fn attribution(&self) -> Option<&Attribution> {
+        self.self_check.attribution.as_ref()
+    }
+
     /// IOs and bytes of `op` summed over devices.
     pub fn op_totals(&self, op: &str) -> (u64, u64) {
         self.devices
@@ -257,6 +374,28 @@ impl TraceDoc {
     /// The dominant size band of `op` over all devices; see [`dominant_band`].
     pub fn dominant_band(&self, op: &str) -> Option<SizeBand> {
         dominant_band(&self.size_hist(op))
+    }
+}
+
+impl Attribution {
+    /// Rows summed by a grouping key (class, cgroup, process…): (key, ios, bytes), by IOs.
+    pub fn group_by(&self, key: impl Fn(&AttrRow) -> String) -> Vec<(String, u64, u64)> {
+        let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for r in &self.rows {
+            let e = m.entry(key(r)).or_default();
+            e.0 += r.ios;
+            e.1 += r.bytes;
+        }
+        let mut v: Vec<(String, u64, u64)> = m.into_iter().map(|(k, (i, b))| (k, i, b)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
+    /// True when every check line is equal.
+    pub fn sums_match(&self) -> bool {
+        self.check
+            .iter()
+            .all(|c| c.device_ios == c.class_ios && c.device_bytes == c.class_bytes)
     }
 }
 

@@ -111,19 +111,94 @@ static __always_inline __s64 FN(leave)(__u32 d, struct rq_state *st, struct slot
 	return __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], -1) - 1;
 }
 
-static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, __u32 flags,
-					 __u32 nr_bytes, __u64 now, struct slot *s, __u64 off)
+/* The cgroup the request's first bio is charged to: bio->bi_blkg->blkcg's cgroup, as its
+ * kernfs id (the cgroup directory's inode number). 0 when there is no bio, no blkg, or the
+ * kernel has no CONFIG_BLK_CGROUP. */
+static __always_inline __u64 FN(cgroup_of)(struct request *rq)
 {
-	struct rq_state *st = FN(state)(d, rq);
+	struct bio *bio;
+	struct blkcg_gq *blkg;
+
+	if (!bpf_core_field_exists(((struct bio *)0)->bi_blkg))
+		return 0;
+	bio = RD(rq, bio);
+	if (!bio)
+		return 0;
+	blkg = RD(bio, bi_blkg);
+	if (!blkg)
+		return 0;
+	return CGID(blkg);
+}
+
+/* block_io_start: the submitter is `current`. Classifies it and stores the attribution row
+ * in the request's state entry (the request already holds its tag here). */
+static __always_inline void FN(on_start)(struct request *rq)
+{
+	__u64 comm[2] = {};
+	struct attr_key k = {};
+	struct task_rows *tr;
+	struct rq_state *st;
+	__u32 flags, cls, row;
+	int d;
+
+	if (!attribution)
+		return;
+	d = FN(dev_index)(rq);
+	if (d < 0)
+		return;
+	st = FN(state)(d, rq);
+	if (!st)
+		return;
+	flags = RD(rq, cmd_flags);
+	k.op = op_class(flags);
+	k.dev = d;
+	bpf_get_current_comm(comm, sizeof(comm));
+	k.cgid = FN(cgroup_of)(rq);
+	tr = TASK_ROWS();
+	if (tr && (tr->comm[0] != comm[0] || tr->comm[1] != comm[1] || tr->cgid != k.cgid ||
+		   tr->dev != d)) {
+		tr->comm[0] = comm[0];
+		tr->comm[1] = comm[1];
+		tr->cgid = k.cgid;
+		tr->dev = d;
+		for (int i = 0; i < 8; i++)
+			tr->row[i] = ~0u;
+	}
+	if (st->attr_rq && st->attr_rq != (__u64)rq)
+		count(C_ATTR_STALE);
+	if (tr && !is_swap(flags) && tr->row[k.op & 7] != ~0u) {
+		st->attr = tr->row[k.op & 7];
+	} else {
+		cls = classify(comm, k.op, flags);
+		if (cls == CLASS_NONE)
+			cls = KTHREAD() ? class_kthread : class_other;
+		k.class_id = cls;
+		k.tgid = bpf_get_current_pid_tgid() >> 32;
+		row = attr_row(&k, (const char *)comm, 0);
+		st->attr = row;
+		/* Swap IO is classified by its flag, not the thread: never cached. */
+		if (tr && !is_swap(flags))
+			tr->row[k.op & 7] = row;
+	}
+	st->attr_rq = (__u64)rq;
+}
+
+static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, __u32 flags,
+					 __u32 nr_bytes, __u64 now, struct slot *s, __u64 off,
+					 struct rq_state *st, struct attr_val *a,
+					 struct attr_slot *asl)
+{
 	__u32 tk = d * NOPS + op;
 	struct op_total *t = bpf_map_lookup_elem(&totals, &tk);
 	__u64 dev_ns = 0, start;
 	__u32 size = nr_bytes;
 	__s64 qd = 0;
+	bool timed = false;
 
 	if (st && st->rq == (__u64)rq) {
 		dev_ns = now - st->issue_ns;
 		size = st->bytes;
+		timed = true;
 		qd = FN(leave)(d, st, s, off);
 		hist_add(d, op, H_LAT_DEVICE, lat_idx(dev_ns, LAT_SUB_BITS), 1);
 		sec_lat_add(d, op, now + unix_offset_ns, dev_ns);
@@ -134,10 +209,29 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 	} else {
 		count(C_NO_ISSUE);
 	}
+	if (st && st->attr_rq == (__u64)rq)
+		st->attr_rq = 0;
 	if (t)
 		t->ios += 1;
 	if (s)
 		s->op[op].ios += 1;
+	if (a) {
+		__u32 si = size ? 1 + lat_idx(size - 1, SEC_SUB_BITS) : 0;
+
+		a->ios += 1;
+		if (si < ATTR_SIZE_BUCKETS)
+			a->size[si] += 1;
+		if (timed) {
+			__u32 li = lat_idx(dev_ns, SEC_SUB_BITS);
+
+			if (li < SEC_BUCKETS)
+				a->lat[li] += 1;
+			if (dev_ns > a->lat_max_ns)
+				a->lat_max_ns = dev_ns;
+		}
+		if (asl)
+			asl->ios += 1;
+	}
 	hist_add(d, op, H_SIZE_COUNT, size_idx(size), 1);
 	hist_add(d, op, H_SIZE_BYTES, size_idx(size), size);
 	start = RD(rq, start_time_ns);
@@ -149,12 +243,16 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 
 /* block_rq_complete fires once per completed chunk; __data_len still holds the bytes left
  * including this chunk, so the final chunk is nr_bytes >= __data_len. Bytes are added per
- * chunk (as diskstats does), the IO is counted once, at its final completion. */
+ * chunk (as diskstats does), the IO is counted once, at its final completion. The attribution
+ * row gets exactly the same additions, so classes sum to the device totals. */
 static __always_inline void FN(on_complete)(struct request *rq, __u32 nr_bytes)
 {
 	int d = FN(dev_index)(rq);
-	__u32 flags, op, tk;
+	__u32 flags, op, tk, row;
 	struct op_total *t;
+	struct rq_state *st;
+	struct attr_val *a;
+	struct attr_slot *asl = 0;
 	struct slot *s;
 	__u64 now, off = 0;
 
@@ -170,12 +268,20 @@ static __always_inline void FN(on_complete)(struct request *rq, __u32 nr_bytes)
 	s = slot_get(d, now + unix_offset_ns, &off);
 	if (s && op < NOPS)
 		s->op[op].bytes += nr_bytes;
+	st = FN(state)(d, rq);
+	row = attr_of(st, (__u64)rq, d, op);
+	a = bpf_map_lookup_elem(&attr_vals, &row);
+	if (a) {
+		a->bytes += nr_bytes;
+		asl = attr_slot_get(a, s ? s->id : (now + unix_offset_ns) / slot_ns);
+		asl->bytes += nr_bytes;
+	}
 	if (nr_bytes < RD(rq, __data_len)) {
 		count(C_PARTIAL);
 		return;
 	}
 	if (op < NOPS)
-		FN(on_final)(rq, d, op, flags, nr_bytes, now, s, off);
+		FN(on_final)(rq, d, op, flags, nr_bytes, now, s, off, st, a, asl);
 }
 
 static __always_inline void FN(on_requeue)(struct request *rq)

@@ -27,6 +27,18 @@ const volatile bool single_arg = true;
 const volatile __u64 slot_ns = 100000000;
 const volatile __u64 unix_offset_ns = 0; /* CLOCK_REALTIME - CLOCK_MONOTONIC at load */
 const volatile bool emit_events = false;
+/* Attribution (see iotrace.h): the thread-name table built in Rust (src/attr.rs), the classes
+ * used when no rule matches, and the row layout: rows [0, reserved/2) are "unknown submitter"
+ * per device x op, [reserved/2, reserved) the cap's overflow per device x op, then one row per
+ * key up to attr_rows. */
+const volatile bool attribution = false;
+const volatile __u32 nrules = 0;
+const volatile struct class_rule rules[MAX_RULES] = {};
+const volatile __u32 class_swap = 0;
+const volatile __u32 class_kthread = 0;
+const volatile __u32 class_other = 0;
+const volatile __u32 attr_reserved = 0;
+const volatile __u32 attr_rows = 0;
 
 /* Requests issued after attach that are in flight, per device. Global on purpose: the exact
  * depth needs one counter; atomic fetch-add returns the new value without a second read. */
@@ -34,6 +46,8 @@ __s64 inflight[MAX_DEVS] = {};
 /* Set once the first insert is seen: until then issue skips the insert-stamp lookup (the none
  * scheduler issues most requests directly and never fires block_rq_insert). */
 __u32 inserts_seen = 0;
+/* Attribution rows handed out after the reserved ones (may run past the cap: then capped). */
+__u32 attr_used = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -89,6 +103,36 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/* Attribution key -> row. Looked up once per request at block_io_start; inserted once per key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 2 * ATTR_KEYS);
+	__type(key, struct attr_key);
+	__type(value, __u32);
+} attr_ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, ATTR_KEYS); /* resized to attr_rows */
+	__type(key, __u32);
+	__type(value, struct attr_info);
+} attr_info SEC(".maps");
+
+/* Saves the rule scan and the key hash per IO: a thread keeps submitting as the same key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_rows);
+} task_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ATTR_KEYS); /* resized to attr_rows */
+	__type(key, __u32);
+	__type(value, struct attr_val);
+} attr_vals SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -234,23 +278,148 @@ static __always_inline void emit(__u32 d, struct request *rq, __u64 now, __u64 s
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* The class of an IO from its submitting thread's name (two u64 words of comm) and op, by the
+ * first matching rule; CLASS_NONE when none matches (the caller then checks for a kthread). */
+static __always_inline bool is_swap(__u32 flags)
+{
+	return bpf_core_enum_value_exists(enum req_flag_bits, __REQ_SWAP) &&
+	       (flags & (1u << bpf_core_enum_value(enum req_flag_bits, __REQ_SWAP)));
+}
+
+static __always_inline __u32 classify(const __u64 *comm, __u32 op, __u32 flags)
+{
+	if (is_swap(flags))
+		return class_swap;
+	for (int i = 0; i < MAX_RULES; i++) {
+		if (i >= nrules)
+			break;
+		if ((comm[0] & rules[i].mask[0]) == rules[i].val[0] &&
+		    (comm[1] & rules[i].mask[1]) == rules[i].val[1] && (rules[i].ops & (1u << op)))
+			return rules[i].class_id;
+	}
+	return CLASS_NONE;
+}
+
+static __always_inline __u32 overflow_row(__u32 dev, __u32 op)
+{
+	return attr_reserved / 2 + dev * NOPS + op;
+}
+
+/* A new row for key k: info first, then the key (a racing CPU that loses the insert uses the
+ * winner's row; its own stays empty and is skipped by userspace). process == 0: read it from
+ * the current task. Off the per-IO path: runs once per key. */
+static __noinline __u32 attr_new(struct attr_key *k, const char *thread, const char *process)
+{
+	__u32 idx = attr_reserved + __sync_fetch_and_add(&attr_used, 1);
+	struct attr_info *info;
+	__u32 *p;
+
+	if (!k || !thread || idx >= attr_rows) {
+		count(C_ATTR_CAP);
+		return k ? overflow_row(k->dev, k->op) : 0;
+	}
+	info = bpf_map_lookup_elem(&attr_info, &idx);
+	if (info) {
+		info->key = *k;
+		bpf_probe_read_kernel(info->thread, sizeof(info->thread), thread);
+		if (process) {
+			bpf_probe_read_kernel(info->process, sizeof(info->process), process);
+		} else {
+			struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+			BPF_CORE_READ_INTO(&info->process, t, group_leader, comm);
+		}
+	}
+	if (bpf_map_update_elem(&attr_ids, k, &idx, BPF_NOEXIST)) {
+		p = bpf_map_lookup_elem(&attr_ids, k);
+		if (p)
+			return *p;
+		count(C_ATTR_CAP);
+		return overflow_row(k->dev, k->op);
+	}
+	return idx;
+}
+
+static __always_inline __u32 attr_row(struct attr_key *k, const char *thread, const char *process)
+{
+	__u32 *p = bpf_map_lookup_elem(&attr_ids, k);
+
+	if (p)
+		return *p;
+	return attr_new(k, thread, process);
+}
+
+/* The row of a completing request. A flush request created by blk-flush never passes
+ * block_io_start, but it borrows the tag of the first PREFLUSH request waiting for it, whose
+ * attribution is in the same state entry: the flush is charged to that submitter. Everything
+ * else not seen at submission (in flight at attach, passthrough) is "unknown". */
+static __always_inline __u32 attr_of(struct rq_state *st, __u64 rq, __u32 d, __u32 op)
+{
+	if (attribution && st) {
+		__u64 owner = st->attr_rq;
+
+		if (owner == rq)
+			return st->attr;
+		if (owner && op == OP_FLUSH) {
+			__u32 from = st->attr;
+			struct attr_info *info = bpf_map_lookup_elem(&attr_info, &from);
+			struct attr_key k;
+
+			if (info) {
+				k = info->key;
+				k.op = OP_FLUSH;
+				k.dev = d;
+				return attr_row(&k, info->thread, info->process);
+			}
+		}
+	}
+	return d * NOPS + op;
+}
+
+static __always_inline struct attr_slot *attr_slot_get(struct attr_val *a, __u64 id)
+{
+	struct attr_slot *sl = &a->slot[id % SLOT_RING];
+
+	if (sl->id != id) {
+		sl->id = id;
+		sl->ios = 0;
+		sl->bytes = 0;
+	}
+	return sl;
+}
+
 /* Flavour 1: tp_btf, typed pointers, direct loads (the verifier turns them into faulting
  * loads), CO-RE offsets from preserve_access_index. */
 #define RD(p, f) ((p)->f)
 #define RD2(p, f, g) ((p)->f->g)
+#define CGID(blkg) ((blkg)->blkcg->css.cgroup->kn->id)
+#define KTHREAD() (bpf_get_current_task_btf()->flags & PF_KTHREAD)
+#define TASK_ROWS()                                                                       \
+	((struct task_rows *)bpf_task_storage_get(&task_rows, bpf_get_current_task_btf(), 0, \
+						  BPF_LOCAL_STORAGE_GET_F_CREATE))
 #define SFX btf
 #include "handlers.bpf.h"
 #undef RD
 #undef RD2
+#undef CGID
+#undef KTHREAD
+#undef TASK_ROWS
 #undef SFX
 
 /* Flavour 2: raw_tp, untyped u64 args, every load through bpf_probe_read_kernel. */
 #define RD(p, f) BPF_CORE_READ(p, f)
 #define RD2(p, f, g) BPF_CORE_READ(p, f, g)
+#define CGID(blkg) BPF_CORE_READ(blkg, blkcg, css.cgroup, kn, id)
+#define KTHREAD() \
+	(BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), flags) & PF_KTHREAD)
+#define TASK_ROWS() ((struct task_rows *)0)
 #define SFX raw
 #include "handlers.bpf.h"
 #undef RD
 #undef RD2
+#undef CGID
+#undef KTHREAD
+#undef TASK_ROWS
 #undef SFX
 
 static __always_inline struct request *rq_arg(__u64 *args)
@@ -284,6 +453,21 @@ SEC("tp_btf/block_rq_insert")
 int rq_insert_btf(__u64 *ctx)
 {
 	on_insert_btf(rq_arg(ctx));
+	return 0;
+}
+
+/* block_io_start (6.5+): blk_account_io_start(), in the submitting task's context. */
+SEC("tp_btf/block_io_start")
+int rq_start_btf(__u64 *ctx)
+{
+	on_start_btf((struct request *)ctx[0]);
+	return 0;
+}
+
+SEC("raw_tp/block_io_start")
+int rq_start_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	on_start_raw((struct request *)ctx->args[0]);
 	return 0;
 }
 

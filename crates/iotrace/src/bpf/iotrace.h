@@ -46,7 +46,16 @@
 #define C_REQUEUES 4
 #define C_PARTIAL 5          /* partial completions (not counted as IOs) */
 #define C_BAD_TAG 6          /* issue with no driver tag: not tracked */
-#define NCOUNTERS 8
+#define C_ATTR_CAP 7         /* attribution key cap hit: IO counted in its (device, op) overflow row */
+#define C_ATTR_STALE 8       /* block_io_start found its state entry's attribution still held */
+#define NCOUNTERS 10
+
+/* Attribution ("who issued each IO"): classified at block_io_start from the submitting thread,
+ * aggregated at completion per attribution key = (device, op, class, cgroup id, tgid). */
+#define MAX_RULES 64         /* thread-name rules (rodata, first match wins) */
+#define ATTR_KEYS 512        /* distinct keys beyond the reserved rows; resized in userspace */
+#define ATTR_SIZE_BUCKETS (SEC_BUCKETS + 1) /* 0 bytes, then lat_idx(bytes - 1, 2) + 1 */
+#define CLASS_NONE 0xffff
 
 struct slot_op {
 	__u32 ios;
@@ -87,7 +96,57 @@ struct rq_state {
 	__u64 rq;       /* struct request * of the live request holding this entry, 0 = free */
 	__u64 issue_ns;
 	__u32 bytes;
+	__u32 attr;     /* attribution row of attr_rq, set at block_io_start */
+	__u64 attr_rq;  /* request the attribution belongs to; cleared at its final completion */
+};
+
+/* A thread-name rule: comm (16 bytes as two u64) & mask == val, and the op's bit in ops. */
+struct class_rule {
+	__u64 val[2];
+	__u64 mask[2];
+	__u32 ops;
+	__u32 class_id;
+};
+
+struct attr_key {
+	__u64 cgid;     /* kernfs id of the blkcg's cgroup (rq->bio->bi_blkg); 0 = none */
+	__u32 tgid;
+	__u16 class_id;
+	__u8 dev;
+	__u8 op;
+};
+
+/* Written once when a key gets its row: who it is, for userspace to name. */
+struct attr_info {
+	struct attr_key key;
+	char thread[16];  /* first submitting thread seen */
+	char process[16]; /* its thread-group leader's comm */
+};
+
+struct attr_slot {
+	__u64 id;
+	__u64 bytes;
+	__u32 ios;
 	__u32 _pad;
+};
+
+/* Per-thread cache of the rows it submits to (tp_btf flavour only: task storage needs a BTF
+ * task pointer): valid while the thread's name, cgroup and device are those recorded. */
+struct task_rows {
+	__u64 comm[2];
+	__u64 cgid;
+	__u32 dev;
+	__u32 row[8]; /* by op (8: index masked with 7 for the verifier); ~0 = not looked up yet */
+};
+
+/* One attribution row, per CPU. */
+struct attr_val {
+	__u64 ios;
+	__u64 bytes;
+	__u64 lat_max_ns;
+	__u32 size[ATTR_SIZE_BUCKETS];
+	__u32 lat[SEC_BUCKETS]; /* device latency, g = 2 */
+	struct attr_slot slot[SLOT_RING];
 };
 
 /* Raw per-IO record of the optional event stream, written at final completion. */

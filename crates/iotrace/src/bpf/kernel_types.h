@@ -30,11 +30,15 @@ typedef _Bool bool;
 
 /* uapi/linux/bpf.h values used here (ABI, never renumbered). */
 enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_RINGBUF = 27,
+	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
+#define BPF_F_NO_PREALLOC 1
+#define BPF_LOCAL_STORAGE_GET_F_CREATE 1
 enum { BPF_ANY = 0, BPF_NOEXIST = 1, BPF_EXIST = 2 };
 
 struct bpf_raw_tracepoint_args {
@@ -65,6 +69,37 @@ struct request {
 	unsigned int __data_len;
 	unsigned long long __sector;
 	unsigned long long start_time_ns;
+	struct bio *bio;
+};
+
+struct kernfs_node {
+	u64 id; /* 64-bit ino of the cgroup directory (5.5+) */
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+};
+
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+};
+
+struct blkcg {
+	struct cgroup_subsys_state css;
+};
+
+struct blkcg_gq {
+	struct blkcg *blkcg;
+};
+
+struct bio {
+	struct blkcg_gq *bi_blkg; /* CONFIG_BLK_CGROUP only: tested with bpf_core_field_exists */
+};
+
+struct task_struct {
+	unsigned int flags;
+	struct task_struct *group_leader;
+	char comm[16];
 };
 
 /* Before 5.17 (f3fa33acca9f) the disk hung off the request itself. */
@@ -89,6 +124,12 @@ enum req_opf {
 	REQ_OP_FLUSH___opf = 2,
 	REQ_OP_DISCARD___opf = 3,
 };
+/* Request flag bits; __REQ_SWAP moved between releases, so it is relocated, never hard-coded. */
+enum req_flag_bits {
+	__REQ_SWAP = 24,
+};
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h, unchanged since 2.6 */
+
 #define REQ_OP_BITS 8 /* a #define in blk_types.h, so not in BTF; 8 since 4.10 */
 #define REQ_OP_MASK ((1u << REQ_OP_BITS) - 1)
 

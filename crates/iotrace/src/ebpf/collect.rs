@@ -11,7 +11,9 @@ pub const NOPS: usize = 5;
 pub const NKINDS: usize = 5;
 const SLOT_RING: u64 = 64;
 const SEC_RING: u64 = 8;
-pub const NCOUNTERS: usize = 8;
+pub const NCOUNTERS: usize = 10;
+/// Buckets of the attribution size histogram (ATTR_SIZE_BUCKETS).
+pub const ATTR_SIZE_BUCKETS: usize = SEC_BUCKETS + 1;
 
 /// Everything read back for one device.
 #[derive(Debug, Default)]
@@ -126,6 +128,103 @@ pub fn read_totals(skel: &IotraceSkel<'_>, devs: &mut [DevRaw]) {
     }
 }
 
+/// One attribution row read back, summed over CPUs.
+#[derive(Debug, Default, Clone)]
+pub struct AttrRaw {
+    /// Who the row is (none for the reserved rows and rows lost in an insert race).
+    pub key: Option<(u64, u32, u16, u8, u8)>,
+    pub thread: String,
+    pub process: String,
+    pub ios: u64,
+    pub bytes: u64,
+    pub lat_max_ns: u64,
+    pub size: Vec<u64>,
+    pub lat: Vec<u64>,
+    /// slot id → (ios, bytes)
+    pub slots: BTreeMap<u64, (u64, u64)>,
+}
+
+fn cstr(b: &[i8]) -> String {
+    let bytes: Vec<u8> = b
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Rows in use: the reserved ones and those handed out (capped at the map size).
+pub fn attr_rows_used(skel: &IotraceSkel<'_>, reserved: u32, rows: u32) -> u32 {
+    let used = match skel.maps.bss.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+        Ok(Some(b)) => pod::<types::bss>(&b).map_or(0, |b| b.attr_used),
+        _ => 0,
+    };
+    (reserved + used).min(rows)
+}
+
+/// Reads slots `from..to` of every attribution row in use into `rows`.
+pub fn drain_attr_slots(
+    skel: &IotraceSkel<'_>,
+    rows: &mut BTreeMap<u32, AttrRaw>,
+    n: u32,
+    from: u64,
+    to: u64,
+) {
+    if from >= to {
+        return;
+    }
+    for idx in 0..n {
+        for v in percpu::<types::attr_val>(&skel.maps.attr_vals, idx) {
+            for sl in v
+                .slot
+                .iter()
+                .filter(|s| s.id >= from && s.id < to && s.id > 0)
+            {
+                let r = rows.entry(idx).or_default();
+                let e = r.slots.entry(sl.id).or_default();
+                e.0 += u64::from(sl.ios);
+                e.1 += sl.bytes;
+            }
+        }
+    }
+}
+
+/// Reads the totals, histograms and identity of every attribution row in use.
+pub fn read_attr(skel: &IotraceSkel<'_>, rows: &mut BTreeMap<u32, AttrRaw>, n: u32) {
+    for idx in 0..n {
+        let r = rows.entry(idx).or_default();
+        r.size = vec![0; ATTR_SIZE_BUCKETS];
+        r.lat = vec![0; SEC_BUCKETS];
+        for v in percpu::<types::attr_val>(&skel.maps.attr_vals, idx) {
+            r.ios += v.ios;
+            r.bytes += v.bytes;
+            r.lat_max_ns = r.lat_max_ns.max(v.lat_max_ns);
+            r.size
+                .iter_mut()
+                .zip(v.size.iter())
+                .for_each(|(a, b)| *a += u64::from(*b));
+            r.lat
+                .iter_mut()
+                .zip(v.lat.iter())
+                .for_each(|(a, b)| *a += u64::from(*b));
+        }
+        if let Ok(Some(b)) = skel
+            .maps
+            .attr_info
+            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
+        {
+            if let Some(info) = pod::<types::attr_info>(&b) {
+                let k = info.key;
+                if k.cgid != 0 || k.tgid != 0 || k.class_id != 0 || info.thread[0] != 0 {
+                    r.key = Some((k.cgid, k.tgid, k.class_id, k.dev, k.op));
+                    r.thread = cstr(&info.thread);
+                    r.process = cstr(&info.process);
+                }
+            }
+        }
+    }
+}
+
 /// Self-check counters summed over CPUs (indexes as C_* in iotrace.h).
 pub fn read_counters(skel: &IotraceSkel<'_>) -> [u64; NCOUNTERS] {
     let mut c = [0u64; NCOUNTERS];
@@ -164,6 +263,12 @@ mod tests {
         assert_eq!(std::mem::size_of::<types::sec_lat>(), 8 + 4 * SEC_BUCKETS);
         assert_eq!(std::mem::size_of::<types::hist>(), 8 * SIZE_BUCKETS);
         assert_eq!(std::mem::size_of::<Event>(), 48);
+        assert_eq!(std::mem::size_of::<types::rq_state>(), 32);
+        assert_eq!(std::mem::size_of::<types::attr_key>(), 16);
+        assert_eq!(
+            std::mem::size_of::<types::attr_val>(),
+            24 + 4 * (ATTR_SIZE_BUCKETS + SEC_BUCKETS) + 4 + 64 * 24
+        );
         assert!(parse_event(&[0u8; 47]).is_none());
         let mut raw = [0u8; 48];
         raw[32..36].copy_from_slice(&((254u32 << 20) | 3).to_ne_bytes());

@@ -15,6 +15,9 @@ const SEC_RING: u32 = 8;
 const NOPS: u32 = 5;
 const NKINDS: u32 = 5;
 const STATE_PER_DEV: u32 = 8192;
+/// Attribution keys beyond the reserved rows (ATTR_KEYS in iotrace.h); the hash holds twice
+/// as many, so the row cap is what is hit first, and counted.
+pub const ATTR_KEYS: u32 = 512;
 /// Ring buffer for the raw event stream: 32 MiB holds ~700k events, seconds of NVMe traffic.
 const EVENTS_RING_BYTES: u32 = 32 << 20;
 
@@ -40,6 +43,21 @@ pub struct LoadConfig<'a> {
     pub slot_ns: u64,
     pub unix_offset_ns: u64,
     pub events: bool,
+    /// Attribute IO to submitters (needs block_io_start, kernel 6.5+).
+    pub attribution: bool,
+}
+
+/// Rows reserved for `unknown` and `capped`, one of each per device × op.
+pub fn attr_reserved(ndevs: usize) -> u32 {
+    2 * ndevs as u32 * NOPS
+}
+
+/// True when the kernel has the `block_io_start` tracepoint (6.5+), read from BTF.
+pub fn has_io_start() -> bool {
+    Btf::from_vmlinux().ok().is_some_and(|b| {
+        b.type_by_name::<Typedef<'_>>("btf_trace_block_io_start")
+            .is_some()
+    })
 }
 
 /// True when `btf_trace_block_rq_issue` takes (ctx, rq): the ≥5.11 layout, also backported to
@@ -77,12 +95,29 @@ fn configure(
     ro.slot_ns = cfg.slot_ns;
     ro.unix_offset_ns = cfg.unix_offset_ns;
     ro.emit_events = cfg.events;
+    ro.attribution = cfg.attribution;
+    let rules = crate::attr::rules();
+    ro.nrules = rules.len() as u32;
+    for (slot, r) in ro.rules.iter_mut().zip(rules.iter()) {
+        slot.val = r.val;
+        slot.mask = r.mask;
+        slot.ops = r.ops;
+        slot.class_id = r.class;
+    }
+    ro.class_swap = crate::attr::SWAP as u32;
+    ro.class_kthread = crate::attr::KERNEL_OTHER as u32;
+    ro.class_other = crate::attr::OTHER_USER as u32;
+    let reserved = attr_reserved(cfg.disks.len());
+    ro.attr_reserved = reserved;
+    ro.attr_rows = reserved + ATTR_KEYS;
     let m = &mut open.maps;
     m.slots.set_max_entries(SLOT_RING * n)?;
     m.seclat.set_max_entries(SEC_RING * n * NOPS)?;
     m.hists.set_max_entries(n * NOPS * NKINDS)?;
     m.totals.set_max_entries(n * NOPS)?;
     m.rqstate.set_max_entries(n * STATE_PER_DEV)?;
+    m.attr_info.set_max_entries(reserved + ATTR_KEYS)?;
+    m.attr_vals.set_max_entries(reserved + ATTR_KEYS)?;
     if cfg.events {
         m.events.set_max_entries(EVENTS_RING_BYTES)?;
     }
@@ -96,6 +131,8 @@ fn configure(
     ] {
         prog.set_autoload(btf);
     }
+    p.rq_start_btf.set_autoload(btf && cfg.attribution);
+    p.rq_start_raw.set_autoload(!btf && cfg.attribution);
     for prog in [
         &mut p.rq_issue_raw,
         &mut p.rq_complete_raw,
@@ -126,32 +163,41 @@ pub fn load<'o>(
     })
 }
 
-/// The four programs of one flavour (issue, complete, requeue, insert).
+/// The programs of one flavour (issue, complete, requeue, insert, and io_start when
+/// attribution is on).
 fn programs<'a, 'o>(
     skel: &'a IotraceSkel<'o>,
     flavour: Flavour,
-) -> [&'a libbpf_rs::ProgramMut<'o>; 4] {
+    attribution: bool,
+) -> Vec<&'a libbpf_rs::ProgramMut<'o>> {
     let p = &skel.progs;
-    match flavour {
-        Flavour::TpBtf => [
+    let mut v = match flavour {
+        Flavour::TpBtf => vec![
             &p.rq_issue_btf,
             &p.rq_complete_btf,
             &p.rq_requeue_btf,
             &p.rq_insert_btf,
         ],
-        Flavour::RawTp => [
+        Flavour::RawTp => vec![
             &p.rq_issue_raw,
             &p.rq_complete_raw,
             &p.rq_requeue_raw,
             &p.rq_insert_raw,
         ],
+    };
+    if attribution {
+        v.push(match flavour {
+            Flavour::TpBtf => &p.rq_start_btf,
+            Flavour::RawTp => &p.rq_start_raw,
+        });
     }
+    v
 }
 
 /// Attaches the loaded flavour. Links are owned by this process and never pinned, so they go
 /// away with it, however it exits (even kill -9: the kernel drops them with the last fd).
-pub fn attach(skel: &IotraceSkel<'_>, flavour: Flavour) -> Result<Vec<Link>> {
-    let progs = programs(skel, flavour);
+pub fn attach(skel: &IotraceSkel<'_>, flavour: Flavour, attribution: bool) -> Result<Vec<Link>> {
+    let progs = programs(skel, flavour, attribution);
     progs
         .into_iter()
         .map(|prog| {
@@ -168,13 +214,13 @@ pub fn load_and_attach<'o>(
     cfg: &LoadConfig<'_>,
 ) -> Result<(IotraceSkel<'o>, Vec<Link>, Flavour)> {
     let [a, b] = objs;
-    let first =
-        load(a, cfg, Flavour::TpBtf).and_then(|s| attach(&s, Flavour::TpBtf).map(|l| (s, l)));
+    let first = load(a, cfg, Flavour::TpBtf)
+        .and_then(|s| attach(&s, Flavour::TpBtf, cfg.attribution).map(|l| (s, l)));
     match first {
         Ok((s, l)) => Ok((s, l, Flavour::TpBtf)),
         Err(e) => {
             let (s, l) = load(b, cfg, Flavour::RawTp)
-                .and_then(|s| attach(&s, Flavour::RawTp).map(|l| (s, l)))
+                .and_then(|s| attach(&s, Flavour::RawTp, cfg.attribution).map(|l| (s, l)))
                 .with_context(|| {
                     format!("tp_btf failed first ({e:#}); raw_tp fallback failed too")
                 })?;
@@ -184,9 +230,9 @@ pub fn load_and_attach<'o>(
 }
 
 /// Programs of the loaded flavour with their names, for prog-info statistics.
-pub fn prog_ids(skel: &IotraceSkel<'_>, flavour: Flavour) -> Vec<(String, u32)> {
+pub fn prog_ids(skel: &IotraceSkel<'_>, flavour: Flavour, attribution: bool) -> Vec<(String, u32)> {
     use std::os::fd::AsFd;
-    let progs = programs(skel, flavour);
+    let progs = programs(skel, flavour, attribution);
     progs
         .into_iter()
         .filter_map(|prog| {

@@ -14,8 +14,9 @@ mod skel {
 use crate::devices::Disk;
 use crate::diskstats::{self, Stat};
 use anyhow::{anyhow, Context, Result};
-pub use collect::DevRaw;
+pub use collect::{AttrRaw, DevRaw};
 use iodig_model::trace::ProgStat;
+pub use load::{has_io_start, ATTR_KEYS};
 use std::collections::HashMap;
 use std::io::Write;
 use std::mem::MaybeUninit;
@@ -31,6 +32,7 @@ pub struct Config {
     pub disks: Vec<Disk>,
     pub slot_ns: u64,
     pub events_file: Option<PathBuf>,
+    pub attribution: bool,
 }
 
 /// Everything the session read, ready to become a TraceDoc.
@@ -43,6 +45,10 @@ pub struct Raw {
     pub progs: Vec<ProgStat>,
     pub ds_start: HashMap<String, Stat>,
     pub ds_end: HashMap<String, Stat>,
+    /// Attribution rows by index; rows below `attr_reserved` are unknown/capped per device × op.
+    pub attr: std::collections::BTreeMap<u32, AttrRaw>,
+    pub attr_reserved: u32,
+    pub attribution: bool,
 }
 
 pub struct Session {
@@ -123,6 +129,7 @@ fn run(cfg: Config, ready: Sender<Result<String>>, stop: Receiver<()>) -> Result
         slot_ns: cfg.slot_ns,
         unix_offset_ns: unix_offset_ns(),
         events: cfg.events_file.is_some(),
+        attribution: cfg.attribution,
     };
     let (skel, links, flavour) = match load::load_and_attach(&mut objs, &lc) {
         Ok(v) => v,
@@ -134,15 +141,18 @@ fn run(cfg: Config, ready: Sender<Result<String>>, stop: Receiver<()>) -> Result
     let ds_start = diskstats::read(&cfg.disks);
     let start_ns = unix_now_ns();
     let _ = ready.send(Ok(flavour.name().to_string()));
-    let mut st = Drain::new(cfg.disks.len(), start_ns, cfg.slot_ns);
+    let reserved = load::attr_reserved(cfg.disks.len());
+    let mut st = Drain::new(cfg.disks.len(), start_ns, cfg.slot_ns, reserved);
     let wait = events_loop(&skel, &cfg, &stop, &mut st, lc.unix_offset_ns);
     let ds_end = diskstats::read(&cfg.disks);
     let end_ns = unix_now_ns();
     drop(links); // detach before the final read: nothing changes under it any more
     st.finish(&skel, end_ns);
     collect::read_totals(&skel, &mut st.devs);
+    let n = collect::attr_rows_used(&skel, reserved, st.rows);
+    collect::read_attr(&skel, &mut st.attr, n);
     let counters = collect::read_counters(&skel);
-    let progs = prog_stats(&skel, flavour);
+    let progs = prog_stats(&skel, flavour, cfg.attribution);
     wait?;
     Ok(Raw {
         attach: flavour.name().into(),
@@ -153,25 +163,41 @@ fn run(cfg: Config, ready: Sender<Result<String>>, stop: Receiver<()>) -> Result
         progs,
         ds_start,
         ds_end,
+        attr: st.attr,
+        attr_reserved: reserved,
+        attribution: cfg.attribution,
     })
 }
 
 /// Incremental draining state: the next slot id and second not yet read.
 struct Drain {
     devs: Vec<DevRaw>,
+    attr: std::collections::BTreeMap<u32, AttrRaw>,
+    reserved: u32,
+    rows: u32,
     next_slot: u64,
     next_sec: u64,
     slot_ns: u64,
 }
 
 impl Drain {
-    fn new(n: usize, start_ns: u64, slot_ns: u64) -> Self {
+    fn new(n: usize, start_ns: u64, slot_ns: u64, reserved: u32) -> Self {
         Drain {
             devs: (0..n).map(|_| DevRaw::default()).collect(),
+            attr: Default::default(),
+            reserved,
+            rows: reserved + load::ATTR_KEYS,
             next_slot: start_ns / slot_ns,
             next_sec: start_ns / 1_000_000_000,
             slot_ns,
         }
+    }
+
+    fn drain_slots(&mut self, skel: &skel::IotraceSkel<'_>, to: u64) {
+        collect::drain_slots(skel, &mut self.devs, self.next_slot, to);
+        let n = collect::attr_rows_used(skel, self.reserved, self.rows);
+        collect::drain_attr_slots(skel, &mut self.attr, n, self.next_slot, to);
+        self.next_slot = to;
     }
 
     /// Reads slots and seconds that are at least two behind now: the kernel no longer writes them.
@@ -179,8 +205,7 @@ impl Drain {
         let now = unix_now_ns();
         let (cur_slot, cur_sec) = (now / self.slot_ns, now / 1_000_000_000);
         if cur_slot >= self.next_slot + 2 {
-            collect::drain_slots(skel, &mut self.devs, self.next_slot, cur_slot - 1);
-            self.next_slot = cur_slot - 1;
+            self.drain_slots(skel, cur_slot - 1);
         }
         if cur_sec >= self.next_sec + 2 {
             collect::drain_seconds(skel, &mut self.devs, self.next_sec, cur_sec - 1);
@@ -189,12 +214,7 @@ impl Drain {
     }
 
     fn finish(&mut self, skel: &skel::IotraceSkel<'_>, end_ns: u64) {
-        collect::drain_slots(
-            skel,
-            &mut self.devs,
-            self.next_slot,
-            end_ns / self.slot_ns + 1,
-        );
+        self.drain_slots(skel, end_ns / self.slot_ns + 1);
         collect::drain_seconds(
             skel,
             &mut self.devs,
@@ -278,8 +298,12 @@ fn write_event(
 }
 
 /// Run count, run time (BPF stats on) and recursion misses of our programs, from prog info.
-fn prog_stats(skel: &skel::IotraceSkel<'_>, flavour: load::Flavour) -> Vec<ProgStat> {
-    let ids = load::prog_ids(skel, flavour);
+fn prog_stats(
+    skel: &skel::IotraceSkel<'_>,
+    flavour: load::Flavour,
+    attribution: bool,
+) -> Vec<ProgStat> {
+    let ids = load::prog_ids(skel, flavour, attribution);
     libbpf_rs::query::ProgInfoIter::default()
         .filter_map(|info| {
             let (name, _) = ids.iter().find(|(_, id)| *id == info.id)?;

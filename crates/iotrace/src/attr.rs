@@ -1,0 +1,546 @@
+//! Who issued each IO: the activity-class table (thread names → classes, the one place to
+//! extend), its encoding for the kernel, cgroup ids mapped back to paths, and `--cgroup` /
+//! `--pid` targets.
+//!
+//! The kernel classifies at `block_io_start` by the first rule whose thread-name pattern and
+//! op match (see `classify` in iotrace.bpf.c; [`classify`] here is the same function, tested).
+
+use iodig_model::trace::ClassInfo;
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Op bits of a rule (op indexes as `OPS`: read, write, discard, flush, other).
+pub const READ: u32 = 1;
+pub const WRITE: u32 = 2;
+pub const DISCARD: u32 = 4;
+pub const FLUSH: u32 = 8;
+pub const OTHER: u32 = 16;
+pub const ANY: u32 = 31;
+/// Every op but read: what a foreground thread writes, syncs or trims.
+pub const NOT_READ: u32 = ANY & !READ;
+
+/// One activity class: name (`group.activity`), meaning, and the thread-name patterns it
+/// takes, each `Prefix*` (prefix match) or an exact name, with the ops it applies to.
+pub struct Class {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub threads: &'static [(&'static str, u32)],
+}
+
+/// Rows the kernel fills without a rule: indexes fixed by the BPF side's rodata.
+pub const UNKNOWN: usize = 0;
+pub const CAPPED: usize = 1;
+pub const OTHER_USER: usize = 2;
+pub const KERNEL_OTHER: usize = 3;
+pub const SWAP: usize = 4;
+
+/// The class table, in match order (first match wins, so specific patterns come first).
+/// Linux keeps 15 characters of a thread name: patterns are written truncated.
+pub const CLASSES: &[Class] = &[
+    Class {
+        name: "unknown",
+        description: "not seen at submission: in flight when tracing started, passthrough, or no block_io_start on this kernel",
+        threads: &[],
+    },
+    Class {
+        name: "capped",
+        description: "the kernel's attribution key cap was hit (counted in capped_ios)",
+        threads: &[],
+    },
+    Class {
+        name: "other",
+        description: "user threads matching no rule",
+        threads: &[],
+    },
+    Class {
+        name: "kernel.other",
+        description: "kernel threads matching no rule",
+        threads: &[],
+    },
+    Class {
+        name: "kernel.swap",
+        description: "swap IO (REQ_SWAP in cmd_flags, any thread) and kswapd",
+        threads: &[("kswapd*", ANY)],
+    },
+    Class {
+        name: "kernel.writeback",
+        description: "page-cache writeback by kernel flusher threads (kworker) — under cgroup v1 charged to the root cgroup",
+        threads: &[("kworker/*", NOT_READ), ("flush-*", NOT_READ)],
+    },
+    Class {
+        name: "kernel.journal",
+        description: "file-system journal: ext4 jbd2, XFS AIL",
+        threads: &[("jbd2/*", ANY), ("xfsaild/*", ANY)],
+    },
+    Class {
+        name: "cassandra.read",
+        description: "Cassandra query reads",
+        threads: &[
+            ("ReadStage*", ANY),
+            ("Native-Transpor*", ANY),
+            ("ReadRepairStage*", ANY),
+        ],
+    },
+    Class {
+        name: "cassandra.flush",
+        description: "Cassandra memtable flush",
+        threads: &[
+            ("MemtableFlushWr*", ANY),
+            ("PerDiskMemtable*", ANY),
+            ("MemtablePostFlu*", ANY),
+            ("MemtableReclaim*", ANY),
+        ],
+    },
+    Class {
+        name: "cassandra.compaction",
+        description: "Cassandra compaction, validation, view and index builds",
+        threads: &[
+            ("CompactionExecu*", ANY),
+            ("ValidationExecu*", ANY),
+            ("ViewBuildExecut*", ANY),
+            ("SecondaryIndexM*", ANY),
+        ],
+    },
+    Class {
+        name: "cassandra.commitlog",
+        description: "Cassandra commit log writes and segment allocation",
+        threads: &[("COMMIT-LOG-WRIT*", ANY), ("COMMIT-LOG-ALLO*", ANY)],
+    },
+    Class {
+        name: "cassandra.hints_streaming",
+        description: "Cassandra hints and streaming",
+        threads: &[("Hints*", ANY), ("Stream*", ANY), ("NettyStreaming*", ANY)],
+    },
+    Class {
+        name: "cassandra.other",
+        description: "other Cassandra stages and tasks",
+        threads: &[
+            ("MutationStage*", ANY),
+            ("CounterMutation*", ANY),
+            ("ViewMutationSta*", ANY),
+            ("GossipStage*", ANY),
+            ("MigrationStage*", ANY),
+            ("AntiEntropyStag*", ANY),
+            ("ScheduledTasks*", ANY),
+            ("OptionalTasks*", ANY),
+            ("BatchlogTasks*", ANY),
+            ("CacheCleanupExe*", ANY),
+            ("SlabPoolCleaner*", ANY),
+            ("Messaging-Event*", ANY),
+        ],
+    },
+    Class {
+        name: "rocksdb.read",
+        description: "RocksDB foreground reads (iodig's worker threads)",
+        threads: &[("iodig-worker*", READ)],
+    },
+    Class {
+        name: "rocksdb.wal",
+        description: "RocksDB WAL: writes and syncs from foreground (iodig worker) threads",
+        threads: &[("iodig-worker*", NOT_READ)],
+    },
+    Class {
+        name: "rocksdb.flush",
+        description: "RocksDB memtable flush (high-priority pool)",
+        threads: &[("rocksdb:high*", ANY)],
+    },
+    Class {
+        name: "rocksdb.compaction",
+        description: "RocksDB compaction (low- and bottom-priority pools)",
+        threads: &[("rocksdb:low*", ANY), ("rocksdb:bottom*", ANY)],
+    },
+    Class {
+        name: "rocksdb.other",
+        description: "other RocksDB threads (user pool, older rocksdb:bgN names)",
+        threads: &[("rocksdb:*", ANY)],
+    },
+];
+
+/// Max rules the kernel takes (MAX_RULES in iotrace.h).
+pub const MAX_RULES: usize = 64;
+
+/// A rule as the kernel matches it: `comm & mask == val` over 16 bytes, op bit in `ops`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub val: [u64; 2],
+    pub mask: [u64; 2],
+    pub ops: u32,
+    pub class: u32,
+}
+
+/// Encodes `Prefix*` (prefix) or `name` (exact: its NUL terminator is matched too).
+pub fn encode(pattern: &str, ops: u32, class: u32) -> Rule {
+    let (text, prefix) = match pattern.strip_suffix('*') {
+        Some(p) => (p, true),
+        None => (pattern, false),
+    };
+    let bytes = text.as_bytes();
+    assert!(
+        bytes.len() <= 15,
+        "thread pattern {pattern:?} longer than 15"
+    );
+    let mut val = [0u8; 16];
+    let mut mask = [0u8; 16];
+    val[..bytes.len()].copy_from_slice(bytes);
+    let n = if prefix { bytes.len() } else { bytes.len() + 1 };
+    mask[..n].fill(0xff);
+    let word = |b: &[u8; 16], i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().unwrap());
+    Rule {
+        val: [word(&val, 0), word(&val, 1)],
+        mask: [word(&mask, 0), word(&mask, 1)],
+        ops,
+        class,
+    }
+}
+
+/// The rules of [`CLASSES`] in match order.
+pub fn rules() -> Vec<Rule> {
+    let v: Vec<Rule> = CLASSES
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| {
+            c.threads
+                .iter()
+                .map(move |(p, ops)| encode(p, *ops, i as u32))
+        })
+        .collect();
+    assert!(
+        v.len() <= MAX_RULES,
+        "{} thread rules > {MAX_RULES}",
+        v.len()
+    );
+    v
+}
+
+/// The class of an IO, as the kernel computes it: swap flag first, then the first matching
+/// rule, then kernel thread or user thread.
+pub fn classify(comm: &str, op: usize, swap: bool, kthread: bool) -> usize {
+    if swap {
+        return SWAP;
+    }
+    let mut b = [0u8; 16];
+    let n = comm.len().min(15);
+    b[..n].copy_from_slice(&comm.as_bytes()[..n]);
+    let w = [
+        u64::from_ne_bytes(b[..8].try_into().unwrap()),
+        u64::from_ne_bytes(b[8..].try_into().unwrap()),
+    ];
+    for r in rules() {
+        if w[0] & r.mask[0] == r.val[0] && w[1] & r.mask[1] == r.val[1] && r.ops & (1 << op) != 0 {
+            return r.class as usize;
+        }
+    }
+    if kthread {
+        KERNEL_OTHER
+    } else {
+        OTHER_USER
+    }
+}
+
+/// The class table for the document.
+pub fn class_infos() -> Vec<ClassInfo> {
+    let ops = |m: u32| match m {
+        ANY => String::new(),
+        READ => " (read)".into(),
+        NOT_READ => " (not read)".into(),
+        _ => format!(" (ops {m:#x})"),
+    };
+    CLASSES
+        .iter()
+        .map(|c| ClassInfo {
+            name: c.name.into(),
+            description: c.description.into(),
+            threads: c
+                .threads
+                .iter()
+                .map(|(p, m)| format!("{p}{}", ops(*m)))
+                .collect(),
+        })
+        .collect()
+}
+
+/// The cgroup hierarchy IO is charged in.
+#[derive(Debug, Clone)]
+pub struct Hierarchy {
+    pub root: PathBuf,
+    /// `v1` (blkio controller) or `v2`.
+    pub version: u8,
+    /// v2 only: whether the `io` controller is enabled (else everything is the root).
+    pub io_enabled: bool,
+}
+
+impl Hierarchy {
+    pub fn describe(&self) -> String {
+        match (self.version, self.io_enabled) {
+            (1, _) => format!("cgroup v1 blkio at {}", self.root.display()),
+            (_, true) => format!("cgroup v2 with io at {}", self.root.display()),
+            _ => format!("cgroup v2 at {} (no io controller)", self.root.display()),
+        }
+    }
+}
+
+/// Mounts from /proc/self/mountinfo: (mount point, fs type, super options).
+fn mounts() -> Vec<(PathBuf, String, String)> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let mnt = pre.split(' ').nth(4)?;
+            let mut p = post.split(' ');
+            let fs = p.next()?.to_string();
+            let opts = p.nth(1).unwrap_or("").to_string();
+            Some((PathBuf::from(mnt.replace("\\040", " ")), fs, opts))
+        })
+        .collect()
+}
+
+/// The hierarchy the blkcg lives in: a v1 mount with `blkio` wins (the kernel binds the
+/// controller there), else the v2 mount.
+pub fn io_hierarchy() -> Option<Hierarchy> {
+    let m = mounts();
+    if let Some((root, _, _)) = m
+        .iter()
+        .find(|(_, fs, o)| fs == "cgroup" && o.split(',').any(|x| x == "blkio"))
+    {
+        return Some(Hierarchy {
+            root: root.clone(),
+            version: 1,
+            io_enabled: true,
+        });
+    }
+    let (root, _, _) = m.iter().find(|(_, fs, _)| fs == "cgroup2")?;
+    let ctl = std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+    Some(Hierarchy {
+        root: root.clone(),
+        version: 2,
+        io_enabled: ctl.split_whitespace().any(|c| c == "io"),
+    })
+}
+
+/// Every cgroup directory of the hierarchy: inode number (= kernfs id) → path from its root
+/// (`/` for the root). Bounded walk (depth 16, 100k directories).
+pub fn cgroup_paths(h: &Hierarchy) -> HashMap<u64, String> {
+    let mut out = HashMap::new();
+    let mut stack = vec![(h.root.clone(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        if out.len() >= 100_000 {
+            break;
+        }
+        let Ok(md) = std::fs::metadata(&dir) else {
+            continue;
+        };
+        let rel = dir.strip_prefix(&h.root).unwrap_or(Path::new(""));
+        out.insert(md.ino(), format!("/{}", rel.display()));
+        if depth >= 16 {
+            continue;
+        }
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push((e.path(), depth + 1));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A resolved `--cgroup` / `--pid` target.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A cgroup of the IO hierarchy (path from its root, kernfs id); its descendants count too.
+    Cgroup {
+        given: String,
+        path: String,
+        id: u64,
+    },
+    /// A process, by thread-group id; `via` names the cgroup it came from, if any.
+    Pid {
+        given: String,
+        pid: u32,
+        name: String,
+        via: Option<String>,
+    },
+}
+
+/// What `--cgroup` / `--pid` resolve to, with caveats for the document.
+#[derive(Debug, Clone, Default)]
+pub struct Watch {
+    pub targets: Vec<Target>,
+    pub notes: Vec<String>,
+}
+
+fn comm_of(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Resolves the targets. Errors name the flag and the fix (the CLI exits 2 on them).
+pub fn resolve(cgroups: &[PathBuf], pids: &[u32]) -> Result<Watch, String> {
+    let mut w = Watch::default();
+    let h = io_hierarchy();
+    for &pid in pids {
+        let name = comm_of(pid).ok_or_else(|| {
+            format!("--pid {pid}: no such process (is it running? see `pgrep -a NAME`)")
+        })?;
+        w.targets.push(Target::Pid {
+            given: pid.to_string(),
+            pid,
+            name,
+            via: None,
+        });
+    }
+    for c in cgroups {
+        w.targets
+            .extend(resolve_cgroup(c, h.as_ref(), &mut w.notes)?);
+    }
+    Ok(w)
+}
+
+fn resolve_cgroup(
+    c: &Path,
+    h: Option<&Hierarchy>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Target>, String> {
+    let given = c.display().to_string();
+    let mut tried = Vec::new();
+    if let Some(h) = h {
+        let under = if c.starts_with(&h.root) {
+            c.to_path_buf()
+        } else {
+            h.root.join(c.strip_prefix("/").unwrap_or(c))
+        };
+        tried.push(under.display().to_string());
+        if let Some(md) = std::fs::metadata(&under).ok().filter(|m| m.is_dir()) {
+            let rel = under.strip_prefix(&h.root).unwrap_or(Path::new(""));
+            let path = format!("/{}", rel.display());
+            if h.version == 2 && !h.io_enabled {
+                notes.push(format!(
+                    "--cgroup {given}: the cgroup v2 tree has no io controller here, so IO is charged to the root; watching its processes instead"
+                ));
+                return Ok(pids_of(&given, &under));
+            }
+            return Ok(vec![Target::Cgroup {
+                given,
+                path,
+                id: md.ino(),
+            }]);
+        }
+    }
+    // Elsewhere (another v1 hierarchy, the v2 tree on a hybrid host): not where IO is charged;
+    // watch the processes in it.
+    let mut other = vec![c.to_path_buf()];
+    if c.is_relative() || !c.starts_with("/sys/fs/cgroup") {
+        for (mnt, fs, _) in mounts() {
+            if fs == "cgroup" || fs == "cgroup2" {
+                other.push(mnt.join(c.strip_prefix("/").unwrap_or(c)));
+            }
+        }
+    }
+    for p in other {
+        if p.join("cgroup.procs").is_file() {
+            notes.push(format!(
+                "--cgroup {given}: {} is not in the hierarchy IO is charged to ({}); watching the processes in it now",
+                p.display(),
+                h.map_or("none".into(), Hierarchy::describe)
+            ));
+            return Ok(pids_of(&given, &p));
+        }
+        tried.push(p.display().to_string());
+    }
+    Err(format!(
+        "--cgroup {given}: no such cgroup (looked at {}); give a cgroup directory, e.g. {}/system.slice/NAME.service",
+        tried.join(", "),
+        h.map_or("/sys/fs/cgroup".into(), |h| h.root.display().to_string())
+    ))
+}
+
+fn pids_of(given: &str, dir: &Path) -> Vec<Target> {
+    let text = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .map(|pid| Target::Pid {
+            given: given.to_string(),
+            pid,
+            name: comm_of(pid).unwrap_or_default(),
+            via: Some(dir.display().to_string()),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(comm: &str, op: usize) -> &'static str {
+        CLASSES[classify(comm, op, false, comm.starts_with('k'))].name
+    }
+
+    #[test]
+    fn real_thread_names_get_their_class() {
+        assert_eq!(class("ReadStage-3", 0), "cassandra.read");
+        assert_eq!(class("Native-Transpor", 0), "cassandra.read");
+        assert_eq!(class("MemtableFlushWr", 1), "cassandra.flush");
+        assert_eq!(class("PerDiskMemtable", 1), "cassandra.flush");
+        assert_eq!(class("CompactionExecu", 0), "cassandra.compaction");
+        assert_eq!(class("COMMIT-LOG-WRIT", 1), "cassandra.commitlog");
+        assert_eq!(class("HintsDispatcher", 0), "cassandra.hints_streaming");
+        assert_eq!(class("MutationStage-1", 1), "cassandra.other");
+        assert_eq!(class("rocksdb:high", 1), "rocksdb.flush");
+        assert_eq!(class("rocksdb:low", 1), "rocksdb.compaction");
+        assert_eq!(class("rocksdb:bottom", 0), "rocksdb.compaction");
+        assert_eq!(class("rocksdb:bg0", 0), "rocksdb.other");
+        assert_eq!(class("iodig-worker-3", 0), "rocksdb.read");
+        assert_eq!(class("iodig-worker-3", 1), "rocksdb.wal");
+        assert_eq!(class("iodig-worker-3", 3), "rocksdb.wal");
+        assert_eq!(class("kworker/u8:2", 1), "kernel.writeback");
+        assert_eq!(class("kworker/u8:2", 0), "kernel.other");
+        assert_eq!(class("jbd2/vda1-8", 1), "kernel.journal");
+        assert_eq!(class("kswapd0", 0), "kernel.swap");
+        assert_eq!(class("fio", 0), "other");
+        assert_eq!(CLASSES[classify("fio", 1, true, false)].name, "kernel.swap");
+        assert_eq!(CLASSES[UNKNOWN].name, "unknown");
+        assert_eq!(CLASSES[CAPPED].name, "capped");
+        assert_eq!(CLASSES[OTHER_USER].name, "other");
+        assert_eq!(CLASSES[KERNEL_OTHER].name, "kernel.other");
+        assert_eq!(CLASSES[SWAP].name, "kernel.swap");
+    }
+
+    #[test]
+    fn exact_and_prefix_patterns() {
+        let exact = encode("java", ANY, 7);
+        let pre = encode("java*", ANY, 7);
+        let w = |s: &str| {
+            let mut b = [0u8; 16];
+            b[..s.len()].copy_from_slice(s.as_bytes());
+            [
+                u64::from_ne_bytes(b[..8].try_into().unwrap()),
+                u64::from_ne_bytes(b[8..].try_into().unwrap()),
+            ]
+        };
+        let m = |r: &Rule, s: &str| {
+            let c = w(s);
+            c[0] & r.mask[0] == r.val[0] && c[1] & r.mask[1] == r.val[1]
+        };
+        assert!(m(&exact, "java") && !m(&exact, "javac"));
+        assert!(m(&pre, "java") && m(&pre, "javac"));
+        assert!(m(&encode("COMMIT-LOG-WRIT*", ANY, 0), "COMMIT-LOG-WRIT"));
+        assert!(rules().len() <= MAX_RULES);
+    }
+
+    #[test]
+    fn bad_targets_name_the_flag() {
+        let e = resolve(&[], &[u32::MAX - 1]).unwrap_err();
+        assert!(e.starts_with("--pid"), "{e}");
+        let e = resolve(&[PathBuf::from("/no/such/cgroup-iodig")], &[]).unwrap_err();
+        assert!(
+            e.starts_with("--cgroup") && e.contains("no such cgroup"),
+            "{e}"
+        );
+        let me = std::process::id();
+        let w = resolve(&[], &[me]).unwrap();
+        assert!(matches!(&w.targets[0], Target::Pid { pid, .. } if *pid == me));
+    }
+}

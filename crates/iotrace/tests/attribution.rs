@@ -1,0 +1,297 @@
+//! Ground truth for attribution on the real kernel (root, Linux 6.5+ with cgroup v1 blkio or
+//! v2 io): threads named like Cassandra's and RocksDB's issue known O_DIRECT IO, and a process
+//! in a cgroup of its own does a buffered write + fsync; every class and the cgroup must get
+//! exactly their IOs and bytes, and the classes must sum to the device totals and diskstats.
+
+mod common;
+
+use common::*;
+use iodig_iotrace::{start_watching, TraceMode, TraceOptions, WatchOptions};
+use iodig_model::trace::{AttrRow, TraceDoc};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// A blkio (v1) or io (v2) cgroup of our own, removed on drop even when the test fails.
+struct TestCgroup {
+    dir: PathBuf,
+    parent_procs: PathBuf,
+}
+
+impl TestCgroup {
+    fn new() -> Option<TestCgroup> {
+        let h = iodig_iotrace::attr::io_hierarchy()?;
+        let dir = h
+            .root
+            .join(format!("iodig-test-{}-attr", std::process::id()));
+        std::fs::create_dir(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        Some(TestCgroup {
+            parent_procs: h.root.join("cgroup.procs"),
+            dir,
+        })
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // Move anything left back to the root, then remove (rmdir fails while tasks remain).
+        let procs = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines() {
+            let _ = std::fs::write(&self.parent_procs, pid);
+        }
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        eprintln!("could not remove {}", self.dir.display());
+    }
+}
+
+/// Runs `f` on a thread named `name` (Linux keeps 15 characters) and waits for it.
+fn on_thread(name: &str, f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .unwrap()
+        .join()
+        .expect("IO thread panicked");
+}
+
+fn rows<'a>(doc: &'a TraceDoc, class: &str) -> Vec<&'a AttrRow> {
+    let a = doc.attribution().unwrap();
+    a.rows.iter().filter(|r| r.class == class).collect()
+}
+
+/// (ios, bytes) of `class` and `op`, summed over its rows.
+fn got(doc: &TraceDoc, class: &str, op: &str) -> (u64, u64) {
+    rows(doc, class)
+        .iter()
+        .filter(|r| r.op == op)
+        .fold((0, 0), |(i, b), r| (i + r.ios, b + r.bytes))
+}
+
+#[test]
+fn named_threads_and_a_cgroup_get_exactly_their_io() {
+    if !iodig_iotrace::attribution_available() {
+        eprintln!("skipped: kernel has no block_io_start (needs 6.5+)");
+        return;
+    }
+    let _g = lock();
+    let cg = TestCgroup::new().expect("a cgroup hierarchy with blkio/io");
+    let dev = LoopDev::new(8 * GIB, 0, false);
+    let opts = TraceOptions {
+        mode: TraceMode::Ebpf,
+        devices: vec![dev.path.clone()],
+        slot_ms: 100,
+        events_file: None,
+    };
+    let watch = WatchOptions {
+        cgroups: vec![cg.dir.clone()],
+        pids: vec![std::process::id()],
+        ..Default::default()
+    };
+    let session = start_watching(&opts, &watch).expect("eBPF tracing loads as root");
+
+    let path = dev.path.clone();
+    let io = move |f: fn(&std::fs::File, &AlignedBuf)| {
+        let p = path.clone();
+        move || {
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&p)
+                .unwrap();
+            f(&file, &AlignedBuf::new(512 * KIB as usize));
+        }
+    };
+    use std::os::unix::fs::OpenOptionsExt;
+    on_thread(
+        "ReadStage-1",
+        io(|f, b| (0..100).for_each(|i| pread_direct(f, b, 4096, i * 8192))),
+    );
+    on_thread(
+        "CompactionExecutor:1",
+        io(|f, b| (0..20).for_each(|i| pwrite_direct(f, b, 512 << 10, 64 * MIB + i * (512 << 10)))),
+    );
+    on_thread(
+        "COMMIT-LOG-WRITER",
+        io(|f, b| {
+            (0..5).for_each(|i| pwrite_direct(f, b, 512 << 10, 128 * MIB + i * (512 << 10)));
+            f.sync_all().unwrap();
+        }),
+    );
+    on_thread(
+        "rocksdb:low",
+        io(|f, b| {
+            (0..10).for_each(|i| pwrite_direct(f, b, 512 << 10, 256 * MIB + i * (512 << 10)))
+        }),
+    );
+    on_thread("rocksdb:high", io(|f, _| discard(f, 4 * GIB, GIB)));
+    on_thread(
+        "iodig-worker-0",
+        io(|f, b| {
+            (0..50).for_each(|i| pread_direct(f, b, 4096, 512 * MIB + i * 8192));
+            (0..10).for_each(|i| pwrite_direct(f, b, 512 << 10, 768 * MIB + i * (512 << 10)));
+        }),
+    );
+    // A process of its own in the test cgroup: one buffered 4 KiB write, then fsync.
+    let procs = cg.dir.join("cgroup.procs");
+    let mut cmd = std::process::Command::new("dd");
+    cmd.args([
+        "if=/dev/zero",
+        &format!("of={}", dev.path),
+        "bs=4096",
+        "count=1",
+        "seek=300000",
+        "conv=fsync,notrunc",
+        "status=none",
+    ]);
+    let procs_file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&procs)
+        .unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&procs_file);
+    // SAFETY: between fork and exec the closure only calls write(2) on an fd opened before the
+    // fork (async-signal-safe, no allocation); "0" moves the calling process into the cgroup.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::write(fd, b"0".as_ptr().cast(), 1) == 1 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let st = cmd.status().expect("dd runs");
+    assert!(st.success(), "dd failed: {st}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let doc = session.stop().unwrap();
+    let a = doc.attribution().expect("attribution in eBPF mode");
+    assert!(a.enabled);
+    let sum = |v: &[(u64, u64)]| v.iter().fold((0, 0), |s, x| (s.0 + x.0, s.1 + x.1));
+
+    assert_eq!(got(&doc, "cassandra.read", "read"), (100, 100 * 4096));
+    assert_eq!(
+        got(&doc, "cassandra.compaction", "write"),
+        (20, 20 * 512 * KIB)
+    );
+    // fsync on the device: an empty PREFLUSH write (0 bytes) and the flush request it causes,
+    // which the kernel issues on the PREFLUSH write's tag: both are the commit log's.
+    assert_eq!(
+        got(&doc, "cassandra.commitlog", "write"),
+        (5 + 1, 5 * 512 * KIB)
+    );
+    assert_eq!(got(&doc, "cassandra.commitlog", "flush"), (1, 0));
+    assert_eq!(
+        got(&doc, "rocksdb.compaction", "write"),
+        (10, 10 * 512 * KIB)
+    );
+    let discard_ios = doc.devices[0].ops["discard"].ios;
+    assert!(discard_ios >= 1);
+    assert_eq!(got(&doc, "rocksdb.flush", "discard"), (discard_ios, GIB));
+    assert_eq!(got(&doc, "rocksdb.read", "read"), (50, 50 * 4096));
+    assert_eq!(got(&doc, "rocksdb.wal", "write"), (10, 10 * 512 * KIB));
+
+    // The dd process: charged to the test cgroup (kernfs id = the directory's inode number).
+    let cg_id = std::fs::metadata(&cg.dir).unwrap().ino();
+    let cg_rows: Vec<&AttrRow> = a.rows.iter().filter(|r| r.cgroup_id == cg_id).collect();
+    assert!(
+        !cg_rows.is_empty(),
+        "no row in the test cgroup: {:#?}",
+        a.rows
+    );
+    let name = cg.dir.file_name().unwrap().to_string_lossy();
+    for r in &cg_rows {
+        assert_eq!(r.process, "dd", "{r:?}");
+        assert_eq!(r.class, "other", "{r:?}");
+        assert_eq!(r.cgroup.as_deref(), Some(format!("/{name}").as_str()));
+    }
+    let by_op = |op: &str| {
+        sum(&cg_rows
+            .iter()
+            .filter(|r| r.op == op)
+            .map(|r| (r.ios, r.bytes))
+            .collect::<Vec<_>>())
+    };
+    assert_eq!(by_op("write"), (2, 4096), "data + empty PREFLUSH write");
+    assert_eq!(by_op("flush"), (1, 0));
+    let w = a
+        .watched
+        .iter()
+        .find(|w| w.flag == "--cgroup")
+        .expect("the watched cgroup");
+    assert_eq!((w.ios, w.bytes), (3, 4096), "{w:?}");
+    assert!(w.name.contains(&*name), "{w:?}");
+    let me = a.watched.iter().find(|w| w.flag == "--pid").unwrap();
+    assert_eq!(me.ios, 100 + 20 + 6 + 1 + 10 + discard_ios + 60, "{me:?}");
+    // Our own threads are not in the test cgroup.
+    assert!(a
+        .rows
+        .iter()
+        .filter(|r| r.pid == std::process::id())
+        .all(|r| r.cgroup_id != cg_id));
+
+    // Everything adds up: classes = device totals = diskstats.
+    assert!(!a.check.is_empty());
+    for c in &a.check {
+        assert_eq!(
+            (c.class_ios, c.class_bytes),
+            (c.device_ios, c.device_bytes),
+            "{c:?}"
+        );
+    }
+    assert_eq!(doc.self_check.attribution_match, Some(true));
+    for k in &doc.devices[0].diskstats_check {
+        assert_eq!(
+            (k.tracer_ios, k.tracer_sectors),
+            (k.diskstats_ios, k.diskstats_sectors),
+            "{k:?}"
+        );
+    }
+    assert_eq!(a.capped_ios, 0);
+    assert_eq!(
+        doc.self_check.lost_events + doc.self_check.state_collisions,
+        0
+    );
+    // Per-second rows add up to their totals, and the table names the classes.
+    for r in &a.rows {
+        assert_eq!(r.seconds.iter().map(|s| s.ios).sum::<u64>(), r.ios, "{r:?}");
+    }
+    let text = iodig_iotrace::render::by(&doc, iodig_iotrace::render::By::Class);
+    assert!(
+        text.contains("cassandra.commitlog") && text.contains("rocksdb.wal"),
+        "{text}"
+    );
+}
+
+#[test]
+fn missing_targets_are_refused_with_the_flag_named() {
+    let opts = TraceOptions {
+        mode: TraceMode::Diskstats,
+        ..Default::default()
+    };
+    let bad_pid = WatchOptions {
+        pids: vec![u32::MAX - 7],
+        ..Default::default()
+    };
+    let e = start_watching(&opts, &bad_pid).err().unwrap();
+    assert!(matches!(e, iodig_iotrace::TraceError::BadTarget(_)));
+    assert!(e.to_string().starts_with("--pid"), "{e}");
+    let bad_cg = WatchOptions {
+        cgroups: vec!["no-such-iodig-cgroup".into()],
+        ..Default::default()
+    };
+    let e = start_watching(&opts, &bad_cg).err().unwrap();
+    assert!(
+        e.to_string().contains("--cgroup no-such-iodig-cgroup"),
+        "{e}"
+    );
+}
