@@ -117,6 +117,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DEV")]
     pub device: Vec<String>,
 
+    /// Watch a cgroup (a service, a container) and name its IO in the trace and the report:
+    /// absolute, or relative to the IO cgroup hierarchy's root; repeatable.
+    #[arg(long = "cgroup", value_name = "PATH")]
+    pub cgroups: Vec<PathBuf>,
+
+    /// Watch a process by pid and name its IO in the trace and the report; repeatable.
+    #[arg(long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+
     /// Width of the tracer's time slots in ms (bursts are reported per slot).
     #[arg(long, default_value_t = 100, value_name = "MS", value_parser = parse_slot_ms)]
     pub slot_ms: u32,

@@ -2,7 +2,7 @@
 
 use crate::cli::{parse_duration, BenchArgs};
 use anyhow::Result;
-use iodig_iotrace::{TraceMode, TraceOptions};
+use iodig_iotrace::{TraceMode, TraceOptions, WatchOptions};
 use iodig_runner::experiment_file::ExperimentFile;
 use iodig_runner::{LoadPolicy, Phase, RunRequest, UsageError, WorkloadRun};
 use std::process::ExitCode;
@@ -45,6 +45,11 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         },
         status: args.status,
         seed: args.seed,
+        watch: WatchOptions {
+            cgroups: args.cgroups.clone(),
+            pids: args.pids.clone(),
+            no_attribution: false,
+        },
         restore_each_step: args.restore_each_step,
         nodes: args.nodes,
         client: args.client,

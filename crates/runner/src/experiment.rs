@@ -48,7 +48,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
 ) -> Result<RunOutcome> {
     let data_dir = factory.data_dir();
     let trace_opts = trace_options(&plan.req.trace, data_dir.as_deref());
-    let trace_note = preflight_trace(&trace_opts)?;
+    let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
     let first_sweep = plan.sweep(&plan.workloads[0]);
     let run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
     let mode = ProgressMode::detect(
@@ -177,7 +177,8 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         let workload = CoreWorkload::new(w.spec.clone(), self.plan.seed);
         let mut processes = vec![("iodig".to_string(), std::process::id())];
         processes.extend(self.deployment.processes());
-        let mut observer = Observer::new(self.trace.clone(), processes);
+        let mut observer =
+            Observer::new(self.trace.clone(), self.plan.req.watch.clone(), processes);
         let result = run_step(
             self.factory,
             &workload,

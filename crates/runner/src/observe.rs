@@ -6,7 +6,7 @@ use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
 use crate::step::StepObserver;
 use anyhow::Result;
-use iodig_iotrace::{TraceError, TraceMode, TraceOptions, TraceSession};
+use iodig_iotrace::{TraceError, TraceMode, TraceOptions, TraceSession, WatchOptions};
 use iodig_model::sys::SysDoc;
 use iodig_model::trace::TraceDoc;
 use iodig_sysstat::{Sampler, SysOptions};
@@ -29,11 +29,11 @@ pub fn trace_options(requested: &TraceOptions, data_dir: Option<&Path>) -> Trace
 
 /// Checks the tracer once before anything runs: an explicit `--trace ebpf` that cannot work
 /// fails now (exit 3), not after the load; a fallback is said once and returned as a note.
-pub fn preflight_trace(opts: &TraceOptions) -> Result<Option<String>> {
+pub fn preflight_trace(opts: &TraceOptions, watch: &WatchOptions) -> Result<Option<String>> {
     if opts.mode == TraceMode::Off {
         return Ok(None);
     }
-    match iodig_iotrace::start(opts) {
+    match iodig_iotrace::start_watching(opts, watch) {
         Ok(session) => {
             let note = session.note().map(str::to_string);
             drop(session);
@@ -48,6 +48,7 @@ pub fn preflight_trace(opts: &TraceOptions) -> Result<Option<String>> {
         Err(e @ TraceError::UnknownDevice { .. }) => {
             Err(UsageError(format!("--device: {e}")).into())
         }
+        Err(TraceError::BadTarget(m)) => Err(UsageError(m).into()),
         Err(TraceError::Other(e)) => Err(e.context("cannot start block-IO tracing")),
     }
 }
@@ -55,6 +56,7 @@ pub fn preflight_trace(opts: &TraceOptions) -> Result<Option<String>> {
 /// Starts the block-IO tracer and the system sampler when measurement starts, stops them after.
 pub struct Observer {
     trace_opts: Option<TraceOptions>,
+    watch: WatchOptions,
     pids: Vec<(String, u32)>,
     trace: Option<TraceSession>,
     sys: Option<Sampler>,
@@ -71,9 +73,14 @@ pub struct Observed {
 
 impl Observer {
     /// An observer tracing with `trace_opts` (none: no trace) and sampling the processes.
-    pub fn new(trace_opts: Option<TraceOptions>, pids: Vec<(String, u32)>) -> Observer {
+    pub fn new(
+        trace_opts: Option<TraceOptions>,
+        watch: WatchOptions,
+        pids: Vec<(String, u32)>,
+    ) -> Observer {
         Observer {
             trace_opts,
+            watch,
             pids,
             trace: None,
             sys: None,
@@ -101,7 +108,7 @@ impl Observer {
 impl StepObserver for Observer {
     fn measurement_started(&mut self) {
         if let Some(opts) = &self.trace_opts {
-            match iodig_iotrace::start(opts) {
+            match iodig_iotrace::start_watching(opts, &self.watch) {
                 Ok(s) => self.trace = Some(s),
                 Err(e) => self.trace_error = Some(e.to_string()),
             }

@@ -2,7 +2,7 @@
 //! experiment files give it, before anything is resolved or checked.
 
 use crate::step::Phase;
-use iodig_iotrace::TraceOptions;
+use iodig_iotrace::{TraceOptions, WatchOptions};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -33,6 +33,8 @@ pub struct RunRequest {
     pub warmup: Duration,
     pub out_dir: PathBuf,
     pub trace: TraceOptions,
+    /// Cgroups and processes whose IO the trace names (`--cgroup`, `--pid`).
+    pub watch: WatchOptions,
     pub load: LoadPolicy,
     pub status: bool,
     pub seed: Option<u64>,

@@ -18,12 +18,13 @@ pub type StepRule = fn(&StepData, &StepView) -> Vec<String>;
 pub type SweepRule = fn(&WorkloadSweep) -> Vec<String>;
 
 /// The step rules, in the order their sentences are listed.
-pub const STEP_RULES: [StepRule; 5] = [
+pub const STEP_RULES: [StepRule; 6] = [
     io_bursts,
     queue_depth_peak,
     device_latency_outliers,
     latency_during_db_events,
     cpu_pressure,
+    who_issued_io,
 ];
 
 /// The sweep rules, in the order their sentences are listed.
@@ -328,5 +329,14 @@ pub(super) fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// Who issued the IO (eBPF attribution): the write shares by activity, a node that stands out,
+/// what background writes did to the reads, and a failed self-check.
+fn who_issued_io(step: &StepData, _v: &StepView) -> Vec<String> {
+    step.trace
+        .as_ref()
+        .map(super::attribution::findings)
         .unwrap_or_default()
 }

@@ -5,8 +5,11 @@
 //! - [`bend`]: where a sweep stops scaling (the latency bend, the plateau);
 //! - [`step`]: one step's series on one unix-ms time axis;
 //! - [`io`]: the block-IO profile of a step (rates, latency, queue depth, IO summary, sizes);
+//! - [`attribution`]: who issued the IO (activity classes, nodes) and what background writes
+//!   did to the reads;
 //! - [`findings`]: every findings rule — a new finding goes there (its module doc says how).
 
+pub mod attribution;
 pub mod bend;
 pub mod findings;
 pub mod io;

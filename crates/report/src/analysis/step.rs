@@ -1,6 +1,7 @@
 //! One step's view: its figures, and its client, block-IO and system series on one unix-ms time
 //! axis (each per-second value at the middle of its interval), with the step's findings.
 
+use super::attribution::{check_sentence, class_shares, node_shares, ShareRow};
 use super::findings::step_findings;
 use super::io::{io_lines, io_rows, size_hists, IoLines, IoRow, SizeHist};
 use super::{is_primary_series, Line};
@@ -40,6 +41,11 @@ pub struct StepView {
     pub writeback_mb: Line,
     pub events: Vec<DbEvent>,
     pub io_rows: Vec<IoRow>,
+    /// Who issued the IO (eBPF attribution): per op × activity class and per op × node.
+    pub classes: Vec<ShareRow>,
+    pub nodes: Vec<ShareRow>,
+    /// The attribution self-check, worded; none without attribution.
+    pub attribution_check: Option<String>,
     pub size_hists: Vec<SizeHist>,
     pub trace_mode: String,
     pub trace_note: Option<String>,
@@ -70,6 +76,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
     let [busy, iowait, dirty, wb] = sys_lines(step);
     let (trace_mode, trace_note) = trace_mode(step);
     let outcome = Outcome::of(sum);
+    let attribution = step.trace.as_ref().and_then(|t| t.attribution());
     let mut v = StepView {
         index: sum.index,
         title: step.title(),
@@ -97,6 +104,9 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         writeback_mb: wb,
         events: step.events.clone(),
         io_rows: step.trace.as_ref().map(io_rows).unwrap_or_default(),
+        classes: attribution.map(class_shares).unwrap_or_default(),
+        nodes: attribution.map(node_shares).unwrap_or_default(),
+        attribution_check: attribution.map(check_sentence),
         size_hists: step
             .trace
             .as_ref()

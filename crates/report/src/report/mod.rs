@@ -2,6 +2,7 @@
 //! and the CSV files into the run directory. [`report_doc`] lists the sections in document
 //! order; each section is a module of its own.
 
+mod attribution;
 mod block_io;
 mod client;
 mod events;
