@@ -164,3 +164,69 @@ fn kill_9_leaves_no_program_attached() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn rocksdb_run_attributes_flush_and_compaction_io_to_rocksdbs_own_threads() {
+    let _serial = serial();
+    // On the VM's disk: a tmpfs /tmp has no block device underneath.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = dir.path().to_str().unwrap();
+    // 10 MB loaded through a 1 MiB memtable: a flush per MiB, and compactions of their L0
+    // files, inside the traced load step.
+    let r = run_iodig(&[
+        "load",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=10000",
+        "-p",
+        "rocksdb.writebuffersize=1M",
+        "--threads",
+        "4",
+        "--trace",
+        "ebpf",
+        "--out",
+        out,
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][0];
+    let trace = read_json(
+        &r.run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("trace.json"),
+    );
+    let attr = &trace["self_check"]["attribution"];
+    assert_eq!(
+        trace["self_check"]["attribution_match"], true,
+        "{}",
+        attr["check"]
+    );
+    let written = |class: &str| -> u64 {
+        attr["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["class"] == class && r["op"] == "write")
+            .map(|r| r["bytes"].as_u64().unwrap())
+            .sum()
+    };
+    assert!(written("rocksdb.flush") > 1 << 20, "flushes: {attr}");
+    assert!(written("rocksdb.compaction") > 0, "compactions: {attr}");
+    // The flushes are RocksDB's high-priority pool: every flush row names its thread.
+    for row in attr["rows"].as_array().unwrap() {
+        if row["class"] == "rocksdb.flush" {
+            assert!(
+                row["thread"].as_str().unwrap().starts_with("rocksdb:high"),
+                "{row}"
+            );
+        }
+    }
+    let report = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    assert!(report.contains("Who issued the IO"), "{report}");
+    assert!(report.contains("rocksdb.flush"), "{report}");
+    assert!(
+        report.contains("The classes add up exactly to the device totals"),
+        "{report}"
+    );
+}
