@@ -240,7 +240,7 @@ fn zero_durations_rates_and_thread_properties_are_refused_up_front() {
         ["run", "--db", "basic", "--trace", "off", "--out", &out]
             .iter()
             .chain(extra)
-            .map(|s| s.to_string())
+            .map(ToString::to_string)
             .collect()
     };
     let cases: [(&[&str], &[&str]); 6] = [

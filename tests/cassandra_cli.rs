@@ -43,7 +43,9 @@ fn java_pids_with(dir: &Path) -> Vec<String> {
 
 #[test]
 fn workloads_a_to_f_run_against_a_real_node() {
-    let _ports = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+    let _ports = PORTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().unwrap();
     let nodes = tmp.path().join("nodes");
     let out = tmp.path().join("runs");
@@ -222,7 +224,9 @@ fn workloads_a_to_f_run_against_a_real_node() {
 
 #[test]
 fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_dataset() {
-    let _ports = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+    let _ports = PORTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("runs");
     let managed = out.join("data").join("cassandra");
@@ -334,7 +338,9 @@ fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_datase
 
 #[test]
 fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
-    let _ports = PORTS.lock().unwrap_or_else(|p| p.into_inner());
+    let _ports = PORTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("runs");
     let managed = out.join("data").join("cassandra");

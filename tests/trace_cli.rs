@@ -11,7 +11,9 @@ use std::time::Duration;
 static KERNEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    KERNEL.lock().unwrap_or_else(|p| p.into_inner())
+    KERNEL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn bpf_programs() -> String {

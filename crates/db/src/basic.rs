@@ -46,7 +46,7 @@ impl DbFactory for BasicFactory {
             delay_ms: self.delay_ms,
             randomize_delay: self.randomize_delay,
             line: String::new(),
-            rng: std::process::id() as u64 ^ 0x9E37_79B9_7F4A_7C15,
+            rng: u64::from(std::process::id()) ^ 0x9E37_79B9_7F4A_7C15,
         })
     }
 }

@@ -49,10 +49,11 @@ pub fn lock_holder(dir: &Path) -> Option<u32> {
         .write(true)
         .open(dir.join("LOCK"))
         .ok()?;
-    // SAFETY: F_GETLK fills the flock struct we own; the descriptor stays open for the call.
+    // SAFETY: flock is a plain C struct for which all-zero bytes are a valid value.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = libc::F_WRLCK as libc::c_short;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: F_GETLK fills the flock struct we own; the descriptor stays open for the call.
     if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLK, &mut fl) } != 0 {
         return None;
     }
@@ -142,7 +143,7 @@ pub fn parse_size(key: &str, value: &str) -> Result<u64, PropertyError> {
 fn default_options(props: &Properties) -> Result<(Options, Options), DbError> {
     let cfg = |e: PropertyError| DbError::Config(e.0);
     let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
+        .map(std::num::NonZero::get)
         .unwrap_or(2) as i32;
     let mut db_opts = Options::default();
     db_opts.create_if_missing(true);

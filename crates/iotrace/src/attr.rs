@@ -413,7 +413,10 @@ fn resolve_cgroup(
             h.root.join(c.strip_prefix("/").unwrap_or(c))
         };
         tried.push(under.display().to_string());
-        if let Some(md) = std::fs::metadata(&under).ok().filter(|m| m.is_dir()) {
+        if let Some(md) = std::fs::metadata(&under)
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+        {
             let rel = under.strip_prefix(&h.root).unwrap_or(Path::new(""));
             let path = format!("/{}", rel.display());
             if h.version == 2 && !h.io_enabled {

@@ -29,7 +29,7 @@ impl Disk {
 pub fn list() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/sys/block")
         .map(|rd| {
-            rd.filter_map(|e| e.ok())
+            rd.filter_map(std::result::Result::ok)
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect()
         })

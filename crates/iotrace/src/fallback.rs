@@ -28,7 +28,7 @@ impl Sampler {
                     let wait = slot_ns - now % slot_ns;
                     match rx.recv_timeout(Duration::from_nanos(wait)) {
                         Err(RecvTimeoutError::Timeout) => {
-                            samples.push((crate::ebpf::unix_now_ns(), diskstats::read(&disks)))
+                            samples.push((crate::ebpf::unix_now_ns(), diskstats::read(&disks)));
                         }
                         _ => break,
                     }

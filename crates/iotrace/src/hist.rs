@@ -43,7 +43,7 @@ pub fn lat_idx(ns: u64, g: u32) -> usize {
         return ns as usize;
     }
     let p = 63 - ns.leading_zeros();
-    (((p - g + 1) << g) as u64 | ((ns >> (p - g)) & ((1 << g) - 1))) as usize
+    (u64::from((p - g + 1) << g) | ((ns >> (p - g)) & ((1 << g) - 1))) as usize
 }
 
 /// Bounds `[lower, upper)` in ns of latency bucket `i` with `g` sub-bucket bits.
@@ -133,7 +133,7 @@ mod tests {
         ] {
             let (lo, hi) = size_bounds(size_idx(bytes));
             assert!(
-                lo < bytes as u64 && bytes as u64 <= hi,
+                lo < u64::from(bytes) && u64::from(bytes) <= hi,
                 "{bytes} not in ({lo}, {hi}]"
             );
         }
@@ -165,7 +165,7 @@ mod tests {
             for ns in [0u64, 1, 7, 8, 9, 1000, 4095, 123_456_789, LAT_CLAMP] {
                 let (lo, hi) = lat_bounds(lat_idx(ns, g), g);
                 assert!(lo <= ns && ns < hi, "g={g}: {ns} not in [{lo}, {hi})");
-                assert!((hi - lo) as f64 <= (lo.max(1) as f64) / (1 << g) as f64 + 1.0);
+                assert!((hi - lo) as f64 <= (lo.max(1) as f64) / f64::from(1 << g) + 1.0);
             }
         }
         assert_eq!(lat_idx(u64::MAX, LAT_SUB_BITS), LAT_BUCKETS - 1);

@@ -131,7 +131,7 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
     on_thread(
         "rocksdb:low",
         io(|f, b| {
-            (0..10).for_each(|i| pwrite_direct(f, b, 512 << 10, 256 * MIB + i * (512 << 10)))
+            (0..10).for_each(|i| pwrite_direct(f, b, 512 << 10, 256 * MIB + i * (512 << 10)));
         }),
     );
     on_thread("rocksdb:high", io(|f, _| discard(f, 4 * GIB, GIB)));

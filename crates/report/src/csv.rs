@@ -65,7 +65,7 @@ pub fn ops(report: &Report) -> String {
             let steps = p
                 .steps
                 .iter()
-                .map(|i| i.to_string())
+                .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(" ");
             let rows = std::iter::once(("ALL".to_string(), &p.all))

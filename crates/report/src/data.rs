@@ -117,7 +117,9 @@ pub fn load_run(path: &Path) -> Result<RunData> {
         );
     }
     let raw: serde_json::Value = iodig_model::fsio::read_json(&run_json)?;
-    let version = raw.get("schema_version").and_then(|v| v.as_u64());
+    let version = raw
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64);
     match version {
         Some(v) if v <= u64::from(SCHEMA_VERSION) => {}
         Some(v) => bail!(

@@ -15,7 +15,7 @@ pub struct Table {
 impl Table {
     pub fn new(headers: &[&str]) -> Self {
         Table {
-            headers: headers.iter().map(|h| h.to_string()).collect(),
+            headers: headers.iter().map(ToString::to_string).collect(),
             // Every column but the first is a number unless said otherwise.
             numeric: (0..headers.len()).map(|i| i > 0).collect(),
             rows: Vec::new(),

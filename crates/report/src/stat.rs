@@ -57,7 +57,7 @@ fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
         d * c
     };
     for m in 1..300 {
-        let m = m as f64;
+        let m = f64::from(m);
         let m2 = 2.0 * m;
         h *= step(m * (b - m) * x / ((qam + m2) * (a + m2)));
         let del = step(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)));

@@ -560,7 +560,7 @@ mod tests {
 
     #[test]
     fn decimation_keeps_spikes() {
-        let mut pts: Vec<(f64, f64)> = (0..36_000).map(|i| (i as f64, 1.0)).collect();
+        let mut pts: Vec<(f64, f64)> = (0..36_000).map(|i| (f64::from(i), 1.0)).collect();
         pts[17_777].1 = 500.0;
         let d = decimate(&pts, 800);
         assert!(d.len() <= 3200);

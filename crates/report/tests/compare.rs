@@ -23,7 +23,7 @@ fn spec(speed: f64, seed: u64) -> FixtureSpec {
     }
 }
 
-fn runs(tmp: &std::path::Path) -> (PathBuf, PathBuf) {
+fn runs(tmp: &Path) -> (PathBuf, PathBuf) {
     let (a, b) = (tmp.join("slow"), tmp.join("fast"));
     generate(&spec(1.0, 1), &a).unwrap();
     generate(&spec(1.5, 2), &b).unwrap();

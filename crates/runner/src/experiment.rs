@@ -229,7 +229,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 iodig_model::eprintln_lossy!("report: {}", path.join("report.html").display());
             }
             Err(e) => {
-                iodig_model::eprintln_lossy!("warning: the report could not be written: {e:#}")
+                iodig_model::eprintln_lossy!("warning: the report could not be written: {e:#}");
             }
         }
         iodig_model::eprintln_lossy!("results: {}", path.display());

@@ -314,8 +314,8 @@ fn apply_client_slice(props: &mut Properties, i: u64, n: u64) -> Result<()> {
     let records = props
         .get_u64("recordcount", 0)
         .map_err(|e| UsageError(e.0))?;
-    let start = (records as u128 * (i - 1) as u128 / n as u128) as u64;
-    let end = (records as u128 * i as u128 / n as u128) as u64;
+    let start = (u128::from(records) * u128::from(i - 1) / u128::from(n)) as u64;
+    let end = (u128::from(records) * u128::from(i) / u128::from(n)) as u64;
     props.set("insertstart", start.to_string());
     props.set("insertcount", (end - start).to_string());
     Ok(())

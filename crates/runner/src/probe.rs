@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn presence_says_which_key_is_missing() {
-        let keys: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let keys: Vec<String> = ["a", "b", "c"].iter().map(ToString::to_string).collect();
         assert_eq!(
             presence(&keys, &[true, true, true]),
             Presence::Loaded { probed: 3 }

@@ -73,8 +73,9 @@ pub struct StepResult {
 
 /// User plus system CPU time of this whole process so far.
 pub fn process_cpu() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_SELF is always valid.
+    // SAFETY: rusage is a plain C struct for which all-zero bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own; RUSAGE_SELF is always valid.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return Duration::ZERO;
     }
@@ -99,7 +100,10 @@ struct Shared {
 
 impl Shared {
     fn fail(&self, msg: String) {
-        let mut e = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        let mut e = self
+            .error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         e.get_or_insert(msg);
         self.halt.store(true, Ordering::Release);
     }
@@ -198,7 +202,7 @@ pub fn async_runtime() -> Result<&'static tokio::runtime::Runtime> {
         return Ok(rt);
     }
     let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
+        .map(std::num::NonZero::get)
         .unwrap_or(2);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(match IO_THREADS.load(Ordering::Relaxed) {
@@ -269,7 +273,7 @@ pub fn run_step<F: DbFactory>(
                     .name(format!("iodig-worker-{}", job.index))
                     .stack_size(512 << 10)
                     .spawn_scoped(s, move || {
-                        futures_lite::future::block_on(job.run(ThreadPacer))
+                        futures_lite::future::block_on(job.run(ThreadPacer));
                     })
                     .context("cannot start a worker thread")?;
             }
@@ -379,7 +383,7 @@ impl<'a> Collector<'a> {
             .shared
             .error
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         let interrupted = self.stop.load(Ordering::Relaxed) || error.is_some();
         Ok(StepResult {

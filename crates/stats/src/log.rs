@@ -44,7 +44,7 @@ impl WorkerLog {
         // Only the collector contends, once per second, so the lock is almost always free.
         self.entries
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(e);
     }
 
@@ -52,7 +52,10 @@ impl WorkerLog {
     /// so both vectors are reused and the worker's lock is held only for a swap.
     pub fn drain_into(&self, spare: &mut Vec<Entry>) {
         spare.clear();
-        let mut guard = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         std::mem::swap(&mut *guard, spare);
     }
 }

@@ -311,7 +311,7 @@ mod tests {
         assert_eq!(s.rss_bytes, 8 << 20);
         assert_eq!(s.threads, 12);
         let io = s.io.expect("io on both ends");
-        assert!(close(io.read_bytes_per_s, 2.0 * (1 << 20) as f64));
+        assert!(close(io.read_bytes_per_s, 2.0 * f64::from(1 << 20)));
         assert!(close(io.write_bytes_per_s, 4096.0 * 4.0));
         assert!(close(io.rchar_per_s, 200.0));
         assert!(close(io.wchar_per_s, 0.0));

@@ -404,7 +404,7 @@ mod tests {
         let p0 = 1.0 / zeta(0, n, ZIPFIAN_CONSTANT, 0.0);
         let mut r = rng();
         let draws = 200_000;
-        let hits = (0..draws).filter(|_| g.next(&mut r) == 0).count() as f64 / draws as f64;
+        let hits = (0..draws).filter(|_| g.next(&mut r) == 0).count() as f64 / f64::from(draws);
         assert!((hits - p0).abs() < 0.005, "p0 {p0} observed {hits}");
     }
 

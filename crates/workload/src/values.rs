@@ -21,7 +21,7 @@ pub fn fill_random(rng: &mut Rng, len: usize, out: &mut Vec<u8>) {
 /// Java's `String.hashCode` (UTF-16 code units; field and key names are ASCII).
 pub fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
 }
 
 /// YCSB's `buildDeterministicValue(key, field)`: `key:field` then `:hashCode` of the text so far

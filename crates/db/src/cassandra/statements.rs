@@ -148,7 +148,8 @@ impl CassandraDb {
         ) {
             return Ok(i);
         }
-        self.prepare(op, table, fields.map(|f| f.to_vec())).await
+        self.prepare(op, table, fields.map(<[String]>::to_vec))
+            .await
     }
 
     /// Index of the statement that writes exactly the fields of `values`.

@@ -28,7 +28,7 @@ pub struct DevRaw {
 
 /// Copies a plain-old-data value of a skeleton-generated type out of map value bytes.
 fn pod<T: Copy>(b: &[u8]) -> Option<T> {
-    if b.len() < std::mem::size_of::<T>() {
+    if b.len() < size_of::<T>() {
         return None;
     }
     // SAFETY: T is a #[repr(C)] type generated from the BPF object's BTF made only of integers
@@ -259,14 +259,14 @@ mod tests {
     #[test]
     fn generated_layouts_match_the_header() {
         // Sizes from iotrace.h; a mismatch means the C structs changed without the Rust side.
-        assert_eq!(std::mem::size_of::<types::slot>(), 160);
-        assert_eq!(std::mem::size_of::<types::sec_lat>(), 8 + 4 * SEC_BUCKETS);
-        assert_eq!(std::mem::size_of::<types::hist>(), 8 * SIZE_BUCKETS);
-        assert_eq!(std::mem::size_of::<Event>(), 48);
-        assert_eq!(std::mem::size_of::<types::rq_state>(), 32);
-        assert_eq!(std::mem::size_of::<types::attr_key>(), 16);
+        assert_eq!(size_of::<types::slot>(), 160);
+        assert_eq!(size_of::<types::sec_lat>(), 8 + 4 * SEC_BUCKETS);
+        assert_eq!(size_of::<types::hist>(), 8 * SIZE_BUCKETS);
+        assert_eq!(size_of::<Event>(), 48);
+        assert_eq!(size_of::<types::rq_state>(), 32);
+        assert_eq!(size_of::<types::attr_key>(), 16);
         assert_eq!(
-            std::mem::size_of::<types::attr_val>(),
+            size_of::<types::attr_val>(),
             24 + 4 * (ATTR_SIZE_BUCKETS + SEC_BUCKETS) + 4 + 64 * 24
         );
         assert!(parse_event(&[0u8; 47]).is_none());

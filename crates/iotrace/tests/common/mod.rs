@@ -13,7 +13,9 @@ use std::process::Command;
 pub static KERNEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 pub fn lock() -> std::sync::MutexGuard<'static, ()> {
-    KERNEL.lock().unwrap_or_else(|e| e.into_inner())
+    KERNEL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 pub struct LoopDev {
@@ -109,7 +111,7 @@ impl Drop for AlignedBuf {
             std::alloc::dealloc(
                 self.ptr,
                 std::alloc::Layout::from_size_align(self.len, 4096).unwrap(),
-            )
+            );
         }
     }
 }

@@ -151,7 +151,7 @@ pub fn contention(doc: &TraceDoc) -> Option<Contention> {
         return None;
     }
     let mut classes: Vec<(String, u64)> = classes.into_iter().collect();
-    classes.sort_by(|x, y| y.1.cmp(&x.1));
+    classes.sort_by_key(|c| std::cmp::Reverse(c.1));
     Some(Contention {
         classes: classes.into_iter().map(|(c, _)| c).collect(),
         seconds_with: with.len(),

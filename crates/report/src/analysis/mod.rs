@@ -44,7 +44,7 @@ pub type Line = Vec<(f64, f64)>;
 pub fn steps_list(steps: &[usize]) -> String {
     let list = steps
         .iter()
-        .map(|i| i.to_string())
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ");
     if steps.len() == 1 {

@@ -131,7 +131,7 @@ fn step_problems(r: &RunData) -> Vec<String> {
         .steps
         .iter()
         .filter(|s| s.summary.interrupted)
-        .map(|s| s.label())
+        .map(super::super::data::StepData::label)
         .collect();
     if !interrupted.is_empty() {
         c.push(format!(

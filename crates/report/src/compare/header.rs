@@ -12,7 +12,7 @@ pub(super) fn section(runs: &Runs) -> Doc {
         runs.base().name(),
         runs.runs[1..]
             .iter()
-            .map(|r| r.name())
+            .map(super::super::data::RunData::name)
             .collect::<Vec<_>>()
             .join(", ")
     ));

@@ -38,7 +38,7 @@ fn config_facts(run: &RunData, report: &Report) -> Vec<Fact> {
             "threads".into(),
             c.threads
                 .iter()
-                .map(|t| t.to_string())
+                .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
         ),
