@@ -4,7 +4,7 @@
 use crate::cli::{parse_duration, parse_slot_ms};
 use anyhow::{Context, Result};
 use iodig_iotrace::render::By;
-use iodig_iotrace::{render, TraceError, TraceMode, TraceOptions, WatchOptions};
+use iodig_iotrace::{render, BadTarget, TraceError, TraceMode, TraceOptions, WatchOptions};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,7 +64,9 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
     let session = match iodig_iotrace::start_watching(&opts, &watch) {
         Ok(s) => s,
         Err(e @ TraceError::UnknownDevice { .. }) => return Ok(fail(&e, 2)),
-        Err(e @ TraceError::BadTarget(_)) => return Ok(fail(&e, 2)),
+        Err(TraceError::Other(e)) if e.downcast_ref::<BadTarget>().is_some() => {
+            return Ok(fail(&e, 2))
+        }
         Err(e @ TraceError::Privilege { .. }) => {
             return Ok(fail(
                 &format!("{e} (--mode ebpf was asked for; try --mode auto)"),

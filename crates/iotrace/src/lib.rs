@@ -86,11 +86,15 @@ pub struct WatchOptions {
     pub no_attribution: bool,
 }
 
+/// A `--cgroup` or `--pid` that does not exist (the CLI exits 2); the message names the flag
+/// and the fix. Carried in [`TraceError::Other`] (find it with `downcast_ref`), so matches on
+/// [`TraceError`] elsewhere stay exhaustive.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadTarget(pub String);
+
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    /// A `--cgroup` or `--pid` that does not exist (exit 2); the message names the flag and the fix.
-    #[error("{0}")]
-    BadTarget(String),
     /// eBPF was asked for explicitly but is not permitted or not supported (exit 3).
     #[error("eBPF tracing unavailable: {reason}")]
     Privilege { reason: String },
@@ -239,14 +243,15 @@ fn kernel_has_bio_blkg() -> bool {
 }
 
 /// [`start`], also attributing IO to the `--cgroup` / `--pid` targets in `watch` and naming
-/// them in the result. A target that does not exist is [`TraceError::BadTarget`].
+/// them in the result. A target that does not exist is a [`BadTarget`] in [`TraceError::Other`].
 pub fn start_watching(
     opts: &TraceOptions,
     watch: &WatchOptions,
 ) -> Result<TraceSession, TraceError> {
     check_slot_ms(opts.slot_ms).map_err(|e| anyhow::anyhow!(e))?;
     let (disks, auto_devices) = resolve_devices(&opts.devices)?;
-    let resolved = attr::resolve(&watch.cgroups, &watch.pids).map_err(TraceError::BadTarget)?;
+    let resolved = attr::resolve(&watch.cgroups, &watch.pids)
+        .map_err(|m| TraceError::Other(anyhow::Error::new(BadTarget(m))))?;
     let hierarchy = attr::io_hierarchy();
     let cgroups_at_start = hierarchy
         .as_ref()
