@@ -6,7 +6,7 @@ use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
 use crate::step::StepObserver;
 use anyhow::Result;
-use iodig_iotrace::{TraceError, TraceMode, TraceOptions, TraceSession, WatchOptions};
+use iodig_iotrace::{BadTarget, TraceError, TraceMode, TraceOptions, TraceSession, WatchOptions};
 use iodig_model::sys::SysDoc;
 use iodig_model::trace::TraceDoc;
 use iodig_sysstat::{Sampler, SysOptions};
@@ -48,8 +48,10 @@ pub fn preflight_trace(opts: &TraceOptions, watch: &WatchOptions) -> Result<Opti
         Err(e @ TraceError::UnknownDevice { .. }) => {
             Err(UsageError(format!("--device: {e}")).into())
         }
-        Err(TraceError::BadTarget(m)) => Err(UsageError(m).into()),
-        Err(TraceError::Other(e)) => Err(e.context("cannot start block-IO tracing")),
+        Err(TraceError::Other(e)) => match e.downcast::<BadTarget>() {
+            Ok(BadTarget(m)) => Err(UsageError(m).into()),
+            Err(e) => Err(e.context("cannot start block-IO tracing")),
+        },
     }
 }
 
