@@ -264,6 +264,13 @@ mod tests {
         p
     }
 
+    /// The message of parsing these properties, which must fail.
+    fn error(pairs: &[(&str, &str)]) -> String {
+        CassandraConfig::from_props(&props(pairs))
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn hosts_get_the_port_and_defaults_follow_ycsb_master() {
         let c = CassandraConfig::from_props(&props(&[
@@ -295,23 +302,11 @@ mod tests {
             c.replication,
             "{'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"
         );
-        let e = CassandraConfig::from_props(&props(&[
-            ("hosts", "h"),
-            ("cassandra.readconsistencylevel", "MOST"),
-        ]))
-        .unwrap_err()
-        .to_string();
+        let e = error(&[("hosts", "h"), ("cassandra.readconsistencylevel", "MOST")]);
         assert!(e.contains("cassandra.readconsistencylevel"), "{e}");
-        let e = CassandraConfig::from_props(&props(&[]))
-            .unwrap_err()
-            .to_string();
+        let e = error(&[]);
         assert!(e.contains("property hosts"), "{e}");
-        let e = CassandraConfig::from_props(&props(&[
-            ("hosts", "h"),
-            ("cassandra.keyspace", "a;drop"),
-        ]))
-        .unwrap_err()
-        .to_string();
+        let e = error(&[("hosts", "h"), ("cassandra.keyspace", "a;drop")]);
         assert!(e.contains("cassandra.keyspace"), "{e}");
     }
 
