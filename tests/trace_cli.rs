@@ -173,18 +173,24 @@ fn rocksdb_run_attributes_flush_and_compaction_io_to_rocksdbs_own_threads() {
     // On the VM's disk: a tmpfs /tmp has no block device underneath.
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = dir.path().to_str().unwrap();
-    // 10 MB loaded through a 1 MiB memtable: a flush per MiB, and compactions of their L0
-    // files, inside the traced load step.
+    // Updates through a 1 MiB memtable: a flush every few hundred milliseconds and
+    // compactions of their L0 files inside the measured (and traced) step.
     let r = run_iodig(&[
-        "load",
+        "run",
         "-P",
         "workloads/workloada",
         "-p",
-        "recordcount=10000",
+        "recordcount=20000",
+        "-p",
+        "requestdistribution=uniform",
         "-p",
         "rocksdb.writebuffersize=1M",
         "--threads",
         "4",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0s",
         "--trace",
         "ebpf",
         "--out",
@@ -192,7 +198,8 @@ fn rocksdb_run_attributes_flush_and_compaction_io_to_rocksdbs_own_threads() {
     ]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
-    let step = &run["steps"][0];
+    let step = &run["steps"][1];
+    assert_eq!(step["phase"], "run");
     let trace = read_json(
         &r.run_dir()
             .join(step["dir"].as_str().unwrap())
