@@ -109,17 +109,19 @@ impl Observer {
 
 impl StepObserver for Observer {
     fn measurement_started(&mut self) {
-        if let Some(opts) = &self.trace_opts {
-            match iodig_iotrace::start_watching(opts, &self.watch) {
-                Ok(s) => self.trace = Some(s),
-                Err(e) => self.trace_error = Some(e.to_string()),
-            }
-        }
+        // The sampler first: it starts in microseconds, while loading and attaching the BPF
+        // programs takes a few hundred milliseconds, longer than a short step may last.
         let opts = SysOptions {
             interval: Duration::from_secs(1),
             pids: self.pids.clone(),
             per_cpu: true,
         };
         self.sys = Sampler::start(opts).ok();
+        if let Some(opts) = &self.trace_opts {
+            match iodig_iotrace::start_watching(opts, &self.watch) {
+                Ok(s) => self.trace = Some(s),
+                Err(e) => self.trace_error = Some(e.to_string()),
+            }
+        }
     }
 }
