@@ -388,17 +388,7 @@ fn start_node(java: &Path, dist: &Distribution, opts: &UpOptions, index: u32) ->
     // `down` reaps it when it is still our child.
     drop(child);
     let start_ticks = proc::start_ticks(pid).unwrap_or(0);
-    // Moved before the JVM has read more than its first jars, so the node's data, commit log
-    // and flush IO is all charged to the node's own cgroup; every thread it starts inherits it.
-    let cgroup = match iodig_sysstat::cgroup::place(&format!("cassandra-{address}"), pid) {
-        Ok(dir) => Some(dir),
-        Err(e) => {
-            iodig_model::eprintln_lossy!(
-                "note: node {address} runs without a cgroup of its own ({e}); its block IO is traced with the other nodes'"
-            );
-            None
-        }
-    };
+    let cgroup = proc::own_cgroup(&address, pid);
     Ok(NodeInfo {
         index,
         address,
@@ -480,10 +470,6 @@ pub fn down(dir: &Path, grace: Duration) -> Result<Vec<Stopped>> {
     let mut out = Vec::new();
     for node in cluster.nodes.iter().rev() {
         let how = proc::stop(node, grace);
-        if let Some(cg) = &node.cgroup {
-            // Empty now that the JVM is gone; a node still running (stop failed) keeps it.
-            let _ = iodig_sysstat::cgroup::remove(cg);
-        }
         out.push(Stopped {
             address: node.address.clone(),
             pid: node.pid,
