@@ -37,6 +37,9 @@ pub enum Command {
     Compare(crate::cmd::compare::CompareArgs),
     /// Start, stop and inspect local Apache Cassandra nodes.
     Cassandra(crate::cmd::cassandra::CassandraArgs),
+    /// The observer `run --observe` starts on another host over SSH (requests on stdin).
+    #[command(hide = true)]
+    Agent(crate::cmd::agent::AgentArgs),
 }
 
 /// Flags of `iodig merge`.
@@ -148,6 +151,13 @@ pub struct BenchArgs {
     /// with replication set by -p cassandra.replicationfactor.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=254))]
     pub nodes: Option<u32>,
+
+    /// Observe the database node on these hosts over SSH (HOST, USER@HOST, HOST:PORT or an
+    /// ~/.ssh/config alias; comma-separated or repeated): iodig runs its own tracer, system
+    /// sampler and event reader there during each step and keeps them per node in the step's
+    /// `nodes/HOST/`. `-p ssh.config=FILE` uses another ssh_config.
+    #[arg(long, value_name = "HOST[,HOST…]", value_delimiter = ',')]
+    pub observe: Vec<String>,
 
     /// Show status lines on stderr (YCSB's -s); on a terminal a live bar is shown anyway.
     #[arg(short = 's')]

@@ -52,6 +52,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         },
         restore_each_step: args.restore_each_step,
         nodes: args.nodes,
+        observe: args.observe.clone(),
         client: args.client,
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
@@ -119,6 +120,9 @@ fn apply_experiment_file(
     req.target = file.target.or(req.target);
     req.restore_each_step |= file.restore_each_step;
     req.nodes = file.nodes.or(req.nodes);
+    if req.observe.is_empty() {
+        req.observe = file.observe.clone();
+    }
     Ok(())
 }
 

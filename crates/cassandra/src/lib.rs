@@ -8,6 +8,7 @@
 
 pub mod dist;
 pub mod events;
+pub mod local;
 mod nodetool;
 mod ports;
 mod proc;

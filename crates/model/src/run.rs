@@ -22,6 +22,10 @@ pub struct RunDoc {
     /// Notes the user should read with the results (fallbacks, normalised proportions, …).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The database's nodes: ownership and versions from the database, the hosts observed over
+    /// SSH; absent for an embedded database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::ClusterDoc>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,6 +124,9 @@ pub struct StepSummary {
     /// bottleneck. Absent in merged steps and older runs.
     #[serde(default)]
     pub client_cpu_s: Option<f64>,
+    /// Each observed host's part of the step: its files, its clock against this machine's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<crate::cluster::NodeStep>,
 }
 
 impl StepSummary {

@@ -28,6 +28,9 @@ pub struct ExperimentFile {
     pub restore_each_step: bool,
     /// Managed Cassandra nodes to start (`--nodes`).
     pub nodes: Option<u32>,
+    /// Hosts whose database node is observed over SSH (`--observe`).
+    #[serde(default)]
+    pub observe: Vec<String>,
     /// Properties of every workload (the dataset belongs here).
     #[serde(default)]
     pub properties: BTreeMap<String, toml::Value>,

@@ -5,7 +5,8 @@
 //! The rooms: `request` (what the command asked) → `plan` (resolved once) → `deployment` (where
 //! the database runs: the only binding-specific room) → `experiment` (the generic sweep) →
 //! `step` (workers and collector) with `timed` and `pacer`, `observe` (tracer and samplers),
-//! `recording` (the step's files) into `rundir`.
+//! `recording` (the step's files) into `rundir`; `remote` observes nodes on other hosts over
+//! SSH (and is the agent iodig runs there).
 
 pub mod dataset;
 pub mod deployment;
@@ -20,6 +21,7 @@ pub mod plan;
 pub mod probe;
 pub mod progress;
 pub mod recording;
+pub mod remote;
 pub mod request;
 pub mod rundir;
 pub mod signals;

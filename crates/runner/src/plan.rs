@@ -3,6 +3,10 @@
 //! deployments and the recorder all read this one [`Plan`].
 
 use crate::errors::UsageError;
+use crate::remote::{
+    self,
+    ssh::{Ssh, SshHost},
+};
 use crate::request::{RunRequest, WorkloadRun};
 use crate::step::{unix_ms, Phase};
 use anyhow::Result;
@@ -23,7 +27,7 @@ pub const DEFAULT_STEP_SECS: u64 = 10;
 pub const DEFAULT_THREADS: &[u64] = &[1, 4, 16];
 
 /// Properties of the runner itself, besides the workload's and the bindings'.
-const RUNNER_PROPERTIES: &[&str] = &["hdrhistogram.percentiles"];
+const RUNNER_PROPERTIES: &[&str] = &["hdrhistogram.percentiles", "ssh.config"];
 
 /// A workload with its properties resolved and its spec parsed.
 pub struct ResolvedWorkload {
@@ -47,6 +51,10 @@ pub struct Plan {
     pub workloads: Vec<ResolvedWorkload>,
     /// `hdrhistogram.percentiles`, or the default.
     pub percentiles: Vec<f64>,
+    /// Hosts observed over SSH (`--observe`), checked.
+    pub observe: Vec<SshHost>,
+    /// How ssh is called (`ssh.config`).
+    pub ssh: Ssh,
 }
 
 impl Plan {
@@ -92,6 +100,18 @@ impl Plan {
         }
         check_same_dataset(&workloads)?;
         check_nodes(&req, &props)?;
+        let observe = remote::parse_hosts("--observe", &req.observe)?;
+        let ssh = Ssh {
+            config: match props.get("ssh.config") {
+                Some(p) if !Path::new(p).is_file() => {
+                    return Err(UsageError(format!(
+                        "property ssh.config={p}: no such file; give an ssh_config file, or leave it out to use ~/.ssh/config"
+                    ))
+                    .into())
+                }
+                p => p.map(std::path::PathBuf::from),
+            },
+        };
         Ok(Plan {
             req,
             props,
@@ -99,6 +119,8 @@ impl Plan {
             label,
             workloads,
             percentiles,
+            observe,
+            ssh,
         })
     }
 

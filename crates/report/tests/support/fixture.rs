@@ -459,6 +459,7 @@ fn step(
         trace_mode: Some("ebpf".into()),
         trace_note: None,
         client_cpu_s: Some(total_ops as f64 * 12e-6),
+        nodes: Vec::new(),
     };
     write_json_atomic(&dir.join(files::STEP_SUMMARY), &summary)?;
     write_json_atomic(&dir.join(files::TIMESERIES), &samples)?;
@@ -593,6 +594,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
         },
         steps,
         notes: Vec::new(),
+        cluster: None,
     };
     write_json_atomic(&run_dir.join(files::RUN), &doc)?;
     Ok(doc)

@@ -9,10 +9,12 @@ use crate::errors::UsageError;
 use crate::experiment::sweep;
 use crate::plan::Plan;
 use crate::probe::{probe_dataset, Presence};
+use crate::remote::agent::NodeOnHost;
 use crate::request::{LoadPolicy, RunOutcome};
 use crate::step::Phase;
 use anyhow::{Context, Result};
 use iodig_db::DbFactory;
+use iodig_model::cluster::HostNode;
 use iodig_model::events::DbEvent;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -231,4 +233,41 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
 /// The keyspace the Cassandra binding loads into, snapshots and restores.
 fn keyspace(plan: &Plan) -> &str {
     plan.props.get_str("cassandra.keyspace", "ycsb")
+}
+
+/// A node on the host `iodig agent` runs on, found from its listening socket and command line.
+struct HostCassandra(iodig_cassandra::local::LocalNode);
+
+/// The Cassandra node at `address` (or the only one) on this host.
+pub fn node_on_host(address: Option<&str>) -> Result<Box<dyn NodeOnHost>, String> {
+    iodig_cassandra::local::find(address).map(|n| Box::new(HostCassandra(n)) as Box<dyn NodeOnHost>)
+}
+
+impl NodeOnHost for HostCassandra {
+    fn facts(&self) -> HostNode {
+        let n = &self.0;
+        let path = |p: &Path| p.display().to_string();
+        HostNode {
+            address: n.address.clone(),
+            pid: n.pid,
+            cgroup: iodig_sysstat::cgroup::of_process(n.pid),
+            data_dirs: n.data_dirs.iter().map(|d| path(d)).collect(),
+            commitlog_dir: n.commitlog_dir.as_deref().map(path),
+            log_dir: n.log_dir.as_deref().map(path),
+            data_bytes: Some(iodig_cassandra::local::bytes_under(&n.data_dirs)),
+        }
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        self.0
+            .data_dirs
+            .iter()
+            .chain(&self.0.commitlog_dir)
+            .cloned()
+            .collect()
+    }
+
+    fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
+        self.0.events_since(since_unix_ms)
+    }
 }

@@ -93,6 +93,18 @@ pub fn run(plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
     }
 }
 
+/// Finds the node of `db` running on this host, for `iodig agent` on an observed host.
+pub fn node_on_host(
+    db: &str,
+    address: Option<&str>,
+) -> Result<Box<dyn crate::remote::agent::NodeOnHost>, String> {
+    match db {
+        #[cfg(feature = "cassandra")]
+        "cassandra" => cassandra::node_on_host(address),
+        other => Err(format!("--db {other} has no server process to look for")),
+    }
+}
+
 /// A binding's configuration error is a usage error (exit 2); anything else is a failure.
 pub fn db_error(e: DbError) -> anyhow::Error {
     match e {
