@@ -217,6 +217,7 @@ mod tests {
             trace_mode: None,
             trace_note: None,
             client_cpu_s: None,
+            sweep_stop: None,
         }
     }
 
