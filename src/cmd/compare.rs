@@ -14,6 +14,11 @@ pub struct CompareArgs {
     /// Directory for compare.html and compare.md.
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub out: PathBuf,
+    /// Whose latency is compared: read (the default, as the briefs compare it; all ops when a
+    /// run has no reads, said under Caveats), update, insert, scan, read-modify-write (rmw),
+    /// delete, or all.
+    #[arg(long, value_name = "OP", value_parser = iodig_report::LatencyOp::parse)]
+    pub op: Option<iodig_report::LatencyOp>,
     /// Exit 1 when a later run's ops/s is lower, or its p99 higher, than the baseline's by more
     /// than PCT percent at any workload × thread count.
     #[arg(long, value_name = "PCT")]
@@ -31,6 +36,7 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode> {
         runs: args.runs.clone(),
         out: args.out.clone(),
         fail_on_regression_pct: args.fail_on_regression,
+        op: args.op.clone(),
     })?;
     print!("{}", out.summary_markdown);
     println!();

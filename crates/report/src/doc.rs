@@ -94,6 +94,10 @@ impl Doc {
     }
 }
 
+/// A thread count a run did not run (its stop rule, or another sweep), as the briefs' tables
+/// say it.
+pub const NOT_TESTED: &str = "(not tested)";
+
 /// Thousands separators for counts and rates: 123,456.
 pub fn thousands(v: f64) -> String {
     let neg = v < 0.0;

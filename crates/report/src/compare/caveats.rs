@@ -3,13 +3,17 @@
 //! and thread counts a later run lacks.
 
 use super::Runs;
+use crate::analysis::LatencyOp;
 use crate::data::RunData;
 use crate::doc::{distinct, target_rate, Doc};
 use crate::outcome::Outcome;
 
-/// The caveats section ("the runs agree…" when there is none); returns the caveats.
-pub(super) fn section(doc: &mut Doc, runs: &Runs) -> Vec<String> {
-    let mut c = run_differences(runs.runs);
+/// The caveats section ("the runs agree…" when there is none), `first` (the latency compared,
+/// when it is not the one asked for) leading; returns the caveats.
+pub(super) fn section(doc: &mut Doc, runs: &Runs, first: Option<&str>) -> Vec<String> {
+    let mut c: Vec<String> = first.map(String::from).into_iter().collect();
+    c.extend(run_differences(runs.runs));
+    c.extend(latency_differences(runs));
     c.extend(runs.runs.iter().flat_map(step_problems));
     c.extend(missing_points(runs));
     doc.h(2, "Caveats");
@@ -157,6 +161,32 @@ fn step_problems(r: &RunData) -> Vec<String> {
                 .join(", "),
             Outcome::merged(failed.iter().map(|(_, o)| o)).failure_list()
         ));
+    }
+    c
+}
+
+/// A workload whose runs' sweeps fell back to different latencies (one measured the op compared,
+/// another did not).
+fn latency_differences(runs: &Runs) -> Vec<String> {
+    let mut c = Vec::new();
+    for w in runs.base_sweeps() {
+        let ops: Vec<(String, &LatencyOp)> = runs
+            .runs
+            .iter()
+            .enumerate()
+            .filter_map(|(ri, r)| runs.sweep(ri, &w.workload).map(|o| (r.name(), &o.op)))
+            .collect();
+        if ops.iter().any(|(_, op)| **op != w.op) {
+            let list: Vec<String> = ops
+                .iter()
+                .map(|(name, op)| format!("{} in {name}", op.words()))
+                .collect();
+            c.push(format!(
+                "{}: the runs' latencies are not of the same ops ({}): its latency ratios compare different operations.",
+                w.workload,
+                list.join(", ")
+            ));
+        }
     }
     c
 }

@@ -16,7 +16,7 @@ mod workload;
 
 pub use ratio::{better, lower, significance};
 
-use crate::analysis::{sweeps, Point, WorkloadSweep};
+use crate::analysis::{sweeps_of, LatencyOp, Point, WorkloadSweep, OP_SERIES};
 use crate::data::{load_run, RunData};
 use crate::doc::Doc;
 use anyhow::{bail, Result};
@@ -36,6 +36,9 @@ pub struct CompareOptions {
     /// Percent by which a later run may be worse (lower ops/s or higher p99) before it counts
     /// as a regression.
     pub fail_on_regression_pct: Option<f64>,
+    /// `--op`: whose latency is compared; none = READ when every run measured reads, else all
+    /// ops (said under Caveats).
+    pub op: Option<LatencyOp>,
 }
 
 #[derive(Debug, Clone)]
@@ -55,13 +58,16 @@ pub struct CompareOutput {
 struct Runs<'a> {
     runs: &'a [RunData],
     sweeps: Vec<Vec<WorkloadSweep>>,
+    /// Whose latency is compared.
+    op: LatencyOp,
 }
 
 impl<'a> Runs<'a> {
-    fn new(runs: &'a [RunData]) -> Self {
+    fn new(runs: &'a [RunData], op: &LatencyOp) -> Self {
         Runs {
             runs,
-            sweeps: runs.iter().map(sweeps).collect(),
+            sweeps: runs.iter().map(|r| sweeps_of(r, op)).collect(),
+            op: op.clone(),
         }
     }
 
@@ -117,10 +123,10 @@ fn md_list(title: &str, items: &[String]) -> String {
 
 /// Builds the comparison document, the caveats and the regression check, section by section;
 /// the terminal summary gathers the caveats and the advantage tables.
-pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>) -> Comparison {
-    let runs = Runs::new(runs);
+pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Comparison {
+    let runs = Runs::new(runs, &op.op);
     let mut doc = header::section(&runs);
-    let caveats = caveats::section(&mut doc, &runs);
+    let caveats = caveats::section(&mut doc, &runs, op.caveat.as_deref());
     let mut summary = String::new();
     if !caveats.is_empty() {
         summary.push_str(&md_list("Caveats", &caveats));
@@ -138,6 +144,77 @@ pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>) -> Comparison {
         regressions: check.regressions,
         unchecked: check.unchecked,
         caveats,
+    }
+}
+
+/// The latency op compared, and the caveat when it is not the one asked for.
+#[derive(Debug, Clone, Default)]
+pub struct OpChoice {
+    pub op: LatencyOp,
+    pub caveat: Option<String>,
+}
+
+/// The ops with successful measurements in a run's measured steps, in [`OP_SERIES`] order.
+fn run_ops(r: &RunData) -> Vec<&'static str> {
+    OP_SERIES
+        .iter()
+        .copied()
+        .filter(|op| {
+            r.run_steps()
+                .any(|s| s.summary.series.get(*op).is_some_and(|v| v.count > 0))
+        })
+        .collect()
+}
+
+/// Which latency the comparison uses: `--op` when every run measured it (all ops always), else
+/// READ when every run has reads, else all ops with a caveat. Runs that share no operation at
+/// all, or an `--op` some run lacks, are refused naming what each run has.
+pub fn choose_op(runs: &[RunData], asked: Option<&LatencyOp>) -> Result<OpChoice> {
+    let per_run: Vec<Vec<&str>> = runs.iter().map(run_ops).collect();
+    let has = |op: &str| per_run.iter().all(|ops| ops.contains(&op));
+    let listing = || {
+        runs.iter()
+            .zip(&per_run)
+            .map(|(r, ops)| format!("{} has {}", r.name(), crate::report::measured_list(ops)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let common: Vec<&str> = OP_SERIES.iter().copied().filter(|op| has(op)).collect();
+    if common.is_empty() {
+        bail!(
+            "the runs have no operation in common ({}): there is no latency to compare; compare runs of workloads that share an operation",
+            listing()
+        );
+    }
+    match asked {
+        Some(LatencyOp::All) => Ok(OpChoice {
+            op: LatencyOp::All,
+            caveat: None,
+        }),
+        Some(op) => {
+            let series = op.series().unwrap_or("READ");
+            if !has(series) {
+                bail!(
+                    "--op {}: not measured by every run ({}); choose one they share ({}) or --op all",
+                    op.words(),
+                    listing(),
+                    common.join(", ").to_lowercase()
+                );
+            }
+            Ok(OpChoice {
+                op: op.clone(),
+                caveat: None,
+            })
+        }
+        None if has("READ") => Ok(OpChoice::default()),
+        None => Ok(OpChoice {
+            op: LatencyOp::All,
+            caveat: Some(format!(
+                "Not every run measured reads ({}): latency is compared over all ops; --op {} compares an op they share.",
+                listing(),
+                common[0].to_lowercase()
+            )),
+        }),
     }
 }
 
@@ -160,7 +237,8 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
             opts.runs[0].display()
         );
     }
-    let c = compare_doc(&runs, opts.fail_on_regression_pct);
+    let op = choose_op(&runs, opts.op.as_ref())?;
+    let c = compare_doc(&runs, opts.fail_on_regression_pct, &op);
     std::fs::create_dir_all(&opts.out).map_err(|e| {
         anyhow::anyhow!(
             "--out {}: cannot create the directory ({e}); choose a writable directory",

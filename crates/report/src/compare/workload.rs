@@ -3,6 +3,7 @@
 
 use super::ratio::{better, comparable, lower, note, pair_note, significance};
 use super::Runs;
+use crate::analysis::findings::capitalise;
 use crate::analysis::{Point, WorkloadSweep};
 use crate::doc::{thousands, us_as_ms, Doc, Table};
 use crate::svg::{LineChart, Series, XKind};
@@ -19,7 +20,10 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep, summary: &m
     ));
     summary.push_str(&crate::markdown::table(&t));
     doc.table(t);
-    doc.h(3, "Latency by thread count (all ops)");
+    doc.h(
+        3,
+        format!("{} latency by thread count", capitalise(&w.op.words())),
+    );
     doc.table(latency_table(runs, w));
 }
 
@@ -28,11 +32,12 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep, summary: &m
 fn curves(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep) {
     let mut c = LineChart::new(
         &format!(
-            "{}: ops/s vs latency, each run (points labelled with threads)",
-            w.workload
+            "{}: ops/s vs {} latency, each run (points labelled with threads)",
+            w.workload,
+            w.op.words()
         ),
         "throughput (ops/s)",
-        "latency (ms, log scale)",
+        &format!("{} latency (ms, log scale)", w.op.words()),
         XKind::Number,
     );
     c.y_log = true;
@@ -41,14 +46,14 @@ fn curves(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep) {
             continue;
         };
         let labels: Vec<String> = o
-            .usable_points()
+            .latency_points()
             .map(|p| format!("{}t", p.threads))
             .collect();
         c.series.push(Series {
             name: format!("{} p99.99", r.name()),
             points: o
-                .usable_points()
-                .map(|p| (p.ops_per_sec, p.all.p9999_us as f64 / 1000.0))
+                .latency_points()
+                .map(|p| (p.ops_per_sec, p.lat.p9999_us as f64 / 1000.0))
                 .collect(),
             color: ri,
             markers: true,
@@ -58,8 +63,8 @@ fn curves(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep) {
         c.series.push(Series {
             name: format!("{} avg", r.name()),
             points: o
-                .usable_points()
-                .map(|p| (p.ops_per_sec, p.all.mean_us / 1000.0))
+                .latency_points()
+                .map(|p| (p.ops_per_sec, p.lat.mean_us / 1000.0))
                 .collect(),
             color: ri,
             dashed: true,
@@ -159,7 +164,7 @@ fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
         ],
         &[1, 3, 5, 7],
         |bp| {
-            let b = &bp.all;
+            let b = &bp.lat;
             vec![
                 us_as_ms(b.mean_us),
                 "baseline".into(),
@@ -170,7 +175,7 @@ fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
             ]
         },
         |bp, op| {
-            let (b, n) = (&bp.all, &op.all);
+            let (b, n) = (&bp.lat, &op.lat);
             vec![
                 us_as_ms(n.mean_us),
                 ratio(bp, op, || lower(b.mean_us, n.mean_us)),
