@@ -191,28 +191,45 @@ fn latency_differences(runs: &Runs) -> Vec<String> {
     c
 }
 
-/// Thread counts of the baseline's workloads that a later run lacks.
+/// Thread counts of the baseline's workloads that some run did not test (another run did, or
+/// the stop rule left them out), with the rule's reason where it fired.
 fn missing_points(runs: &Runs) -> Vec<String> {
     let mut c = Vec::new();
-    for (ri, r) in runs.runs.iter().enumerate().skip(1) {
-        for w in runs.base_sweeps() {
+    for w in runs.base_sweeps() {
+        let union = runs.thread_union(&w.workload);
+        for (ri, r) in runs.runs.iter().enumerate() {
             let Some(o) = runs.sweep(ri, &w.workload) else {
                 continue;
             };
-            let missing: Vec<String> = w
-                .points
+            let missing: Vec<u64> = union
                 .iter()
-                .filter(|p| !o.points.iter().any(|q| q.threads == p.threads))
-                .map(|p| p.threads.to_string())
+                .copied()
+                .filter(|&t| o.at(t).is_none())
                 .collect();
-            if !missing.is_empty() {
-                c.push(format!(
-                    "{} has no {} step at {} threads, which the baseline ran: not compared.",
-                    r.name(),
-                    w.workload,
-                    missing.join(", ")
-                ));
+            if missing.is_empty() {
+                continue;
             }
+            let list = missing
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let why = distinct(
+                missing
+                    .iter()
+                    .filter_map(|&t| o.not_tested_at(t))
+                    .map(|n| n.why.clone()),
+            );
+            let why = if why.is_empty() {
+                String::new()
+            } else {
+                format!(" (its sweep {})", why.join("; "))
+            };
+            c.push(format!(
+                "{} did not test {} at {list} threads{why}, which another run did or planned: \"(not tested)\" in the tables, no ratio there.",
+                r.name(),
+                w.workload,
+            ));
         }
     }
     c

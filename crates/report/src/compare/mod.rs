@@ -8,6 +8,7 @@
 //! [`compare_doc`] lists the sections in document order; each section is a module of its own.
 
 mod caveats;
+mod figures;
 mod header;
 mod max_perf;
 mod ratio;
@@ -23,6 +24,7 @@ use anyhow::{bail, Result};
 use iodig_model::fsio::write_atomic;
 use std::path::PathBuf;
 
+/// Files written into `--out`, besides one `compare-NN-<title>.svg` per chart.
 pub const HTML: &str = "compare.html";
 pub const MARKDOWN: &str = "compare.md";
 /// Significance level of the Welch tests.
@@ -85,6 +87,23 @@ impl<'a> Runs<'a> {
         self.sweeps[ri].iter().find(|w| w.workload == workload)
     }
 
+    /// Every thread count of `workload` over all runs, tested or left out by a stop rule,
+    /// ascending: the rows of the briefs' wide tables.
+    fn thread_union(&self, workload: &str) -> Vec<u64> {
+        let mut t: Vec<u64> = (0..self.runs.len())
+            .filter_map(|ri| self.sweep(ri, workload))
+            .flat_map(WorkloadSweep::thread_counts)
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    }
+
+    /// Run `ri`'s point at `threads` of `workload`, when it ran it.
+    fn point(&self, ri: usize, workload: &str, threads: u64) -> Option<&Point> {
+        self.sweep(ri, workload).and_then(|o| o.at(threads))
+    }
+
     /// Each later run with its point at `threads` of `workload` (none when it has no such step).
     fn later_points<'b>(
         &'b self,
@@ -132,6 +151,8 @@ pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Co
         summary.push_str(&md_list("Caveats", &caveats));
     }
     max_perf::section(&mut doc, &runs, &mut summary);
+    doc.bar_chart(figures::max_perf_chart(&runs));
+    figures::section(&mut doc, &runs);
     for w in runs.base_sweeps() {
         workload::section(&mut doc, &runs, w, &mut summary);
     }
@@ -218,7 +239,26 @@ pub fn choose_op(runs: &[RunData], asked: Option<&LatencyOp>) -> Result<OpChoice
     }
 }
 
-/// Reads the runs and writes compare.html and compare.md into `opts.out`.
+/// A file-name piece from a chart title: lower-case words joined by dashes, at most ~48 bytes.
+fn slug(title: &str) -> String {
+    let mut s = String::new();
+    for word in title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if s.len() + word.len() > 48 {
+            break;
+        }
+        if !s.is_empty() {
+            s.push('-');
+        }
+        s.push_str(&word.to_ascii_lowercase());
+    }
+    s
+}
+
+/// Reads the runs and writes compare.html, compare.md and one SVG file per chart into
+/// `opts.out`.
 pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
     if opts.runs.len() < 2 {
         bail!(
@@ -245,10 +285,19 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
             opts.out.display()
         )
     })?;
+    // Each chart also stands alone as an SVG file, for slides and for compare.md to show.
     let mut files = Vec::new();
+    let mut svg_names = Vec::new();
+    for (i, chart) in c.doc.charts().enumerate() {
+        let name = format!("compare-{:02}-{}.svg", i + 1, slug(chart.title()));
+        let p = opts.out.join(&name);
+        write_atomic(&p, chart.svg().as_bytes())?;
+        svg_names.push(name);
+        files.push(p);
+    }
     for (name, text) in [
         (HTML, crate::html::render(&c.doc)),
-        (MARKDOWN, crate::markdown::render(&c.doc)),
+        (MARKDOWN, crate::markdown::render_linked(&c.doc, &svg_names)),
     ] {
         let p = opts.out.join(name);
         write_atomic(&p, text.as_bytes())?;
