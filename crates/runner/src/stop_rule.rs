@@ -22,7 +22,7 @@ const OPS: [(&str, &str); 7] = [
 ];
 
 /// The grammar, for every error message.
-const HOW: &str = "write OP.STAT > LIMIT, e.g. 'read.p99 > 50ms' (OP: read, update, insert, scan, delete, rmw; STAT: avg, p50, p90, p95, p99, p99.9, p99.99, max; comparison > >= < <=; LIMIT with us, ms or s)";
+const HOW: &str = "write OP.STAT > LIMIT, e.g. 'read.p99 > 50ms': OP read|update|insert|scan|delete|rmw, STAT avg|p50|p90|p95|p99|p99.9|p99.99|max, > >= < <=, LIMIT in us, ms or s";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stat {
