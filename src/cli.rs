@@ -58,8 +58,8 @@ pub struct MergeArgs {
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// An experiment file (TOML: workloads × thread counts × repetitions, see docs/experiments.md).
-    /// Its settings replace -P; --threads, --db, --duration, --warmup, --trace and --target given
-    /// on the command line win over the file's, as -p wins over its properties.
+    /// Its settings replace -P; --threads, --db, --duration, --warmup, --trace, --target and
+    /// --stop-when given on the command line win over the file's, as -p wins over its properties.
     #[arg(value_name = "EXPERIMENT.toml")]
     pub experiment: Option<PathBuf>,
 
@@ -170,6 +170,12 @@ pub struct BenchArgs {
     /// Seed of all random choices: the same seed and thread count repeat the op sequence.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+
+    /// End a workload's thread sweep at the first step that meets this rule, e.g.
+    /// 'read.p99 > 50ms' (OP.STAT > LIMIT: read, update, insert, scan, delete, rmw; avg, p50,
+    /// p90, p95, p99, p99.9, p99.99, max; > >= < <=). The thread counts left are "(not tested)".
+    #[arg(long, value_name = "RULE", value_parser = iodig_runner::StopRule::parse)]
+    pub stop_when: Option<iodig_runner::StopRule>,
 }
 
 /// Parses `30s`, `500ms`, `2m` (or `2min`), `1h` or plain seconds (`10`, `0.5`).

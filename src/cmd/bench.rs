@@ -54,6 +54,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         nodes: args.nodes,
         observe: args.observe.clone(),
         client: args.client,
+        stop_when: args.stop_when.clone(),
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };
@@ -123,6 +124,7 @@ fn apply_experiment_file(
     if req.observe.is_empty() {
         req.observe = file.observe.clone();
     }
+    req.stop_when = file.stop_rule().or(req.stop_when.take());
     Ok(())
 }
 
@@ -156,5 +158,8 @@ fn apply_flags_over_file(req: &mut RunRequest, args: &BenchArgs, trace: TraceMod
     }
     if args.nodes.is_some() {
         req.nodes = args.nodes;
+    }
+    if args.stop_when.is_some() {
+        req.stop_when = args.stop_when.clone();
     }
 }

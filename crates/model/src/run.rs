@@ -58,6 +58,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Trace mode asked for (`auto`, `ebpf`, `diskstats`, `off`).
     pub trace: String,
+    /// The sweep's stop rule (`--stop-when`, e.g. `read.p99 > 50ms`), when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_when: Option<String>,
 }
 
 /// The machine and storage the run measured.
@@ -127,6 +130,20 @@ pub struct StepSummary {
     /// Each observed host's part of the step: its files, its clock against this machine's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<crate::cluster::NodeStep>,
+    /// Set on the step that met the run's stop rule (`config.stop_when`): its workload's sweep
+    /// ended there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_stop: Option<SweepStop>,
+}
+
+/// Why a workload's thread sweep ended at a step, and what it left out, as the briefs stop
+/// testing a drive "due to unreasonably high read latency".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepStop {
+    /// The rule with what the step measured, e.g. `read.p99 62.3 ms > 50 ms`.
+    pub reason: String,
+    /// Thread counts of the workload's sweep that were not run because of it.
+    pub skipped: Vec<u64>,
 }
 
 impl StepSummary {

@@ -218,6 +218,7 @@ mod tests {
             trace_note: None,
             client_cpu_s: None,
             nodes: Vec::new(),
+            sweep_stop: None,
         }
     }
 

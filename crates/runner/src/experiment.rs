@@ -181,9 +181,14 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     /// Every workload × thread count × repetition; returns whether the sweep was interrupted.
     fn run_steps(&mut self) -> Result<bool> {
         let plan = self.plan;
+        let mut stops = crate::stop_rule::SweepStops::new(plan.req.stop_when.clone());
         for rep in 0..plan.req.repetitions.max(1) {
             for w in &plan.workloads {
-                for t in plan.sweep(w) {
+                let sweep = plan.sweep(w);
+                for &t in &sweep {
+                    if stops.skips(&w.label, t) {
+                        continue;
+                    }
                     let step = StepPlan {
                         phase: Phase::Run,
                         threads: t,
@@ -205,6 +210,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                     if stopped {
                         return Ok(true);
                     }
+                    stops.after_step(&mut self.run, &w.label, &sweep, t)?;
                 }
             }
         }

@@ -26,6 +26,7 @@ pub mod request;
 pub mod rundir;
 pub mod signals;
 pub mod step;
+pub mod stop_rule;
 pub mod timed;
 
 pub use errors::{exit_code_of, PrivilegeError, UsageError};
@@ -33,3 +34,4 @@ pub use experiment::execute;
 pub use request::{LoadPolicy, RunOutcome, RunRequest, WorkloadRun};
 pub use signals::install_stop_handler;
 pub use step::Phase;
+pub use stop_rule::StopRule;

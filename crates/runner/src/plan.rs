@@ -188,6 +188,7 @@ impl Plan {
             warmup_secs: self.req.warmup.as_secs_f64(),
             seed: self.seed,
             trace: format!("{:?}", self.req.trace.mode).to_lowercase(),
+            stop_when: self.req.stop_when.as_ref().map(ToString::to_string),
         }
     }
 }

@@ -137,5 +137,7 @@ fn summarize(
         trace_note: trace.and_then(|t| t.note.clone()),
         client_cpu_s: Some(r.client_cpu.as_secs_f64()),
         nodes: Vec::new(),
+        // The sweep sets it when this step meets its stop rule.
+        sweep_stop: None,
     }
 }

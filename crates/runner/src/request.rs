@@ -46,6 +46,8 @@ pub struct RunRequest {
     pub observe: Vec<String>,
     /// `--client I/N`: this client's slice of the key space (1-based I).
     pub client: Option<(u64, u64)>,
+    /// `--stop-when`: a workload's sweep ends at the first step that meets it.
+    pub stop_when: Option<crate::stop_rule::StopRule>,
     pub command_line: Vec<String>,
     /// Git revision of the binary, recorded in run.json.
     pub revision: Option<String>,
