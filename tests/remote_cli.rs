@@ -139,6 +139,11 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
         compared_seconds >= 3,
         "only {compared_seconds} seconds in common"
     );
+    // The report shows the observed host with its clock, and each step's node table.
+    let report = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    assert!(report.contains("## Cluster"), "no cluster section");
+    assert!(report.contains("| 127.0.0.1 |"), "no row for the host");
+    assert_eq!(report.matches("### Nodes").count(), steps.len());
     no_agent_left();
 }
 
@@ -195,6 +200,72 @@ fn ctrl_c_stops_the_remote_agent_too() {
     let last = run["steps"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["nodes"][0]["host"], "127.0.0.1", "{last}");
     no_agent_left();
+    drop(sshd);
+}
+
+#[test]
+fn a_host_lost_mid_step_is_marked_partial_and_the_run_goes_on() {
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let sshd = Sshd::start(&["127.0.0.1"]);
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let child = common::iodig()
+        .args([
+            "run",
+            "--db",
+            "basic",
+            "-P",
+            "workloadc",
+            "-p",
+            &sshd.property(),
+            "--threads",
+            "1",
+            "--duration",
+            "6s",
+            "--trace",
+            "off",
+            "--observe",
+            "127.0.0.1",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while agent_pids().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no agent started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    for pid in agent_pids() {
+        // SAFETY: signalling the agent this test's run started, by its pid.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "the run goes on: {stderr}");
+    assert!(stderr.contains("warning: 127.0.0.1: lost ("), "{stderr}");
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap();
+    let run = read_json(&Path::new(dir.trim()).join("run.json"));
+    assert_eq!(run["status"], "completed");
+    let last = run["steps"].as_array().unwrap().last().unwrap().clone();
+    let partial = last["nodes"][0]["partial"].as_str().unwrap_or_default();
+    assert!(partial.contains("closed"), "{last}");
+    let report = std::fs::read_to_string(Path::new(dir.trim()).join("report.md")).unwrap();
+    assert!(
+        report.contains("127.0.0.1 (partial)"),
+        "the node table says so"
+    );
+    assert!(
+        report.contains("its data for this step is partial"),
+        "a finding says why"
+    );
     drop(sshd);
 }
 

@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use iodig_model::cluster::{ClusterDoc, NodeFacts};
 use scylla::client::session::Session;
 use scylla::cluster::metadata::Strategy;
+use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
+use scylla::statement::unprepared::Statement;
 
 /// Reads the cluster's facts for `keyspace`; what cannot be read is a note, not an error.
 pub async fn read(session: &Session, keyspace: &str) -> ClusterDoc {
@@ -100,46 +102,39 @@ pub async fn read(session: &Session, keyspace: &str) -> ClusterDoc {
     }
 }
 
-/// Versions from `system.local` and `system.peers_v2` (`system.peers` before Cassandra 4).
+/// Each node's version from its own `system.local`: the statement is sent to that node alone
+/// (a coordinator answers `system.local` with its own row, whichever node it is).
 async fn read_versions(
     session: &Session,
     nodes: &mut BTreeMap<String, NodeFacts>,
     notes: &mut Vec<String>,
 ) {
-    let queries = [
-        "SELECT rpc_address, release_version FROM system.local",
-        "SELECT native_address, release_version FROM system.peers_v2",
-    ];
-    for q in queries {
-        let rows = match session.query_unpaged(q, ()).await {
-            Ok(r) => r,
-            Err(_) if q.contains("peers_v2") => {
-                match session
-                    .query_unpaged("SELECT rpc_address, release_version FROM system.peers", ())
-                    .await
-                {
-                    Ok(r) => r,
-                    Err(e) => {
-                        notes.push(format!("versions of the peers not read: {e}"));
-                        continue;
-                    }
+    let state = session.get_cluster_state();
+    for node in state.get_nodes_info() {
+        let address = node.address.ip().to_string();
+        let mut q = Statement::new("SELECT release_version FROM system.local");
+        q.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+            NodeIdentifier::Node(node.clone()),
+            None,
+        )));
+        let version = match session.query_unpaged(q, ()).await {
+            Ok(r) => r
+                .into_rows_result()
+                .map_err(|e| e.to_string())
+                .and_then(|rows| {
+                    rows.maybe_first_row::<(Option<String>,)>()
+                        .map_err(|e| e.to_string())
+                }),
+            Err(e) => Err(e.to_string()),
+        };
+        match version {
+            Ok(Some((v,))) => {
+                if let Some(n) = nodes.get_mut(&address) {
+                    n.version = v;
                 }
             }
-            Err(e) => {
-                notes.push(format!("version not read ({q}): {e}"));
-                continue;
-            }
-        };
-        let Ok(rows) = rows.into_rows_result() else {
-            continue;
-        };
-        let Ok(iter) = rows.rows::<(Option<std::net::IpAddr>, Option<String>)>() else {
-            continue;
-        };
-        for (addr, version) in iter.flatten() {
-            if let Some(n) = addr.and_then(|a| nodes.get_mut(&a.to_string())) {
-                n.version = version;
-            }
+            Ok(None) => notes.push(format!("{address}: system.local has no row")),
+            Err(e) => notes.push(format!("{address}: version not read: {e}")),
         }
     }
 }

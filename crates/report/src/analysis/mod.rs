@@ -11,6 +11,7 @@
 
 pub mod attribution;
 pub mod bend;
+pub mod cluster;
 pub mod findings;
 pub mod io;
 pub mod op;
@@ -73,6 +74,8 @@ pub struct Report {
     pub op: LatencyOp,
     pub sweeps: Vec<WorkloadSweep>,
     pub steps: Vec<StepView>,
+    /// The database's nodes, when the run read cluster facts or observed hosts.
+    pub cluster: Option<cluster::ClusterView>,
     /// Run-level findings: the steps' warnings (failed operations), the sweeps', then each
     /// step's (short runs only), prefixed with the step.
     pub findings: Vec<String>,
@@ -91,7 +94,11 @@ pub fn analyse(run: &RunData) -> Report {
 /// Computes the report of a run, its sweeps drawn with `op`'s latency.
 pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
     let sweeps = sweeps_of(run, op);
-    let steps: Vec<StepView> = run.steps.iter().map(step::step_view).collect();
+    let mut steps: Vec<StepView> = run.steps.iter().map(step::step_view).collect();
+    for (v, s) in steps.iter_mut().zip(&run.steps) {
+        v.cluster_nodes = cluster::step_nodes(run, s);
+        v.findings.extend(cluster::node_findings(&v.cluster_nodes));
+    }
     let findings = findings::run_findings(&steps, &sweeps);
     Report {
         run_name: run.name(),
@@ -99,6 +106,7 @@ pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
         notes: notes(run, &sweeps),
         sweeps,
         steps,
+        cluster: cluster::cluster_view(run),
         findings,
     }
 }

@@ -5,6 +5,7 @@
 mod attribution;
 mod block_io;
 mod client;
+mod cluster;
 mod events;
 mod findings;
 mod header;
@@ -104,6 +105,7 @@ pub fn report_doc(run: &RunData, report: &Report) -> Doc {
     let mut doc = Doc::new(&format!("iodig report: {}", report.run_name));
     header::section(&mut doc, run, report);
     findings::section(&mut doc, report);
+    cluster::section(&mut doc, report);
     steps_table::section(&mut doc, report);
     for s in &report.sweeps {
         sweep::section(&mut doc, s);

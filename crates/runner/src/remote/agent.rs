@@ -53,10 +53,26 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
             }
         }
     }
+    if let Some(n) = &node {
+        if n.dirs().is_empty() {
+            notes.push("the node's data directories could not be read from its configuration: tracing every busy disk here".into());
+        }
+    }
     let facts = node.as_ref().map(|n| n.facts());
-    let watch = WatchOptions {
-        pids: facts.iter().map(|f| f.pid).collect(),
-        ..Default::default()
+    // The node's cgroup when it has one of its own (a service, a container, a managed node):
+    // its share then includes IO its threads start through the page cache; else its process.
+    let watch = match facts.as_ref() {
+        Some(f) => match f.cgroup.as_deref().filter(|c| *c != "/") {
+            Some(cg) => WatchOptions {
+                cgroups: vec![PathBuf::from(cg.trim_start_matches('/'))],
+                ..Default::default()
+            },
+            None => WatchOptions {
+                pids: vec![f.pid],
+                ..Default::default()
+            },
+        },
+        None => WatchOptions::default(),
     };
     let root = effective_uid() == 0;
     if !root && trace.mode != TraceMode::Off {
