@@ -20,9 +20,10 @@ IODIG=${IODIG:-target/release/iodig}
 work=$(mktemp -d /var/tmp/iodig-bench-remote.XXXXXX)
 sshd_pid=""; fio_pid=""; loopdev=""
 cleanup() {
-    [[ -n $fio_pid ]] && kill "$fio_pid" 2>/dev/null && wait "$fio_pid" 2>/dev/null
-    [[ -n $sshd_pid ]] && kill "$sshd_pid" 2>/dev/null
-    [[ -n $loopdev ]] && losetup -d "$loopdev"
+    set +e
+    if [[ -n $fio_pid ]]; then kill "$fio_pid" 2>/dev/null; wait "$fio_pid" 2>/dev/null; fi
+    if [[ -n $sshd_pid ]]; then kill "$sshd_pid" 2>/dev/null; wait "$sshd_pid" 2>/dev/null; fi
+    if [[ -n $loopdev ]]; then losetup -d "$loopdev"; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
