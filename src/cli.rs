@@ -152,6 +152,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=254))]
     pub nodes: Option<u32>,
 
+    /// Inject a fault into every run step, at an offset from its start: AT:ACTION:TARGET with
+    /// ACTION kill, pause=DURATION, stop or restart and TARGET nodeN (managed Cassandra nodes);
+    /// e.g. --fault 10s:kill:node2 --fault 40s:restart:node2. Repeatable. Each fault is an event
+    /// on the step's time line.
+    #[arg(long = "fault", value_name = "AT:ACTION:TARGET")]
+    pub faults: Vec<String>,
+
     /// Observe the database node on these hosts over SSH (HOST, USER@HOST, HOST:PORT or an
     /// ~/.ssh/config alias; comma-separated or repeated): iodig runs its own tracer, system
     /// sampler and event reader there during each step and keeps them per node in the step's

@@ -436,3 +436,70 @@ fn a_stop_rule_that_does_not_parse_is_refused_before_anything_runs() {
     );
     assert!(!r.stderr.contains("run directory:"), "{}", r.stderr);
 }
+
+#[test]
+fn faults_that_do_not_fit_are_refused_before_anything_starts() {
+    let (_d, out) = out_dir();
+    // An embedded database has no node to kill.
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "rocksdb",
+            "--fault",
+            "2s:kill:node1",
+            "--out",
+            &out,
+        ],
+        &[
+            "--fault 2s:kill:node1",
+            "nodes iodig manages",
+            "--db rocksdb has none",
+        ],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "cassandra",
+            "--fault",
+            "2s:explode:node1",
+            "--out",
+            &out,
+        ],
+        &["--fault \"2s:explode:node1\"", "unknown action \"explode\""],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "cassandra",
+            "--nodes",
+            "3",
+            "--fault",
+            "2s:kill:node4",
+            "--out",
+            &out,
+        ],
+        &["target \"node4\"", "node1…node3"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "cassandra",
+            "--duration",
+            "5s",
+            "--fault",
+            "9s:kill:node1",
+            "--out",
+            &out,
+        ],
+        &["--fault 9s:kill:node1", "past the end", "5.0 s steps"],
+    );
+    // Nothing was started for them: no managed node directory.
+    assert!(!std::path::Path::new(&out)
+        .join("data")
+        .join("cassandra")
+        .exists());
+}

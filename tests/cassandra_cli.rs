@@ -334,6 +334,90 @@ fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_datase
         "only OK reads: {reads}"
     );
     assert!(java_pids_with(&managed).is_empty());
+
+    // Faults inside a step: the node stalls, then crashes and comes back; the run goes on, the
+    // outage shows in the returns, and each fault is an event on the step's time line.
+    let faulted = run_iodig(&[
+        "run",
+        "--db",
+        "cassandra",
+        "-P",
+        "workloads/workloadc",
+        "-p",
+        "recordcount=1000",
+        "-p",
+        "cassandra.readtimeoutmillis=1000",
+        "--threads",
+        "4",
+        "--duration",
+        "8s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--fault",
+        "1s:pause=1500ms:node1",
+        "--fault",
+        "4s:kill:node1",
+        "--fault",
+        "5s:restart:node1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(faulted.code(), 0, "{}", faulted.stderr);
+    for f in [
+        "fault 1s:pause=1500ms:node1: 127.0.0.1 paused",
+        "fault 4s:kill:node1: 127.0.0.1 killed (SIGKILL)",
+        "fault 5s:restart:node1: 127.0.0.1 restarted as pid",
+    ] {
+        assert!(faulted.stderr.contains(f), "{f}: {}", faulted.stderr);
+    }
+    let run = faulted.run_json();
+    let step = run["steps"].as_array().unwrap().last().unwrap().clone();
+    let reads = step["returns"]["READ"].as_object().unwrap().clone();
+    assert!(
+        reads
+            .get("OK")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+            > 0,
+        "{reads:?}"
+    );
+    assert!(
+        reads.keys().any(|k| k != "OK"),
+        "the outage shows as failed reads: {reads:?}"
+    );
+    let events = read_json(
+        &faulted
+            .run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("db-events.json"),
+    );
+    let faults: Vec<&serde_json::Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "fault")
+        .collect();
+    assert_eq!(faults.len(), 3, "{events}");
+    let started = step["started_unix_ms"].as_u64().unwrap();
+    let at: Vec<u64> = faults
+        .iter()
+        .map(|e| e["start_unix_ms"].as_u64().unwrap() - started)
+        .collect();
+    // Each at its offset (the pause holds the schedule for 1.5 s, so the kill is not early).
+    assert!(at[0] >= 1000 && at[0] < 2000, "{at:?}");
+    assert!(at[1] >= 4000 && at[1] < 5000, "{at:?}");
+    assert!(at[2] >= 5000, "{at:?}");
+    let report = std::fs::read_to_string(faulted.run_dir().join("report.md")).unwrap();
+    assert!(
+        report.contains("Faults injected: 127.0.0.1 at"),
+        "the report's time line names them"
+    );
+    assert!(
+        java_pids_with(&managed).is_empty(),
+        "the restarted node is stopped too"
+    );
 }
 
 #[test]

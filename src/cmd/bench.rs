@@ -53,6 +53,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         restore_each_step: args.restore_each_step,
         nodes: args.nodes,
         observe: args.observe.clone(),
+        faults: args.faults.clone(),
         client: args.client,
         stop_when: args.stop_when.clone(),
         command_line: std::env::args().collect(),
@@ -123,6 +124,9 @@ fn apply_experiment_file(
     req.nodes = file.nodes.or(req.nodes);
     if req.observe.is_empty() {
         req.observe = file.observe.clone();
+    }
+    if req.faults.is_empty() {
+        req.faults = file.faults.clone();
     }
     req.stop_when = file.stop_rule().or(req.stop_when.take());
     Ok(())

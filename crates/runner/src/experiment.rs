@@ -231,6 +231,11 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             processes,
             self.remote.as_mut(),
         );
+        if step.phase == Phase::Run {
+            if let Some(handler) = self.deployment.fault_handler() {
+                observer = observer.with_faults(self.plan.faults.clone(), handler);
+            }
+        }
         let result = run_step(
             self.factory,
             &workload,
@@ -242,8 +247,10 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         let since = result
             .started_unix_ms
             .saturating_sub(step.warmup.as_millis() as u64);
+        let observed = observer.finish(since);
         let mut events = self.factory.events_since(since);
         events.extend(self.deployment.events_since(since));
+        events.extend(observed.fault_events.iter().cloned());
         events.sort_by_key(|e| e.start_unix_ms);
         record_step(
             &mut self.run,
@@ -253,7 +260,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 workload: &w.label,
                 plan: step,
                 result: &result,
-                observed: observer.finish(since),
+                observed,
                 events,
             },
         )?;

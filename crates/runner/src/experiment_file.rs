@@ -32,6 +32,9 @@ pub struct ExperimentFile {
     /// Hosts whose database node is observed over SSH (`--observe`).
     #[serde(default)]
     pub observe: Vec<String>,
+    /// Faults injected into every run step (`--fault`), e.g. `["10s:kill:node3"]`.
+    #[serde(default)]
+    pub faults: Vec<String>,
     /// The sweep's stop rule (`--stop-when`), e.g. `stop_when = "read.p99 > 50ms"`.
     pub stop_when: Option<String>,
     /// Properties of every workload (the dataset belongs here).

@@ -14,6 +14,7 @@ pub mod environment;
 pub mod errors;
 pub mod experiment;
 pub mod experiment_file;
+pub mod fault;
 pub mod merge;
 pub mod observe;
 pub mod pacer;

@@ -4,6 +4,7 @@
 
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
+use crate::fault::{Fault, FaultHandler, FaultRunner};
 use crate::remote::{NodeResult, RemoteHosts};
 use crate::step::StepObserver;
 use anyhow::Result;
@@ -61,6 +62,9 @@ pub fn preflight_trace(opts: &TraceOptions, watch: &WatchOptions) -> Result<Opti
 pub struct Observer<'r> {
     trace_opts: Option<TraceOptions>,
     remote: Option<&'r mut RemoteHosts>,
+    /// The step's fault schedule and what carries it out; started with measurement.
+    faults: Option<(Vec<Fault>, FaultHandler)>,
+    fault_runner: Option<FaultRunner>,
     watch: WatchOptions,
     pids: Vec<(String, u32)>,
     trace: Option<TraceSession>,
@@ -76,6 +80,8 @@ pub struct Observed {
     pub trace_error: Option<String>,
     /// Each observed host's part.
     pub nodes: Vec<NodeResult>,
+    /// The faults injected during the step, as events on its time line.
+    pub fault_events: Vec<iodig_model::events::DbEvent>,
 }
 
 impl<'r> Observer<'r> {
@@ -90,6 +96,8 @@ impl<'r> Observer<'r> {
         Observer {
             trace_opts,
             remote,
+            faults: None,
+            fault_runner: None,
             watch,
             pids,
             trace: None,
@@ -98,9 +106,22 @@ impl<'r> Observer<'r> {
         }
     }
 
+    /// Injects these faults at their offsets from the start of measurement.
+    pub fn with_faults(mut self, faults: Vec<Fault>, handler: FaultHandler) -> Self {
+        if !faults.is_empty() {
+            self.faults = Some((faults, handler));
+        }
+        self
+    }
+
     /// Stops what runs and hands over what it measured; the remote hosts' database events
     /// since `since_unix_ms` come with theirs.
     pub fn finish(mut self, since_unix_ms: u64) -> Observed {
+        let fault_events = self
+            .fault_runner
+            .take()
+            .map(FaultRunner::finish)
+            .unwrap_or_default();
         let nodes = self
             .remote
             .take()
@@ -118,6 +139,7 @@ impl<'r> Observer<'r> {
             sys: self.sys.take().map(Sampler::stop),
             trace_error: self.trace_error,
             nodes,
+            fault_events,
         }
     }
 }
@@ -140,6 +162,9 @@ impl StepObserver for Observer<'_> {
         }
         if let Some(r) = self.remote.as_deref_mut() {
             r.start();
+        }
+        if let Some((faults, handler)) = self.faults.take() {
+            self.fault_runner = Some(FaultRunner::start(&faults, handler));
         }
     }
 }

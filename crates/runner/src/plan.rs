@@ -3,6 +3,7 @@
 //! deployments and the recorder all read this one [`Plan`].
 
 use crate::errors::UsageError;
+use crate::fault::{self, Fault};
 use crate::remote::{
     self,
     ssh::{Ssh, SshHost},
@@ -55,6 +56,8 @@ pub struct Plan {
     pub observe: Vec<SshHost>,
     /// How ssh is called (`ssh.config`).
     pub ssh: Ssh,
+    /// Faults injected into every run step (`--fault`), checked.
+    pub faults: Vec<Fault>,
 }
 
 impl Plan {
@@ -101,6 +104,7 @@ impl Plan {
         check_same_dataset(&workloads)?;
         check_nodes(&req, &props)?;
         let observe = remote::parse_hosts("--observe", &req.observe)?;
+        let faults = check_faults(&req, &props, &workloads)?;
         let ssh = Ssh {
             config: match props.get("ssh.config") {
                 Some(p) if !Path::new(p).is_file() => {
@@ -121,6 +125,7 @@ impl Plan {
             percentiles,
             observe,
             ssh,
+            faults,
         })
     }
 
@@ -410,6 +415,57 @@ fn check_nodes(req: &RunRequest, props: &Properties) -> Result<()> {
         .into());
     }
     Ok(())
+}
+
+/// `--fault` values: parsed, aimed at managed nodes that exist, and due inside the steps.
+fn check_faults(
+    req: &RunRequest,
+    props: &Properties,
+    workloads: &[ResolvedWorkload],
+) -> Result<Vec<Fault>> {
+    let mut faults = Vec::new();
+    for spec in &req.faults {
+        let f = fault::parse(spec).map_err(UsageError)?;
+        if req.db != "cassandra" || props.contains("hosts") {
+            return Err(UsageError(format!(
+                "--fault {spec}: faults are injected into database nodes iodig manages (--db cassandra without -p hosts, --nodes N); --db {}{} has none",
+                req.db,
+                if props.contains("hosts") { " with hosts" } else { "" }
+            ))
+            .into());
+        }
+        let nodes = req.nodes.unwrap_or(1);
+        let index = f
+            .target
+            .strip_prefix("node")
+            .or_else(|| f.target.strip_prefix("127.0.0."))
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|n| (1..=nodes).contains(n));
+        if index.is_none() {
+            return Err(UsageError(format!(
+                "--fault {spec}: target {:?} is not one of the {nodes} managed node(s); use node1…node{nodes} or 127.0.0.1…127.0.0.{nodes}",
+                f.target
+            ))
+            .into());
+        }
+        for w in workloads {
+            let duration = req.duration.or(match w.max_execution_secs {
+                0 => None,
+                s => Some(Duration::from_secs(s)),
+            });
+            if let Some(d) = duration.filter(|d| f.at >= *d) {
+                return Err(UsageError(format!(
+                    "--fault {spec}: at {:.1} s, past the end of {}'s {:.1} s steps; give an earlier time or a longer --duration",
+                    f.at.as_secs_f64(),
+                    w.label,
+                    d.as_secs_f64()
+                ))
+                .into());
+            }
+        }
+        faults.push(f);
+    }
+    Ok(faults)
 }
 
 /// Load threads when none are given: twice the cores, at least 4.

@@ -42,6 +42,8 @@ pub struct RunRequest {
     pub restore_each_step: bool,
     /// `--nodes N`: managed database nodes to start (Cassandra without `hosts`).
     pub nodes: Option<u32>,
+    /// `--fault AT:ACTION:TARGET`: faults injected into every run step, as written.
+    pub faults: Vec<String>,
     /// `--observe HOST,…`: hosts whose database node iodig observes over SSH.
     pub observe: Vec<String>,
     /// `--client I/N`: this client's slice of the key space (1-based I).

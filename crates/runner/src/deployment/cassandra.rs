@@ -7,6 +7,7 @@ use super::{db_error, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
 use crate::experiment::sweep;
+use crate::fault::{Fault, FaultAction, FaultHandler};
 use crate::plan::Plan;
 use crate::probe::{probe_dataset, Presence};
 use crate::remote::agent::NodeOnHost;
@@ -227,6 +228,27 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
 
     fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
         iodig_cassandra::events(&self.dir, Some(since_unix_ms)).unwrap_or_default()
+    }
+
+    fn fault_handler(&self) -> Option<FaultHandler> {
+        let dir = self.dir.clone();
+        Some(std::sync::Arc::new(move |f: &Fault| {
+            let n = f
+                .target
+                .strip_prefix("node")
+                .or_else(|| f.target.strip_prefix("127.0.0."))
+                .unwrap_or(&f.target);
+            let address = format!("127.0.0.{n}");
+            let fault = match &f.action {
+                FaultAction::Kill => iodig_cassandra::NodeFault::Kill,
+                FaultAction::Pause(d) => iodig_cassandra::NodeFault::Pause(*d),
+                FaultAction::Stop => iodig_cassandra::NodeFault::Stop,
+                FaultAction::Restart => iodig_cassandra::NodeFault::Restart,
+            };
+            iodig_cassandra::inject(&dir, &address, &fault)
+                .map(|done| (address, done))
+                .map_err(|e| e.to_string())
+        }))
     }
 }
 

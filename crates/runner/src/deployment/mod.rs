@@ -64,6 +64,11 @@ pub trait Deployment<F: DbFactory> {
         Vec::new()
     }
 
+    /// What does a `--fault` to a node of this deployment (managed nodes only).
+    fn fault_handler(&self) -> Option<crate::fault::FaultHandler> {
+        None
+    }
+
     /// Flushes and compactions the deployment reads itself (managed nodes' logs), besides the
     /// binding's own.
     fn events_since(&self, _since_unix_ms: u64) -> Vec<DbEvent> {
