@@ -54,6 +54,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         nodes: args.nodes,
         observe: args.observe.clone(),
         client: args.client,
+        start_at: args.start_at,
         stop_when: args.stop_when.clone(),
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
@@ -77,6 +78,9 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         ))
         .into());
     }
+    if let Some(t) = req.start_at {
+        check_start_in_future(t)?;
+    }
     let stop = iodig_runner::install_stop_handler()?;
     let outcome = iodig_runner::execute(&req, &stop)?;
     Ok(if outcome.interrupted {
@@ -84,6 +88,25 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A start time that has passed cannot line clients up: refused before anything starts.
+fn check_start_in_future(t: std::time::SystemTime) -> Result<()> {
+    let now = std::time::SystemTime::now();
+    if let Ok(ago) = now.duration_since(t) {
+        let example = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs()
+            + 60;
+        return Err(UsageError(format!(
+            "--start-at {}: that time passed {:.1} s ago; give a time in the future on every client, e.g. --start-at {example} (a minute from now)",
+            iodig_runner::start_at::format_utc(t),
+            ago.as_secs_f64()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// Replaces the request's workloads and settings with those of an experiment file.
