@@ -159,6 +159,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "HOST[,HOST…]", value_delimiter = ',')]
     pub observe: Vec<String>,
 
+    /// Start one client per host over SSH (HOST, USER@HOST, HOST:PORT or an ~/.ssh/config
+    /// alias; comma-separated or repeated; this machine may be one of them), each with
+    /// `--client I/N`, the same flags and files and one common start, then merge their runs into
+    /// --out (docs/clients.md). --threads and --target are per client.
+    #[arg(long, value_name = "HOST[,HOST…]", value_delimiter = ',')]
+    pub clients: Vec<String>,
+
     /// Show status lines on stderr (YCSB's -s); on a terminal a live bar is shown anyway.
     #[arg(short = 's')]
     pub status: bool,

@@ -32,6 +32,10 @@ pub struct ExperimentFile {
     /// Hosts whose database node is observed over SSH (`--observe`).
     #[serde(default)]
     pub observe: Vec<String>,
+    /// Hosts to start one client each on over SSH (`--clients`); ignored by a run given
+    /// `--client I/N`, which is one of those clients.
+    #[serde(default)]
+    pub clients: Vec<String>,
     /// The sweep's stop rule (`--stop-when`), e.g. `stop_when = "read.p99 > 50ms"`.
     pub stop_when: Option<String>,
     /// Properties of every workload (the dataset belongs here).
