@@ -25,6 +25,28 @@ pub struct StepData {
 }
 
 impl StepData {
+    /// Streams the client's per-second histograms from `latency.hlog`: `f(end_unix_ms, series,
+    /// histogram)`, one at a time (a long step holds thousands; the caller merges what it needs).
+    /// `Ok(false)` when the step has no interval log.
+    pub fn for_each_client_second(
+        &self,
+        f: impl FnMut(u64, &str, &iodig_stats::Histogram),
+    ) -> Result<bool> {
+        let path = self.dir.join(files::HDR_LOG);
+        if !path.is_file() {
+            return Ok(false);
+        }
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        iodig_stats::for_each_interval(&bytes, f).with_context(|| {
+            format!(
+                "{}: not an HDR interval log written by iodig",
+                path.display()
+            )
+        })?;
+        Ok(true)
+    }
+
     /// Unix ms of the end of the measured window.
     pub fn end_unix_ms(&self) -> u64 {
         self.summary.started_unix_ms + self.summary.runtime_ms

@@ -2,6 +2,7 @@
 //! axis (each per-second value at the middle of its interval), with the step's findings.
 
 use super::attribution::{check_sentence, class_shares, node_shares, ShareRow};
+use super::background::{background, Background};
 use super::findings::step_findings;
 use super::io::{io_lines, io_rows, size_hists, IoLines, IoRow, SizeHist};
 use super::{is_primary_series, Line};
@@ -46,6 +47,8 @@ pub struct StepView {
     pub nodes: Vec<ShareRow>,
     /// The attribution self-check, worded; none without attribution.
     pub attribution_check: Option<String>,
+    /// What flush and compaction IO did to the client and to the other classes' IO.
+    pub background: Option<Background>,
     pub size_hists: Vec<SizeHist>,
     pub trace_mode: String,
     pub trace_note: Option<String>,
@@ -107,6 +110,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         classes: attribution.map(class_shares).unwrap_or_default(),
         nodes: attribution.map(node_shares).unwrap_or_default(),
         attribution_check: attribution.map(check_sentence),
+        background: background(step),
         size_hists: step
             .trace
             .as_ref()
