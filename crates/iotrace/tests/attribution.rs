@@ -142,6 +142,46 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
             (0..10).for_each(|i| pwrite_direct(f, b, 512 << 10, 768 * MIB + i * (512 << 10)));
         }),
     );
+    // Query reads beside a memtable flush: 200 reads while the flush writes 512 KiB chunks
+    // back to back until the reads are done.
+    let busy = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(0));
+    let (b1, b2) = (busy.clone(), busy.clone());
+    let (p1, p2) = (dev.path.clone(), dev.path.clone());
+    let open = |p: &str| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(p)
+            .unwrap()
+    };
+    let (f1, f2) = (open(&p1), open(&p2));
+    use std::sync::atomic::Ordering::SeqCst;
+    let flush = std::thread::Builder::new()
+        .name("MemtableFlushWriter:1".into())
+        .spawn(move || {
+            let b = AlignedBuf::new(512 * KIB as usize);
+            b1.store(1, SeqCst);
+            let mut i = 0;
+            while b1.load(SeqCst) == 1 && i < 4096 {
+                pwrite_direct(&f1, &b, 512 << 10, 2 * GIB + (i % 1024) * (512 << 10));
+                i += 1;
+            }
+        })
+        .unwrap();
+    let reads = std::thread::Builder::new()
+        .name("ReadStage-2".into())
+        .spawn(move || {
+            let b = AlignedBuf::new(4096);
+            while b2.load(SeqCst) == 0 {
+                std::thread::yield_now();
+            }
+            (0..200).for_each(|i| pread_direct(&f2, &b, 4096, 3 * GIB + i * 8192));
+            b2.store(2, SeqCst);
+        })
+        .unwrap();
+    reads.join().unwrap();
+    flush.join().unwrap();
     // A process of its own in the test cgroup: one buffered 4 KiB write, then fsync.
     let procs = cg.dir.join("cgroup.procs");
     let mut cmd = std::process::Command::new("dd");
@@ -178,7 +218,7 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
     assert!(a.enabled);
     let sum = |v: &[(u64, u64)]| v.iter().fold((0, 0), |s, x| (s.0 + x.0, s.1 + x.1));
 
-    assert_eq!(got(&doc, "cassandra.read", "read"), (100, 100 * 4096));
+    assert_eq!(got(&doc, "cassandra.read", "read"), (300, 300 * 4096));
     assert_eq!(
         got(&doc, "cassandra.compaction", "write"),
         (20, 20 * 512 * KIB)
@@ -231,7 +271,39 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
     assert_eq!((w.ios, w.bytes), (3, 4096), "{w:?}");
     assert!(w.name.contains(&*name), "{w:?}");
     let me = a.watched.iter().find(|w| w.flag == "--pid").unwrap();
-    assert_eq!(me.ios, 100 + 20 + 6 + 1 + 10 + discard_ios + 60, "{me:?}");
+    let flushed = got(&doc, "cassandra.flush", "write");
+    assert!(
+        flushed.0 >= 1 && flushed.1 == flushed.0 * 512 * KIB,
+        "{flushed:?}"
+    );
+    assert_eq!(
+        me.ios,
+        300 + 20 + 6 + 1 + 10 + discard_ios + 60 + flushed.0,
+        "{me:?}"
+    );
+
+    // The background split. The first 100 query reads and RocksDB's 50 ran with no flush or
+    // compaction IO anywhere near them: all "without"; the 200 beside the flush almost all
+    // "with" (the flush had a request in flight but for the microseconds between its writes).
+    let split = |class: &str, op: &str| {
+        let s = a
+            .splits
+            .iter()
+            .find(|s| s.class == class && s.op == op)
+            .unwrap_or_else(|| panic!("no split for {class} {op}: {:#?}", a.splits));
+        (s.with_background.ios, s.without_background.ios)
+    };
+    let (with, without) = split("cassandra.read", "read");
+    assert_eq!(with + without, 300);
+    assert!(
+        with > 100 && without >= 100,
+        "with {with} without {without}"
+    );
+    assert_eq!(split("rocksdb.read", "read"), (0, 50));
+    // Compaction writes one at a time: no *other* background request beside them, until the
+    // flush's writes (another background class) — which ran after them.
+    assert_eq!(split("cassandra.compaction", "write"), (0, 20));
+    assert!(a.background_classes.iter().any(|c| c == "cassandra.flush"));
     // Our own threads are not in the test cgroup.
     assert!(a
         .rows
