@@ -25,11 +25,12 @@ pub struct StepData {
 }
 
 impl StepData {
-    /// Streams the client's per-second histograms from `latency.hlog`: `f(end_unix_ms, series,
-    /// histogram)`, one at a time (a long step holds thousands; the caller merges what it needs).
-    /// `Ok(false)` when the step has no interval log.
+    /// Streams the client's per-second histograms of the series `want` accepts from
+    /// `latency.hlog`: `f(end_unix_ms, series, histogram)`, one at a time (a long step holds
+    /// thousands; the caller merges what it needs). `Ok(false)` when the step has no log.
     pub fn for_each_client_second(
         &self,
+        want: impl Fn(&str) -> bool,
         f: impl FnMut(u64, &str, &iodig_stats::Histogram),
     ) -> Result<bool> {
         let path = self.dir.join(files::HDR_LOG);
@@ -38,7 +39,7 @@ impl StepData {
         }
         let bytes =
             std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        iodig_stats::for_each_interval(&bytes, f).with_context(|| {
+        iodig_stats::for_each_interval(&bytes, want, f).with_context(|| {
             format!(
                 "{}: not an HDR interval log written by iodig",
                 path.display()

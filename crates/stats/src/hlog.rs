@@ -9,10 +9,15 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use std::time::Duration;
 
-/// Calls `f(end_unix_ms, series, histogram)` for every interval of the log, in file order.
-/// Times are the log's base time (or start time) plus the interval's start and length, so for
-/// iodig's logs `end_unix_ms` is the whole wall-clock second the interval ended on.
-pub fn for_each_interval(bytes: &[u8], mut f: impl FnMut(u64, &str, &Histogram)) -> Result<()> {
+/// Calls `f(end_unix_ms, series, histogram)` for every interval of the log whose series
+/// `want` accepts (the others are not decoded), in file order. Times are the log's base time
+/// (or start time) plus the interval's start and length, so for iodig's logs `end_unix_ms` is
+/// the whole wall-clock second the interval ended on.
+pub fn for_each_interval(
+    bytes: &[u8],
+    want: impl Fn(&str) -> bool,
+    mut f: impl FnMut(u64, &str, &Histogram),
+) -> Result<()> {
     let mut base = Duration::ZERO;
     let mut de = Deserializer::new();
     for entry in IntervalLogIterator::new(bytes) {
@@ -21,6 +26,10 @@ pub fn for_each_interval(bytes: &[u8], mut f: impl FnMut(u64, &str, &Histogram))
             LogEntry::StartTime(t) if base.is_zero() => base = t,
             LogEntry::StartTime(_) => {}
             LogEntry::Interval(i) => {
+                let tag = i.tag().map_or("UNTAGGED", |t| t.as_str());
+                if !want(tag) {
+                    continue;
+                }
                 let end = base + i.start_timestamp() + i.duration();
                 let raw = base64::engine::general_purpose::STANDARD
                     .decode(i.encoded_histogram())
@@ -28,7 +37,6 @@ pub fn for_each_interval(bytes: &[u8], mut f: impl FnMut(u64, &str, &Histogram))
                 let h: Histogram = de
                     .deserialize(&mut raw.as_slice())
                     .map_err(|e| anyhow!("bad histogram in interval log: {e:?}"))?;
-                let tag = i.tag().map_or("UNTAGGED", |t| t.as_str());
                 f(end.as_millis() as u64, tag, &h);
             }
         }
@@ -65,15 +73,27 @@ mod tests {
                 .unwrap();
         }
         let mut got = Vec::new();
-        for_each_interval(&log, |end, tag, h| {
-            got.push((end, tag.to_string(), h.len(), h.max()));
-        })
+        for_each_interval(
+            &log,
+            |_| true,
+            |end, tag, h| {
+                got.push((end, tag.to_string(), h.len(), h.max()));
+            },
+        )
         .unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].0, 1_700_000_001_000);
         assert_eq!(got[1].0, 1_700_000_002_000);
         assert_eq!((got[0].1.as_str(), got[0].2), ("READ", 2));
         assert!(got[1].3 >= 1500 && got[1].3 < 1510, "{:?}", got[1]);
-        assert!(for_each_interval(b"Tag=READ,0.0,1.0,1.0,!!notbase64\n", |_, _, _| {}).is_err());
+        let mut reads = 0;
+        for_each_interval(&log, |t| t == "READ", |_, _, _| reads += 1).unwrap();
+        assert_eq!(reads, 1);
+        assert!(for_each_interval(
+            b"Tag=READ,0.0,1.0,1.0,!!notbase64\n",
+            |_| true,
+            |_, _, _| {}
+        )
+        .is_err());
     }
 }

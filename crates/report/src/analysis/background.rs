@@ -159,20 +159,23 @@ pub fn client_split(
     let mut acc: BTreeMap<String, [Histogram; 2]> = BTreeMap::new();
     let mut seconds: [BTreeSet<u64>; 2] = Default::default();
     let mut err = None;
-    step.for_each_client_second(|end_ms, series, h| {
-        let second = second_of(end_ms);
-        if !covered.contains(&second) || !OP_SERIES.contains(&series) {
-            return;
-        }
-        let side = usize::from(busy.contains(&second));
-        seconds[side].insert(second);
-        let e = acc
-            .entry(series.to_string())
-            .or_insert_with(|| [new_histogram(), new_histogram()]);
-        if let Err(x) = e[side].add(h) {
-            err.get_or_insert(x);
-        }
-    })?;
+    step.for_each_client_second(
+        |series| OP_SERIES.contains(&series),
+        |end_ms, series, h| {
+            let second = second_of(end_ms);
+            if !covered.contains(&second) {
+                return;
+            }
+            let side = usize::from(busy.contains(&second));
+            seconds[side].insert(second);
+            let e = acc
+                .entry(series.to_string())
+                .or_insert_with(|| [new_histogram(), new_histogram()]);
+            if let Err(x) = e[side].add(h) {
+                err.get_or_insert(x);
+            }
+        },
+    )?;
     if let Some(e) = err {
         anyhow::bail!("cannot merge the client's histograms: {e:?}");
     }
