@@ -26,12 +26,12 @@ pub struct StepData {
 
 impl StepData {
     /// Streams the client's per-second histograms of the series `want` accepts from
-    /// `latency.hlog`: `f(end_unix_ms, series, histogram)`, one at a time (a long step holds
+    /// `latency.hlog`: `f(start_unix_ms, end_unix_ms, series, histogram)`, one at a time (a long step holds
     /// thousands; the caller merges what it needs). `Ok(false)` when the step has no log.
     pub fn for_each_client_second(
         &self,
         want: impl Fn(&str) -> bool,
-        f: impl FnMut(u64, &str, &iodig_stats::Histogram),
+        f: impl FnMut(u64, u64, &str, &iodig_stats::Histogram),
     ) -> Result<bool> {
         let path = self.dir.join(files::HDR_LOG);
         if !path.is_file() {

@@ -9,14 +9,14 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use std::time::Duration;
 
-/// Calls `f(end_unix_ms, series, histogram)` for every interval of the log whose series
-/// `want` accepts (the others are not decoded), in file order. Times are the log's base time
-/// (or start time) plus the interval's start and length, so for iodig's logs `end_unix_ms` is
-/// the whole wall-clock second the interval ended on.
+/// Calls `f(start_unix_ms, end_unix_ms, series, histogram)` for every interval of the log
+/// whose series `want` accepts (the others are not decoded), in file order. Times are the
+/// log's base time (or start time) plus the interval's start and length (ms, as the log keeps
+/// them).
 pub fn for_each_interval(
     bytes: &[u8],
     want: impl Fn(&str) -> bool,
-    mut f: impl FnMut(u64, &str, &Histogram),
+    mut f: impl FnMut(u64, u64, &str, &Histogram),
 ) -> Result<()> {
     let mut base = Duration::ZERO;
     let mut de = Deserializer::new();
@@ -30,14 +30,15 @@ pub fn for_each_interval(
                 if !want(tag) {
                     continue;
                 }
-                let end = base + i.start_timestamp() + i.duration();
+                let start = base + i.start_timestamp();
+                let end = start + i.duration();
                 let raw = base64::engine::general_purpose::STANDARD
                     .decode(i.encoded_histogram())
                     .map_err(|e| anyhow!("bad base64 in interval log: {e}"))?;
                 let h: Histogram = de
                     .deserialize(&mut raw.as_slice())
                     .map_err(|e| anyhow!("bad histogram in interval log: {e:?}"))?;
-                f(end.as_millis() as u64, tag, &h);
+                f(start.as_millis() as u64, end.as_millis() as u64, tag, &h);
             }
         }
     }
@@ -76,23 +77,23 @@ mod tests {
         for_each_interval(
             &log,
             |_| true,
-            |end, tag, h| {
-                got.push((end, tag.to_string(), h.len(), h.max()));
+            |start, end, tag, h| {
+                got.push((start, end, tag.to_string(), h.len(), h.max()));
             },
         )
         .unwrap();
         assert_eq!(got.len(), 2);
-        assert_eq!(got[0].0, 1_700_000_001_000);
-        assert_eq!(got[1].0, 1_700_000_002_000);
-        assert_eq!((got[0].1.as_str(), got[0].2), ("READ", 2));
-        assert!(got[1].3 >= 1500 && got[1].3 < 1510, "{:?}", got[1]);
+        assert_eq!((got[0].0, got[0].1), (1_700_000_000_250, 1_700_000_001_000));
+        assert_eq!((got[1].0, got[1].1), (1_700_000_001_000, 1_700_000_002_000));
+        assert_eq!((got[0].2.as_str(), got[0].3), ("READ", 2));
+        assert!(got[1].4 >= 1500 && got[1].4 < 1510, "{:?}", got[1]);
         let mut reads = 0;
-        for_each_interval(&log, |t| t == "READ", |_, _, _| reads += 1).unwrap();
+        for_each_interval(&log, |t| t == "READ", |_, _, _, _| reads += 1).unwrap();
         assert_eq!(reads, 1);
         assert!(for_each_interval(
             b"Tag=READ,0.0,1.0,1.0,!!notbase64\n",
             |_| true,
-            |_, _, _| {}
+            |_, _, _, _| {}
         )
         .is_err());
     }

@@ -140,12 +140,13 @@ pub fn background(step: &StepData) -> Option<Background> {
     })
 }
 
-/// The unix-ms start of the wall-clock second an interval ending at `end_ms` covers. The
-/// collector ends intervals on whole seconds give or take a millisecond or two, so an end up to
-/// 50 ms past a whole second belongs to the second before it (a plain floor would move every
-/// interval that ended 1 ms late into the next second, against the trace's seconds).
-pub fn second_of(end_ms: u64) -> u64 {
-    end_ms.saturating_sub(50) / 1000 * 1000
+/// The unix-ms start of the wall-clock second holding the middle of the interval
+/// `[start_ms, end_ms)`. The collector ends intervals on whole seconds, but late by a few ms
+/// to hundreds on a loaded machine, and the first and last intervals are partial: the middle
+/// says which second an interval mostly covers (its end would move every interval that ended
+/// 1 ms late into the next second, against the trace's seconds).
+pub fn second_of(start_ms: u64, end_ms: u64) -> u64 {
+    (start_ms + end_ms.saturating_sub(start_ms) / 2) / 1000 * 1000
 }
 
 /// Merges the client's per-second histograms into "with" and "without" per series. A second
@@ -161,8 +162,8 @@ pub fn client_split(
     let mut err = None;
     step.for_each_client_second(
         |series| OP_SERIES.contains(&series),
-        |end_ms, series, h| {
-            let second = second_of(end_ms);
+        |start_ms, end_ms, series, h| {
+            let second = second_of(start_ms, end_ms);
             if !covered.contains(&second) {
                 return;
             }
@@ -391,11 +392,14 @@ mod tests {
 
     #[test]
     fn intervals_ending_a_little_late_or_early_keep_their_second() {
-        assert_eq!(second_of(1_000_898_001), 1_000_897_000);
-        assert_eq!(second_of(1_000_898_999), 1_000_898_000);
-        assert_eq!(second_of(1_000_899_000), 1_000_898_000);
+        assert_eq!(second_of(1_000_897_001, 1_000_898_001), 1_000_897_000);
+        assert_eq!(second_of(1_000_897_999, 1_000_898_999), 1_000_898_000);
+        // 300 ms late: still the second before the end.
+        assert_eq!(second_of(1_000_898_000, 1_000_899_300), 1_000_898_000);
+        // The first interval starts mid-second and runs to the second after the next.
+        assert_eq!(second_of(1_000_896_213, 1_000_898_000), 1_000_897_000);
         // The last, partial interval ends mid-second: its own second.
-        assert_eq!(second_of(1_000_904_214), 1_000_904_000);
+        assert_eq!(second_of(1_000_904_000, 1_000_904_214), 1_000_904_000);
     }
 
     #[test]
