@@ -139,6 +139,12 @@ fn run_clients(
         )
         .into());
     }
+    if let Some(f) = req.faults.first() {
+        return Err(UsageError(format!(
+            "--fault {f} with --clients: every client would inject it; inject faults from one client started by hand (--client 1/N --start-at TIME --fault …)"
+        ))
+        .into());
+    }
     if let Some(rule) = &req.stop_when {
         return Err(UsageError(format!(
             "--stop-when '{rule}' with --clients: each client would judge its own latency and end its sweep apart from the others; leave it out and read the merged run"
@@ -212,6 +218,7 @@ fn client_command(
         restore_each_step,
         nodes,
         observe: _,
+        faults: _,
         clients: _,
         status,
         client: _,
