@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark of `iodig report` (issue 5): a generated run directory with one hour of per-second
 # samples from 4 nodes and 10 million simulated raw IO events (aggregated into trace.json as the
-# tracer does) must be reported in < 10 s and < 1 GB RSS. Prints the median of 3 runs.
+# tracer does), each node also observed over SSH (nodes/HOST/) and the step kept for 2 clients,
+# must be reported in < 10 s and < 1 GB RSS (< 5 s with the nodes and clients). Prints the
+# median of 3 runs.
 #
 # Usage: scripts/bench-report.sh [WORK_DIR]   (default: a temporary directory, removed after)
 # Runs the report through the iodig-report example binary, which calls the same library

@@ -1,15 +1,21 @@
 //! Generates a synthetic run directory for the report benchmark and for looking at a report
 //! without a lab: `cargo run --release -p iodig-report --example gen_run -- OUT_DIR [--big]`.
 //! `--big` is the benchmark's size: one hour of per-second samples from 4 nodes and 10 million
-//! simulated raw IO events aggregated into trace.json.
+//! simulated raw IO events aggregated into trace.json, each node also observed "over SSH" (its
+//! own `nodes/HOST/` trace and samples, ownership in run.json) and the step kept per client for
+//! 2 clients, as `run --observe` and `merge` leave them.
 
 // The fixture is test support, not library code: the example compiles the same file.
 #[path = "../tests/support/fixture.rs"]
 #[allow(dead_code)] // edit_run and fail_step serve the tests only
 mod fixture;
 
-use fixture::{generate, FixtureSpec};
-use std::path::PathBuf;
+use fixture::{edit_run, generate, FixtureSpec};
+use iodig_model::cluster::{ClockSample, ClusterDoc, HostNode, NodeFacts, NodeStep, ObservedHost};
+use iodig_model::files;
+use iodig_model::fsio::{read_json, write_json_atomic};
+use iodig_model::trace::TraceDoc;
+use std::path::{Path, PathBuf};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -36,7 +42,10 @@ fn main() -> anyhow::Result<()> {
         }
     };
     let t = std::time::Instant::now();
-    let doc = generate(&spec, &out)?;
+    let mut doc = generate(&spec, &out)?;
+    if big {
+        doc = observed_nodes(&out, spec.nodes, 2)?;
+    }
     eprintln!(
         "generated {} ({} steps) in {:.1}s",
         out.display(),
@@ -44,4 +53,99 @@ fn main() -> anyhow::Result<()> {
         t.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Splits each step's trace into one per node (its own device) under `nodes/HOST/`, with the
+/// system samples, records the hosts, their clocks and the ring's ownership in run.json, and
+/// keeps the step's files once per client under `clients/<i>/`.
+fn observed_nodes(
+    run_dir: &Path,
+    nodes: usize,
+    clients: usize,
+) -> anyhow::Result<iodig_model::RunDoc> {
+    let hosts: Vec<String> = (1..=nodes).map(|i| format!("10.0.0.{i}")).collect();
+    let doc: iodig_model::RunDoc = read_json(&run_dir.join(files::RUN))?;
+    let mut steps_nodes = Vec::new();
+    for step in &doc.steps {
+        let dir = run_dir.join(&step.dir);
+        let trace: TraceDoc = read_json(&dir.join(files::TRACE))?;
+        let sys = std::fs::read(dir.join(files::SYSSTAT)).ok();
+        let mut per_step = Vec::new();
+        for (i, host) in hosts.iter().enumerate() {
+            let node_dir = dir.join("nodes").join(host);
+            std::fs::create_dir_all(&node_dir)?;
+            let mut t = trace.clone();
+            t.devices = t.devices.iter().skip(i).take(1).cloned().collect();
+            write_json_atomic(&node_dir.join(files::TRACE), &t)?;
+            if let Some(s) = &sys {
+                std::fs::write(node_dir.join(files::SYSSTAT), s)?;
+            }
+            write_json_atomic(&node_dir.join(files::EVENTS), &Vec::<u8>::new())?;
+            per_step.push(NodeStep {
+                host: host.clone(),
+                dir: format!("{}/nodes/{host}", step.dir),
+                clock_before: Some(ClockSample {
+                    offset_ms: 0.4 * i as f64,
+                    rtt_ms: 0.3,
+                }),
+                clock_after: Some(ClockSample {
+                    offset_ms: 0.5 * i as f64,
+                    rtt_ms: 0.3,
+                }),
+                applied_offset_ms: 0,
+                trace_mode: Some("ebpf".into()),
+                partial: None,
+            });
+        }
+        for c in 1..=clients {
+            let client_dir = dir.join("clients").join(c.to_string());
+            std::fs::create_dir_all(&client_dir)?;
+            for f in [files::TRACE, files::SYSSTAT, files::EVENTS] {
+                if dir.join(f).is_file() {
+                    std::fs::copy(dir.join(f), client_dir.join(f))?;
+                }
+            }
+        }
+        steps_nodes.push(per_step);
+    }
+    let n = nodes as f64;
+    edit_run(run_dir, |doc| {
+        for (s, per_step) in doc.steps.iter_mut().zip(steps_nodes) {
+            s.nodes = per_step;
+        }
+        doc.cluster = Some(ClusterDoc {
+            keyspace: Some("ycsb".into()),
+            replication: Some("SimpleStrategy rf=3".into()),
+            nodes: hosts
+                .iter()
+                .map(|h| NodeFacts {
+                    address: h.clone(),
+                    datacenter: Some("dc1".into()),
+                    rack: Some("rack1".into()),
+                    version: Some("5.0.6".into()),
+                    tokens: 16,
+                    owns_pct: Some(300.0 / n),
+                })
+                .collect(),
+            observed: hosts
+                .iter()
+                .enumerate()
+                .map(|(i, h)| ObservedHost {
+                    host: h.clone(),
+                    hostname: format!("db{}", i + 1),
+                    boot_id: format!("boot-{i}"),
+                    agent: "generated".into(),
+                    node: Some(HostNode {
+                        address: format!("{h}:9042"),
+                        pid: 1000 + i as u32,
+                        data_dirs: vec!["/data".into()],
+                        ..Default::default()
+                    }),
+                    devices: vec![format!("nvme{i}n1")],
+                    notes: Vec::new(),
+                })
+                .collect(),
+            notes: Vec::new(),
+        });
+    })
 }
