@@ -154,7 +154,7 @@ impl RemoteHosts {
                 o.shift_to_local(applied);
             }
             if let Some(c) = a.clock_before.or(clock_after) {
-                let slot = f64::from(a_slot_ms(&observation));
+                let slot = f64::from(slot_ms_of(&observation));
                 if c.offset_ms.abs() > slot {
                     iodig_model::eprintln_lossy!(
                         "warning: {}: its clock is {:+.1} ms off this machine's (more than a {slot} ms slot); its timestamps are shifted by {applied} ms",
@@ -185,7 +185,8 @@ impl RemoteHosts {
     }
 }
 
-fn a_slot_ms(o: &Option<NodeObservation>) -> u32 {
+/// The trace's slot width, the bound a clock offset is judged against (100 ms without a trace).
+fn slot_ms_of(o: &Option<NodeObservation>) -> u32 {
     o.as_ref()
         .and_then(|o| o.trace.as_ref().map(|t| t.slot_ms))
         .unwrap_or(100)
