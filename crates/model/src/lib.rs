@@ -15,6 +15,7 @@ pub mod events;
 pub mod fsio;
 pub mod props;
 pub mod run;
+pub mod secret;
 pub mod sys;
 pub mod trace;
 
