@@ -14,10 +14,12 @@ macro_rules! eprintln_lossy {
 pub mod events;
 pub mod fsio;
 pub mod props;
+pub mod reading;
 pub mod run;
 pub mod secret;
 pub mod sys;
 pub mod trace;
+pub mod writer;
 
 pub use run::*;
 

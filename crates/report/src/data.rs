@@ -2,11 +2,12 @@
 //! the path and say how to fix it. Missing optional files (no trace, no sys samples, no database
 //! events) are not errors: the report says what it could not show.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use iodig_model::files;
+use iodig_model::reading::{read_run_doc, settle};
 use iodig_model::sys::SysDoc;
 use iodig_model::trace::TraceDoc;
-use iodig_model::{RunDoc, Sample, StepHistograms, StepSummary, SCHEMA_VERSION};
+use iodig_model::{RunDoc, Sample, StepHistograms, StepSummary};
 
 use std::path::{Path, PathBuf};
 
@@ -70,6 +71,9 @@ pub struct RunData {
     pub path: PathBuf,
     pub doc: RunDoc,
     pub steps: Vec<StepData>,
+    /// How the run ended when it did not complete (killed, failed, interrupted, still running),
+    /// with the step: the report's first finding.
+    pub state: Option<String>,
 }
 
 impl RunData {
@@ -116,21 +120,17 @@ pub fn load_run(path: &Path) -> Result<RunData> {
             files::RUN
         );
     }
-    let raw: serde_json::Value = iodig_model::fsio::read_json(&run_json)?;
-    let version = raw
-        .get("schema_version")
-        .and_then(serde_json::Value::as_u64);
-    match version {
-        Some(v) if v <= u64::from(SCHEMA_VERSION) => {}
-        Some(v) => bail!(
-            "{}: schema version {v} is newer than this iodig reads ({SCHEMA_VERSION}); report it with the iodig version that wrote it ({})",
-            run_json.display(),
-            raw.pointer("/tool/version").and_then(|v| v.as_str()).unwrap_or("unknown")
-        ),
-        None => bail!("{}: no schema_version; this is not a run.json written by iodig", run_json.display()),
-    }
-    let doc: RunDoc = serde_json::from_value(raw)
-        .with_context(|| format!("{} is not a valid iodig run.json", run_json.display()))?;
+    // Schema checked, secrets redacted even in an older iodig's file; a run that says
+    // `running` but whose iodig is gone is shown as killed, with the step it died in.
+    let mut doc = read_run_doc(path)?;
+    let state = match settle(&mut doc).note() {
+        Some(note) => {
+            // Said once, as the first finding, rather than again among the notes.
+            doc.notes.remove(0);
+            Some(note.to_string())
+        }
+        None => status_sentence(&doc),
+    };
     let mut steps = Vec::with_capacity(doc.steps.len());
     for s in &doc.steps {
         let dir = path.join(&s.dir);
@@ -150,5 +150,26 @@ pub fn load_run(path: &Path) -> Result<RunData> {
         path: path.to_path_buf(),
         doc,
         steps,
+        state,
     })
+}
+
+/// The sentence for a run that ended without completing, as run.json records it.
+fn status_sentence(doc: &RunDoc) -> Option<String> {
+    let n = doc.steps.len();
+    let intact = match n {
+        0 => "no step had finished".to_string(),
+        1 => "its finished step (0) is intact".to_string(),
+        n => format!("its finished steps (0–{}) are intact", n - 1),
+    };
+    match doc.status.as_str() {
+        "killed" => Some(format!("The run was killed during step {n}; {intact}.")),
+        "failed" => Some(format!(
+            "The run failed during step {n} (iodig stopped on an error); {intact}."
+        )),
+        "interrupted" => Some(format!(
+            "The run was interrupted (Ctrl-C or SIGTERM) after {n} step(s); the steps it did not reach are missing."
+        )),
+        _ => None,
+    }
 }

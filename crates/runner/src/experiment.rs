@@ -101,6 +101,7 @@ fn create_run_dir<F: DbFactory>(
         environment: environment::describe(data_dir),
         steps: Vec::new(),
         notes,
+        writer: None, // RunDir::create names this process
     };
     let run = RunDir::create(
         &plan.req.out_dir,

@@ -83,7 +83,11 @@ fn is_primary_series(name: &str) -> bool {
 pub fn analyse(run: &RunData) -> Report {
     let sweeps = sweeps(run);
     let steps: Vec<StepView> = run.steps.iter().map(step::step_view).collect();
-    let findings = findings::run_findings(&steps, &sweeps);
+    let mut findings = findings::run_findings(&steps, &sweeps);
+    // A run that did not complete says so before anything it measured.
+    if let Some(state) = &run.state {
+        findings.insert(0, state.clone());
+    }
     Report {
         run_name: run.name(),
         notes: notes(run, &sweeps),

@@ -593,6 +593,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
         },
         steps,
         notes: Vec::new(),
+        writer: None,
     };
     write_json_atomic(&run_dir.join(files::RUN), &doc)?;
     Ok(doc)
