@@ -113,6 +113,20 @@ pub fn load_run(path: &Path) -> Result<RunData> {
         );
     }
     let run_json = path.join(files::RUN);
+    let unfinished_first_write = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(".run.json.") && iodig_model::fsio::is_temp_name(&name)
+        });
+    if !run_json.is_file() && unfinished_first_write {
+        bail!(
+            "{}: its iodig was killed before it wrote run.json the first time: nothing was measured here; remove the directory",
+            path.display()
+        );
+    }
     if !run_json.is_file() {
         bail!(
             "{}: not a run directory (no {} inside); give the directory that `iodig run` printed",
@@ -171,5 +185,46 @@ fn status_sentence(doc: &RunDoc) -> Option<String> {
             "The run was interrupted (Ctrl-C or SIGTERM) after {n} step(s); the steps it did not reach are missing."
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_killed_before_its_first_run_json_says_so() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(".run.json.4242.tmp"), "{").unwrap();
+        let e = format!("{:#}", load_run(d.path()).unwrap_err());
+        assert!(e.contains("killed before it wrote run.json"), "{e}");
+        std::fs::remove_file(d.path().join(".run.json.4242.tmp")).unwrap();
+        let e = format!("{:#}", load_run(d.path()).unwrap_err());
+        assert!(e.contains("not a run directory"), "{e}");
+    }
+
+    #[test]
+    fn a_run_that_did_not_complete_says_how_it_ended_and_where() {
+        let mut doc: RunDoc = serde_json::from_value(serde_json::json!({
+            "schema_version": 1,
+            "tool": {"name": "iodig", "version": "0", "command_line": []},
+            "started_unix_ms": 0, "updated_unix_ms": 0, "status": "killed",
+            "config": {"db": "basic", "property_files": [], "properties": {}, "threads": [1],
+                       "target_ops_per_sec": null, "warmup_secs": 0.0, "seed": 1, "trace": "off"},
+            "environment": {"hostname": "", "kernel": "", "cpu_model": "", "cpus": 1,
+                            "memory_bytes": 0, "data_dir": null, "storage": null},
+            "steps": []
+        }))
+        .unwrap();
+        assert_eq!(
+            status_sentence(&doc).unwrap(),
+            "The run was killed during step 0; no step had finished."
+        );
+        doc.status = "failed".into();
+        assert!(status_sentence(&doc)
+            .unwrap()
+            .contains("failed during step 0"));
+        doc.status = "completed".into();
+        assert_eq!(status_sentence(&doc), None);
     }
 }
