@@ -466,3 +466,120 @@ fn a_run_directory_of_another_schema_version_names_both_versions() {
         );
     }
 }
+
+/// `setpriv` as user nobody with exactly `caps` (a comma list such as `+bpf,+perfmon`; empty:
+/// none): every other capability is dropped from the bounding set too.
+fn as_nobody_with(caps: &str) -> std::process::Command {
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+    c.arg(format!(
+        "--bounding-set=-all{}",
+        if caps.is_empty() {
+            String::new()
+        } else {
+            format!(",{caps}")
+        }
+    ));
+    if !caps.is_empty() {
+        c.arg(format!("--inh-caps={caps}"));
+        c.arg(format!("--ambient-caps={caps}"));
+    }
+    c.current_dir("/").env("CI", "1");
+    c
+}
+
+#[test]
+fn the_tracer_runs_with_cap_bpf_and_cap_perfmon_alone() {
+    // Needs root to drop from, setpriv, and a kernel where eBPF tracing works at all.
+    let root_trace = iodig()
+        .args(["trace", "--mode", "ebpf", "--duration", "1s", "--json"])
+        .output();
+    let usable = std::process::Command::new("setpriv")
+        .arg("--help")
+        .output()
+        .is_ok()
+        && root_trace.is_ok_and(|o| o.status.success());
+    if !usable {
+        eprintln!("skipped: needs root, setpriv and a kernel with eBPF tracing");
+        return;
+    }
+    let exe = env!("CARGO_BIN_EXE_iodig");
+    // The capabilities the process really has: CAP_BPF (39) and CAP_PERFMON (38), nothing else.
+    let status = as_nobody_with("+bpf,+perfmon")
+        .args(["cat", "/proc/self/status"])
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    assert_eq!(
+        u64::from_str_radix(&eff, 16).unwrap(),
+        (1 << 38) | (1 << 39),
+        "{status}"
+    );
+
+    let o = as_nobody_with("+bpf,+perfmon")
+        .args([exe, "trace", "--mode", "ebpf", "--duration", "1s", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["mode"], "ebpf", "{doc}");
+    assert_eq!(doc["self_check"]["lost_events"], 0);
+
+    // A whole run, traced, as nobody with the two capabilities.
+    let dir = tempfile::Builder::new()
+        .prefix("iodig-caps-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let mut perms = std::fs::metadata(dir.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o777);
+    std::fs::set_permissions(dir.path(), perms).unwrap();
+    let workload = std::fs::canonicalize("workloads/workloada").unwrap();
+    let o = as_nobody_with("+bpf,+perfmon")
+        .args([
+            exe,
+            "run",
+            "--db",
+            "basic",
+            "-P",
+            workload.to_str().unwrap(),
+            "-p",
+            "operationcount=0",
+            "--threads",
+            "1",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--trace",
+            "ebpf",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let run = run_dirs(dir.path()).pop().expect("a run directory");
+    assert_eq!(
+        read_json(&run.join("run.json"))["steps"][0]["trace_mode"],
+        "ebpf"
+    );
+
+    // One of the two is not enough: --mode ebpf is refused with exit 3, naming both.
+    for caps in ["+bpf", "+perfmon", ""] {
+        let o = as_nobody_with(caps)
+            .args([exe, "trace", "--mode", "ebpf", "--duration", "1s"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "caps {caps:?}: {stderr}");
+        assert!(stderr.contains("CAP_BPF + CAP_PERFMON"), "{stderr}");
+    }
+}
