@@ -72,7 +72,7 @@ pub fn clean_up_killed_runs(out: &Path) -> Vec<String> {
     let mut lines = Vec::new();
     for entry in entries.flatten() {
         let dir = entry.path();
-        if !dir.join(files::RUN).is_file() {
+        if !says_running(&dir.join(files::RUN)) {
             continue;
         }
         let Ok(doc) = read_run_doc(&dir) else {
@@ -95,6 +95,22 @@ pub fn clean_up_killed_runs(out: &Path) -> Vec<String> {
     }
     lines.sort();
     lines
+}
+
+/// Whether a run.json says `running`, from its head only: `status` is written before the
+/// config and the steps, and an `--out` of hundreds of finished runs must not be parsed whole at
+/// every start.
+fn says_running(run_json: &Path) -> bool {
+    use std::io::Read;
+    let Ok(f) = std::fs::File::open(run_json) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    if f.take(64 << 10).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let head = String::from_utf8_lossy(&head);
+    head.contains("\"status\": \"running\"")
 }
 
 /// Settles one killed run (see [`clean_up_killed_runs`]); returns what was done.
