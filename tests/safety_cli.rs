@@ -138,6 +138,57 @@ fn a_password_reaches_no_file_and_no_output_of_run_merge_compare_or_report() {
     assert!(hits.is_empty(), "the password is in {hits:?}");
 }
 
+#[test]
+fn a_password_on_the_command_line_leaves_the_process_list_once_parsed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = iodig()
+        .args([
+            "run",
+            "--db",
+            "basic",
+            "-P",
+            "workloads/workloada",
+            "-p",
+            "operationcount=0",
+            "-p",
+            &format!("cassandra.password={SECRET}"),
+            "--threads",
+            "1",
+            "--duration",
+            "2s",
+            "--warmup",
+            "0s",
+            "--trace",
+            "off",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cmdline = format!("/proc/{}/cmdline", child.id());
+    let t = Instant::now();
+    let mut seen = String::new();
+    // Until iodig has parsed its arguments the kernel shows them as exec'd: wait for that.
+    while t.elapsed() < Duration::from_secs(5) {
+        seen = String::from_utf8_lossy(&std::fs::read(&cmdline).unwrap_or_default())
+            .replace('\0', " ");
+        if seen.contains("cassandra.password=*") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        seen.contains("cassandra.password=***") && !seen.contains(SECRET),
+        "{seen}"
+    );
+    assert!(child.wait().unwrap().success());
+    let run = run_dirs(dir.path()).pop().unwrap();
+    let line = read_json(&run.join("run.json"))["tool"]["command_line"].to_string();
+    assert!(line.contains("cassandra.password=***"), "{line}");
+}
+
 /// `iodig run --db rocksdb` into `out`, killed with SIGKILL after `delay` (none: in its first
 /// load, as soon as its run.json appears); returns whether the
 /// kill came before the run ended on its own, and what it printed on stderr.
