@@ -5,6 +5,23 @@
 # test binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The SSH tests (`run --observe`) start their own sshd on 127.0.0.x with keys they make. Only the
+# server binary is needed: policy-rc.d keeps the package from starting a system sshd on port 22.
+if [[ ! -x /usr/sbin/sshd ]]; then
+  echo "test: installing openssh-server for the SSH tests (its system service is not started)" >&2
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  made_policy=0
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${sudo_cmd[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${sudo_cmd[@]}" chmod 755 /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq openssh-server >/dev/null
+  if ((made_policy)); then "${sudo_cmd[@]}" rm -f /usr/sbin/policy-rc.d; fi
+fi
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 log=$(mktemp)

@@ -37,6 +37,9 @@ pub enum Command {
     Compare(crate::cmd::compare::CompareArgs),
     /// Start, stop and inspect local Apache Cassandra nodes.
     Cassandra(crate::cmd::cassandra::CassandraArgs),
+    /// The observer `run --observe` starts on another host over SSH (requests on stdin).
+    #[command(hide = true)]
+    Agent(crate::cmd::agent::AgentArgs),
 }
 
 /// Flags of `iodig merge`.
@@ -55,8 +58,8 @@ pub struct MergeArgs {
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// An experiment file (TOML: workloads × thread counts × repetitions, see docs/experiments.md).
-    /// Its settings replace -P; --threads, --db, --duration, --warmup, --trace and --target given
-    /// on the command line win over the file's, as -p wins over its properties.
+    /// Its settings replace -P; --threads, --db, --duration, --warmup, --trace, --target and
+    /// --stop-when given on the command line win over the file's, as -p wins over its properties.
     #[arg(value_name = "EXPERIMENT.toml")]
     pub experiment: Option<PathBuf>,
 
@@ -149,6 +152,20 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=254))]
     pub nodes: Option<u32>,
 
+    /// Inject a fault into every run step, at an offset from its start: AT:ACTION:TARGET with
+    /// ACTION kill, pause=DURATION, stop or restart and TARGET nodeN (managed Cassandra nodes);
+    /// e.g. --fault 10s:kill:node2 --fault 40s:restart:node2. Repeatable. Each fault is an event
+    /// on the step's time line.
+    #[arg(long = "fault", value_name = "AT:ACTION:TARGET")]
+    pub faults: Vec<String>,
+
+    /// Observe the database node on these hosts over SSH (HOST, USER@HOST, HOST:PORT or an
+    /// ~/.ssh/config alias; comma-separated or repeated): iodig runs its own tracer, system
+    /// sampler and event reader there during each step and keeps them per node in the step's
+    /// `nodes/HOST/`. `-p ssh.config=FILE` uses another ssh_config.
+    #[arg(long, value_name = "HOST[,HOST…]", value_delimiter = ',')]
+    pub observe: Vec<String>,
+
     /// Show status lines on stderr (YCSB's -s); on a terminal a live bar is shown anyway.
     #[arg(short = 's')]
     pub status: bool,
@@ -160,6 +177,12 @@ pub struct BenchArgs {
     /// Seed of all random choices: the same seed and thread count repeat the op sequence.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+
+    /// End a workload's thread sweep at the first step that meets this rule, e.g.
+    /// 'read.p99 > 50ms' (OP.STAT > LIMIT: read, update, insert, scan, delete, rmw; avg, p50,
+    /// p90, p95, p99, p99.9, p99.99, max; > >= < <=). The thread counts left are "(not tested)".
+    #[arg(long, value_name = "RULE", value_parser = iodig_runner::StopRule::parse)]
+    pub stop_when: Option<iodig_runner::StopRule>,
 }
 
 /// Parses `30s`, `500ms`, `2m` (or `2min`), `1h` or plain seconds (`10`, `0.5`).

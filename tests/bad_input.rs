@@ -340,3 +340,166 @@ fn nodes_that_cannot_be_started_are_refused_before_anything_runs() {
         "nothing started"
     );
 }
+
+#[test]
+fn report_and_compare_refuse_a_latency_op_they_cannot_show() {
+    let (d, out) = out_dir();
+    let quick = [
+        "-p",
+        "operationcount=50",
+        "--threads",
+        "1",
+        "--warmup",
+        "0s",
+    ];
+    let reads = run_basic("workloads/workloadc", &out, &quick);
+    assert_eq!(reads.code(), 0, "{}", reads.stderr);
+    let mut only_updates = vec!["-p", "readproportion=0", "-p", "updateproportion=1"];
+    only_updates.extend_from_slice(&quick);
+    let updates = run_basic("workloads/workloada", &out, &only_updates);
+    assert_eq!(updates.code(), 0, "{}", updates.stderr);
+    let (r, u) = (reads.run_dir(), updates.run_dir());
+    let (r, u) = (r.to_str().unwrap(), u.to_str().unwrap());
+    let cmp = d.path().join("cmp");
+    let cmp = cmp.to_str().unwrap();
+    expect_usage_error(
+        &["compare", r, u, "--out", cmp],
+        &["no operation in common", "has READ", "has UPDATE"],
+    );
+    expect_usage_error(
+        &["compare", r, r, "--out", cmp, "--op", "reads"],
+        &["--op", "\"reads\"", "unknown operation", "read, update"],
+    );
+    expect_usage_error(
+        &["compare", r, r, "--out", cmp, "--op", "scan"],
+        &["--op scan", "not measured by every run", "(read)"],
+    );
+    expect_usage_error(&["compare", r, r], &["--out"]);
+    assert!(!std::path::Path::new(cmp).exists(), "nothing written");
+    expect_usage_error(
+        &["report", u, "--op", "read"],
+        &[
+            "--op read",
+            "measured no such operation",
+            "UPDATE",
+            "--op all",
+        ],
+    );
+    expect_usage_error(&["report", u, "--op", "nope"], &["\"nope\""]);
+    // Without --op, a run with no reads is drawn with all ops, and says so.
+    let ok = run_iodig(&["report", u]);
+    assert_eq!(ok.code(), 0, "{}", ok.stderr);
+    let md = std::fs::read_to_string(updates.run_dir().join("report.md")).unwrap();
+    assert!(
+        md.contains("measured no read operation: its curves, tables, peak and bend use all ops"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_stop_rule_that_does_not_parse_is_refused_before_anything_runs() {
+    let (d, out) = out_dir();
+    let r = expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "--stop-when",
+            "read.p99 > 50",
+            "--trace",
+            "off",
+            "--out",
+            &out,
+        ],
+        &[
+            "--stop-when",
+            "\"read.p99 > 50\"",
+            "has no unit",
+            "e.g. 'read.p99 > 50ms'",
+        ],
+    );
+    assert!(!r.stderr.contains("run directory:"), "{}", r.stderr);
+    let spec = d.path().join("exp.toml");
+    std::fs::write(
+        &spec,
+        "db = \"basic\"\nstop_when = \"read.p98 > 5ms\"\n[[workload]]\nfile = \"workloada\"\nthreads = [1]\n",
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    let r = expect_usage_error(
+        &["run", spec, "--out", &out],
+        &[
+            spec,
+            "stop_when = \"read.p98 > 5ms\"",
+            "unknown statistic \"p98\"",
+        ],
+    );
+    assert!(!r.stderr.contains("run directory:"), "{}", r.stderr);
+}
+
+#[test]
+fn faults_that_do_not_fit_are_refused_before_anything_starts() {
+    let (_d, out) = out_dir();
+    // An embedded database has no node to kill.
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "rocksdb",
+            "--fault",
+            "2s:kill:node1",
+            "--out",
+            &out,
+        ],
+        &[
+            "--fault 2s:kill:node1",
+            "nodes iodig manages",
+            "--db rocksdb has none",
+        ],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "cassandra",
+            "--fault",
+            "2s:explode:node1",
+            "--out",
+            &out,
+        ],
+        &["--fault \"2s:explode:node1\"", "unknown action \"explode\""],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "cassandra",
+            "--nodes",
+            "3",
+            "--fault",
+            "2s:kill:node4",
+            "--out",
+            &out,
+        ],
+        &["target \"node4\"", "node1…node3"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "cassandra",
+            "--duration",
+            "5s",
+            "--fault",
+            "9s:kill:node1",
+            "--out",
+            &out,
+        ],
+        &["--fault 9s:kill:node1", "past the end", "5.0 s steps"],
+    );
+    // Nothing was started for them: no managed node directory.
+    assert!(!std::path::Path::new(&out)
+        .join("data")
+        .join("cassandra")
+        .exists());
+}

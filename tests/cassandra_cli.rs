@@ -334,6 +334,90 @@ fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_datase
         "only OK reads: {reads}"
     );
     assert!(java_pids_with(&managed).is_empty());
+
+    // Faults inside a step: the node stalls, then crashes and comes back; the run goes on, the
+    // outage shows in the returns, and each fault is an event on the step's time line.
+    let faulted = run_iodig(&[
+        "run",
+        "--db",
+        "cassandra",
+        "-P",
+        "workloads/workloadc",
+        "-p",
+        "recordcount=1000",
+        "-p",
+        "cassandra.readtimeoutmillis=1000",
+        "--threads",
+        "4",
+        "--duration",
+        "8s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--fault",
+        "1s:pause=1500ms:node1",
+        "--fault",
+        "4s:kill:node1",
+        "--fault",
+        "5s:restart:node1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(faulted.code(), 0, "{}", faulted.stderr);
+    for f in [
+        "fault 1s:pause=1500ms:node1: 127.0.0.1 paused",
+        "fault 4s:kill:node1: 127.0.0.1 killed (SIGKILL)",
+        "fault 5s:restart:node1: 127.0.0.1 restarted as pid",
+    ] {
+        assert!(faulted.stderr.contains(f), "{f}: {}", faulted.stderr);
+    }
+    let run = faulted.run_json();
+    let step = run["steps"].as_array().unwrap().last().unwrap().clone();
+    let reads = step["returns"]["READ"].as_object().unwrap().clone();
+    assert!(
+        reads
+            .get("OK")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+            > 0,
+        "{reads:?}"
+    );
+    assert!(
+        reads.keys().any(|k| k != "OK"),
+        "the outage shows as failed reads: {reads:?}"
+    );
+    let events = read_json(
+        &faulted
+            .run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("db-events.json"),
+    );
+    let faults: Vec<&serde_json::Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "fault")
+        .collect();
+    assert_eq!(faults.len(), 3, "{events}");
+    let started = step["started_unix_ms"].as_u64().unwrap();
+    let at: Vec<u64> = faults
+        .iter()
+        .map(|e| e["start_unix_ms"].as_u64().unwrap() - started)
+        .collect();
+    // Each at its offset (the pause holds the schedule for 1.5 s, so the kill is not early).
+    assert!(at[0] >= 1000 && at[0] < 2000, "{at:?}");
+    assert!(at[1] >= 4000 && at[1] < 5000, "{at:?}");
+    assert!(at[2] >= 5000, "{at:?}");
+    let report = std::fs::read_to_string(faulted.run_dir().join("report.md")).unwrap();
+    assert!(
+        report.contains("Faults injected: 127.0.0.1 at"),
+        "the report's time line names them"
+    );
+    assert!(
+        java_pids_with(&managed).is_empty(),
+        "the restarted node is stopped too"
+    );
 }
 
 #[test]
@@ -345,10 +429,17 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
     let out = tmp.path().join("runs");
     let managed = out.join("data").join("cassandra");
     let _guard = Nodes(&managed);
+    // Each node observed "remotely" through a real sshd on its own loopback address, as on a
+    // cluster of separate machines.
+    let sshd = sshd::Sshd::start(&["127.0.0.1", "127.0.0.2", "127.0.0.3"]);
     // The example as written, shortened by flags (which win over the file).
     let r = run_iodig(&[
         "run",
         "examples/cluster-rf3.toml",
+        "--observe",
+        "127.0.0.1,127.0.0.2,127.0.0.3",
+        "-p",
+        &sshd.property(),
         "-p",
         "recordcount=2000",
         "--threads",
@@ -441,6 +532,7 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
         );
         assert!(report.contains("127.0.0.2"), "report names the nodes");
     }
+    observed_nodes_match_the_local_trace(&r.run_dir(), &run);
     assert!(
         java_pids_with(&managed).is_empty(),
         "all three nodes stopped"
@@ -464,6 +556,138 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
         other.stderr.contains("has 3 node(s); run with --nodes 3"),
         "{}",
         other.stderr
+    );
+}
+
+/// What `--observe` recorded for the 3-node cluster: the ring's ownership at RF 3, each host's
+/// node found from the node itself, per-node files in every step, and each observer's share of
+/// its own node equal to what the local trace attributed to that node's cgroup.
+fn observed_nodes_match_the_local_trace(run_dir: &Path, run: &serde_json::Value) {
+    let cluster = &run["cluster"];
+    let nodes = cluster["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3, "{cluster}");
+    let owns: f64 = nodes.iter().map(|n| n["owns_pct"].as_f64().unwrap()).sum();
+    assert!(
+        (owns - 300.0).abs() < 0.01,
+        "ownership at RF 3 sums to {owns}: {cluster}"
+    );
+    for n in nodes {
+        assert!(n["tokens"].as_u64().unwrap() >= 1, "{n}");
+        assert!(
+            n["version"].as_str().is_some_and(|v| v.starts_with('5')),
+            "{n}"
+        );
+    }
+    let observed = cluster["observed"].as_array().unwrap();
+    for (i, host) in observed.iter().enumerate() {
+        let addr = format!("127.0.0.{}", i + 1);
+        assert_eq!(host["host"], addr.as_str(), "{host}");
+        assert_eq!(host["node"]["address"], format!("{addr}:9042"), "{host}");
+        assert!(
+            host["node"]["data_dirs"][0]
+                .as_str()
+                .unwrap()
+                .contains(&format!("node{}", i + 1))
+                || host["node"]["data_dirs"][0]
+                    .as_str()
+                    .unwrap()
+                    .contains(&addr),
+            "{host}"
+        );
+    }
+    let whole_cgroup_bytes = |trace: &serde_json::Value, cgroup: &str| {
+        let whole: std::collections::BTreeSet<u64> = trace["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|d| d["seconds"].as_array().unwrap().iter())
+            .filter(|s| s["covered_ms"].as_u64() == Some(1000))
+            .map(|s| s["unix_ms"].as_u64().unwrap())
+            .collect();
+        let mut m = std::collections::BTreeMap::<u64, u64>::new();
+        for row in trace["self_check"]["attribution"]["rows"]
+            .as_array()
+            .unwrap()
+        {
+            if row["cgroup"].as_str() != Some(cgroup) {
+                continue;
+            }
+            for s in row["seconds"].as_array().unwrap() {
+                let t = s["unix_ms"].as_u64().unwrap();
+                if whole.contains(&t) {
+                    *m.entry(t).or_default() += s["bytes"].as_u64().unwrap();
+                }
+            }
+        }
+        m
+    };
+    let mut compared = 0;
+    for step in run["steps"].as_array().unwrap() {
+        let local = read_json(
+            &run_dir
+                .join(step["dir"].as_str().unwrap())
+                .join("trace.json"),
+        );
+        let step_nodes = step["nodes"].as_array().unwrap();
+        assert_eq!(step_nodes.len(), 3, "{step}");
+        for (i, node) in step_nodes.iter().enumerate() {
+            let addr = format!("127.0.0.{}", i + 1);
+            assert!(node["partial"].is_null(), "{node}");
+            assert!(
+                node["clock_before"]["rtt_ms"].as_f64().unwrap() > 0.0,
+                "{node}"
+            );
+            assert_eq!(
+                node["applied_offset_ms"], 0,
+                "one machine, one clock: {node}"
+            );
+            let dir = run_dir.join(node["dir"].as_str().unwrap());
+            let events = read_json(&dir.join("db-events.json"));
+            for e in events.as_array().unwrap() {
+                assert_eq!(e["node"], addr.as_str(), "only its own node's events: {e}");
+            }
+            let remote = read_json(&dir.join("trace.json"));
+            if remote["mode"] != "ebpf" || local["mode"] != "ebpf" {
+                continue;
+            }
+            let cgroup = observed[i]["node"]["cgroup"].as_str().unwrap();
+            let watched = &remote["self_check"]["attribution"]["watched"][0];
+            assert!(
+                watched["name"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("cassandra-{addr}")),
+                "{watched}"
+            );
+            let mine = whole_cgroup_bytes(&remote, cgroup);
+            let theirs = whole_cgroup_bytes(&local, cgroup);
+            for (t, bytes) in &mine {
+                if let Some(local_bytes) = theirs.get(t) {
+                    assert_eq!(
+                        bytes, local_bytes,
+                        "{addr} at {t}: remote {bytes} B, local {local_bytes} B"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    assert!(compared > 0, "no second of node IO compared");
+    // The report lays the cluster out: ownership, the observed hosts, and each step's nodes.
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(report.contains("## Cluster"), "no cluster section");
+    assert!(report.contains("owns (effective)"), "no ownership table");
+    for n in 1..=3 {
+        assert!(
+            report.contains(&format!("| 127.0.0.{n} | datacenter1 / rack1 |")),
+            "node {n} row"
+        );
+    }
+    let steps_with_nodes = report.matches("### Nodes").count();
+    assert_eq!(
+        steps_with_nodes,
+        run["steps"].as_array().unwrap().len(),
+        "a node table per step"
     );
 }
 

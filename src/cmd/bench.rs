@@ -52,7 +52,10 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         },
         restore_each_step: args.restore_each_step,
         nodes: args.nodes,
+        observe: args.observe.clone(),
+        faults: args.faults.clone(),
         client: args.client,
+        stop_when: args.stop_when.clone(),
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };
@@ -119,6 +122,13 @@ fn apply_experiment_file(
     req.target = file.target.or(req.target);
     req.restore_each_step |= file.restore_each_step;
     req.nodes = file.nodes.or(req.nodes);
+    if req.observe.is_empty() {
+        req.observe = file.observe.clone();
+    }
+    if req.faults.is_empty() {
+        req.faults = file.faults.clone();
+    }
+    req.stop_when = file.stop_rule().or(req.stop_when.take());
     Ok(())
 }
 
@@ -152,5 +162,8 @@ fn apply_flags_over_file(req: &mut RunRequest, args: &BenchArgs, trace: TraceMod
     }
     if args.nodes.is_some() {
         req.nodes = args.nodes;
+    }
+    if args.stop_when.is_some() {
+        req.stop_when = args.stop_when.clone();
     }
 }

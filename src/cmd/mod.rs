@@ -1,5 +1,6 @@
 //! One module per subcommand: each turns its flags into a library call.
 
+pub mod agent;
 pub mod bench;
 pub mod cassandra;
 pub mod compare;

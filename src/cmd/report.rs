@@ -2,6 +2,7 @@
 //! directory and prints their paths and the findings.
 
 use anyhow::Result;
+use iodig_report::LatencyOp;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,13 +11,22 @@ pub struct ReportArgs {
     /// Run directory written by `iodig run` (the one holding run.json).
     #[arg(value_name = "RUN_DIR")]
     pub run_dir: PathBuf,
+    /// Whose latency the curves, OPS tables, peak and bend show: read (the default, as the
+    /// briefs quote it), update, insert, scan, read-modify-write (rmw), delete, or all.
+    #[arg(long, value_name = "OP", value_parser = LatencyOp::parse)]
+    pub op: Option<LatencyOp>,
     /// Do not print the findings.
     #[arg(long, short = 'q')]
     pub quiet: bool,
 }
 
 pub fn run(args: &ReportArgs) -> Result<ExitCode> {
-    let out = iodig_report::write_report(&args.run_dir)?;
+    let out = iodig_report::write_report_with(
+        &args.run_dir,
+        &iodig_report::ReportOptions {
+            op: args.op.clone(),
+        },
+    )?;
     for f in &out.files {
         println!("{}", f.display());
     }

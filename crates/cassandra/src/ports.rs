@@ -83,7 +83,12 @@ pub fn can_connect(addr: &str, port: u16) -> bool {
 
 /// The process listening on `port` (any address), if visible.
 pub fn holder_of(port: u16) -> Option<Holder> {
-    let inode = listening_inode(port)?;
+    let (_, inode) = listeners(port).into_iter().next()?;
+    pid_of_socket(inode).map(Holder::of)
+}
+
+/// The process holding the socket with this inode, from the links in /proc/*/fd.
+pub(crate) fn pid_of_socket(inode: u64) -> Option<u32> {
     let target = format!("socket:[{inode}]");
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -97,15 +102,16 @@ pub fn holder_of(port: u16) -> Option<Holder> {
                 .map(|l| l.to_string_lossy() == target)
                 .unwrap_or(false)
             {
-                return Some(Holder::of(pid));
+                return Some(pid);
             }
         }
     }
     None
 }
 
-/// Inode of a LISTEN socket on `port` in /proc/net/tcp or tcp6.
-fn listening_inode(port: u16) -> Option<u64> {
+/// LISTEN sockets on `port` in /proc/net/tcp and tcp6: their local address and inode.
+pub(crate) fn listeners(port: u16) -> Vec<(std::net::IpAddr, u64)> {
+    let mut found = Vec::new();
     for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(file) else {
             continue;
@@ -115,26 +121,63 @@ fn listening_inode(port: u16) -> Option<u64> {
             if f.len() < 10 {
                 continue;
             }
-            let local_port = f[1]
-                .rsplit(':')
-                .next()
-                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            let Some((addr_hex, port_hex)) = f[1].rsplit_once(':') else {
+                continue;
+            };
             // State 0A is TCP_LISTEN.
-            if local_port == Some(port) && f[3] == "0A" {
-                if let Ok(inode) = f[9].parse::<u64>() {
-                    if inode != 0 {
-                        return Some(inode);
-                    }
-                }
+            if u16::from_str_radix(port_hex, 16).ok() != Some(port) || f[3] != "0A" {
+                continue;
+            }
+            match (proc_net_addr(addr_hex), f[9].parse::<u64>()) {
+                (Some(addr), Ok(inode)) if inode != 0 => found.push((addr, inode)),
+                _ => {}
             }
         }
     }
-    None
+    found
+}
+
+/// An address as /proc/net/tcp{,6} prints it: 32-bit words in host (little-endian) order.
+fn proc_net_addr(hex: &str) -> Option<std::net::IpAddr> {
+    let words: Vec<u32> = (0..hex.len() / 8)
+        .map(|i| u32::from_str_radix(&hex[i * 8..i * 8 + 8], 16).map(u32::swap_bytes))
+        .collect::<std::result::Result<_, _>>()
+        .ok()?;
+    match words.as_slice() {
+        [w] => Some(std::net::Ipv4Addr::from(*w).into()),
+        [a, b, c, d] => {
+            let v6 = std::net::Ipv6Addr::from(
+                (u128::from(*a) << 96)
+                    | (u128::from(*b) << 64)
+                    | (u128::from(*c) << 32)
+                    | u128::from(*d),
+            );
+            Some(v6.to_ipv4_mapped().map_or(v6.into(), Into::into))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_net_addresses_read_as_the_kernel_prints_them() {
+        assert_eq!(proc_net_addr("0200007F").unwrap().to_string(), "127.0.0.2");
+        assert_eq!(
+            proc_net_addr("0000000000000000FFFF00000300007F")
+                .unwrap()
+                .to_string(),
+            "127.0.0.3"
+        );
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let found = listeners(port);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0.to_string(), "127.0.0.1");
+        assert_eq!(pid_of_socket(found[0].1), Some(std::process::id()));
+    }
 
     #[test]
     fn port_in_use_names_the_port_and_this_process() {

@@ -121,3 +121,32 @@ fn stop_process(node: &NodeInfo, grace: Duration) -> &'static str {
     }
     "killed"
 }
+
+/// Kills a node with SIGKILL, as a crash would, and waits until its threads are gone (its
+/// sockets released). Its cgroup stays for a restart to reuse.
+pub fn kill(node: &NodeInfo) -> &'static str {
+    reap(node.pid);
+    if !node_alive(node) {
+        return "not running";
+    }
+    signal(node.pid, libc::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !all_threads_exited(node.pid) && Instant::now() < deadline {
+        reap(node.pid);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    reap(node.pid);
+    "killed (SIGKILL)"
+}
+
+/// Freezes a node with SIGSTOP for `pause`, then lets it go on with SIGCONT: a stalled process
+/// (a long GC pause, a hung device) that keeps its sockets open.
+pub fn pause(node: &NodeInfo, pause: Duration) -> &'static str {
+    if !node_alive(node) {
+        return "not running";
+    }
+    signal(node.pid, libc::SIGSTOP);
+    std::thread::sleep(pause);
+    signal(node.pid, libc::SIGCONT);
+    "paused (SIGSTOP, then SIGCONT)"
+}

@@ -121,6 +121,12 @@ pub trait DbFactory: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The cluster's nodes as the database describes them (ownership, versions), for bindings
+    /// of distributed databases; read once per run.
+    fn cluster_facts(&self) -> Option<iodig_model::cluster::ClusterDoc> {
+        None
+    }
+
     /// Waits until the binding serves operations again after its database restarted (a
     /// restore stops and starts managed nodes), at most `timeout`. Bindings without a server
     /// are always ready.

@@ -11,6 +11,7 @@ macro_rules! eprintln_lossy {
     }};
 }
 
+pub mod cluster;
 pub mod events;
 pub mod fsio;
 pub mod props;

@@ -158,10 +158,12 @@ mod tests {
                 warmup_secs: 0.0,
                 seed: 1,
                 trace: "off".into(),
+                stop_when: None,
             },
             environment: Environment::default(),
             steps: vec![],
             notes: vec![],
+            cluster: None,
             writer,
         }
     }

@@ -23,6 +23,10 @@ pub struct RunDoc {
     /// Notes the user should read with the results (fallbacks, normalised proportions, …).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The database's nodes: ownership and versions from the database, the hosts observed over
+    /// SSH; absent for an embedded database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<crate::cluster::ClusterDoc>,
     /// The iodig process writing the run, so a reader can tell a run still going from a killed
     /// one. Absent in runs of older iodig versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,6 +64,9 @@ pub struct RunConfig {
     pub seed: u64,
     /// Trace mode asked for (`auto`, `ebpf`, `diskstats`, `off`).
     pub trace: String,
+    /// The sweep's stop rule (`--stop-when`, e.g. `read.p99 > 50ms`), when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_when: Option<String>,
 }
 
 /// The machine and storage the run measured.
@@ -126,6 +133,23 @@ pub struct StepSummary {
     /// bottleneck. Absent in merged steps and older runs.
     #[serde(default)]
     pub client_cpu_s: Option<f64>,
+    /// Each observed host's part of the step: its files, its clock against this machine's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<crate::cluster::NodeStep>,
+    /// Set on the step that met the run's stop rule (`config.stop_when`): its workload's sweep
+    /// ended there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_stop: Option<SweepStop>,
+}
+
+/// Why a workload's thread sweep ended at a step, and what it left out, as the briefs stop
+/// testing a drive "due to unreasonably high read latency".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepStop {
+    /// The rule with what the step measured, e.g. `read.p99 62.3 ms > 50 ms`.
+    pub reason: String,
+    /// Thread counts of the workload's sweep that were not run because of it.
+    pub skipped: Vec<u64>,
 }
 
 impl StepSummary {

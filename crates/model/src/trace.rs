@@ -325,6 +325,25 @@ impl TraceDoc {
         self.self_check.attribution.as_ref()
     }
 
+    /// Applies `shift` to every timestamp (start, end, each second, each attributed second):
+    /// how a trace taken on another host's clock is put on this one's.
+    pub fn shift_clock(&mut self, shift: &impl Fn(&mut u64)) {
+        shift(&mut self.start_unix_ms);
+        shift(&mut self.end_unix_ms);
+        for d in &mut self.devices {
+            for s in &mut d.seconds {
+                shift(&mut s.unix_ms);
+            }
+        }
+        if let Some(a) = &mut self.self_check.attribution {
+            for row in &mut a.rows {
+                for s in &mut row.seconds {
+                    shift(&mut s.unix_ms);
+                }
+            }
+        }
+    }
+
     /// IOs and bytes of `op` summed over devices.
     pub fn op_totals(&self, op: &str) -> (u64, u64) {
         self.devices

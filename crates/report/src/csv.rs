@@ -55,7 +55,8 @@ pub fn steps(report: &Report) -> String {
 }
 
 /// One row per point and latency series, plus the sweep's aggregated "ALL" row per point; the
-/// failed counts and status are the point's (every step of it, left-out ones included).
+/// failed counts and status are the point's (every step of it, left-out ones included). A
+/// thread count the stop rule left out has one row with its reason in `status`.
 pub fn ops(report: &Report) -> String {
     let mut o = String::from(
         "workload,threads,repetitions,steps,ops_per_sec,ops_ci95,series,count,mean_us,p50_us,p90_us,p95_us,p99_us,p999_us,p9999_us,max_us,client_cpu_us_per_op,failed_ops,failed_pct,status\n",
@@ -94,6 +95,16 @@ pub fn ops(report: &Report) -> String {
                     opt(p.client_cpu_us_per_op.map(|c| format!("{c:.3}")))
                 );
             }
+        }
+        // Thread counts the stop rule left out: no figures, the reason in the status.
+        for n in &s.not_tested {
+            let _ = writeln!(
+                o,
+                "{},{},0,,,,,,,,,,,,,,,,,{}",
+                field(&s.workload),
+                n.threads,
+                field(&format!("not tested: {}", n.why))
+            );
         }
     }
     o

@@ -23,6 +23,17 @@ pub struct StepData {
     pub trace: Option<TraceDoc>,
     pub sys: Option<SysDoc>,
     pub events: Vec<DbEvent>,
+    /// What each host observed over SSH recorded (`nodes/HOST/`), in `summary.nodes` order.
+    pub nodes: Vec<NodeData>,
+}
+
+/// One observed host's files of a step, already on the run's clock.
+#[derive(Debug, Clone)]
+pub struct NodeData {
+    pub step: iodig_model::cluster::NodeStep,
+    pub trace: Option<TraceDoc>,
+    pub sys: Option<SysDoc>,
+    pub events: Vec<DbEvent>,
 }
 
 impl StepData {
@@ -150,6 +161,16 @@ pub fn load_run(path: &Path) -> Result<RunData> {
         let dir = path.join(&s.dir);
         let timeseries: Vec<Sample> =
             read_optional(&dir.join(files::TIMESERIES))?.unwrap_or_default();
+        let mut nodes = Vec::with_capacity(s.nodes.len());
+        for n in &s.nodes {
+            let nd = path.join(&n.dir);
+            nodes.push(NodeData {
+                step: n.clone(),
+                trace: read_optional(&nd.join(files::TRACE))?,
+                sys: read_optional(&nd.join(files::SYSSTAT))?,
+                events: read_optional(&nd.join(files::EVENTS))?.unwrap_or_default(),
+            });
+        }
         steps.push(StepData {
             summary: s.clone(),
             histograms: read_optional(&dir.join(files::HISTOGRAMS))?,
@@ -158,6 +179,7 @@ pub fn load_run(path: &Path) -> Result<RunData> {
             events: read_optional(&dir.join(files::EVENTS))?.unwrap_or_default(),
             timeseries,
             dir,
+            nodes,
         });
     }
     Ok(RunData {

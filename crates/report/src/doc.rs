@@ -2,7 +2,7 @@
 //! render: the report and the comparison are built once here, so the HTML and the Markdown say
 //! the same thing with the same numbers.
 
-use crate::svg::{BarChart, LineChart};
+use crate::svg::{BarChart, LineChart, TwoAxisChart};
 
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -40,6 +40,25 @@ impl Table {
 pub enum Chart {
     Line(LineChart),
     Bar(BarChart),
+    TwoAxis(TwoAxisChart),
+}
+
+impl Chart {
+    pub fn title(&self) -> &str {
+        match self {
+            Chart::Line(c) => &c.title,
+            Chart::Bar(c) => &c.title,
+            Chart::TwoAxis(c) => &c.title,
+        }
+    }
+
+    pub fn svg(&self) -> String {
+        match self {
+            Chart::Line(c) => c.svg(),
+            Chart::Bar(c) => c.svg(),
+            Chart::TwoAxis(c) => c.svg(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -92,7 +111,24 @@ impl Doc {
             self.blocks.push(Block::Chart(Box::new(Chart::Bar(c))));
         }
     }
+    pub fn two_axis_chart(&mut self, c: TwoAxisChart) {
+        if !c.is_empty() {
+            self.blocks.push(Block::Chart(Box::new(Chart::TwoAxis(c))));
+        }
+    }
+
+    /// The charts in document order.
+    pub fn charts(&self) -> impl Iterator<Item = &Chart> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::Chart(c) => Some(c.as_ref()),
+            _ => None,
+        })
+    }
 }
+
+/// A thread count a run did not run (its stop rule, or another sweep), as the briefs' tables
+/// say it.
+pub const NOT_TESTED: &str = "(not tested)";
 
 /// Thousands separators for counts and rates: 123,456.
 pub fn thousands(v: f64) -> String {

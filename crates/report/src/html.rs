@@ -1,7 +1,7 @@
 //! HTML exporter of a [`Doc`]: one self-contained file, charts as inline SVG, a small embedded
 //! stylesheet, no scripts and no network, so it opens offline and mails as one file.
 
-use crate::doc::{Block, Chart, Doc};
+use crate::doc::{Block, Doc};
 use crate::svg::esc;
 use std::fmt::Write;
 
@@ -62,10 +62,7 @@ pub fn render(doc: &Doc) -> String {
             }
             Block::Chart(c) => {
                 o.push_str("<figure>");
-                match c.as_ref() {
-                    Chart::Line(l) => o.push_str(&l.svg()),
-                    Chart::Bar(b) => o.push_str(&b.svg()),
-                }
+                o.push_str(&c.svg());
                 o.push_str("</figure>\n");
             }
         }

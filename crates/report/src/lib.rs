@@ -16,6 +16,7 @@ pub mod stat;
 pub mod svg;
 pub mod ycsb;
 
+pub use analysis::LatencyOp;
 pub use compare::{write_compare, CompareOptions, CompareOutput};
 pub use data::{load_run, DbEvent, RunData};
-pub use report::{write_report, ReportOutput};
+pub use report::{write_report, write_report_with, ReportOptions, ReportOutput};

@@ -1,7 +1,8 @@
 //! Markdown exporter of a [`Doc`]: GitHub-flavoured tables, charts left to the HTML (a line says
-//! so), so the text diffs well and reads in a terminal.
+//! so) or, where they were also written as SVG files (compare), linked as images, so the text
+//! diffs well and reads in a terminal.
 
-use crate::doc::{Block, Chart, Doc, Table};
+use crate::doc::{Block, Doc, Table};
 use std::fmt::Write;
 
 fn cell(s: &str) -> String {
@@ -36,6 +37,13 @@ pub fn table(t: &Table) -> String {
 }
 
 pub fn render(doc: &Doc) -> String {
+    render_linked(doc, &[])
+}
+
+/// [`render`], with the charts that were also written as files (`files[i]` for the i-th chart)
+/// shown as images.
+pub fn render_linked(doc: &Doc, files: &[String]) -> String {
+    let mut charts = 0;
     let mut o = format!("# {}\n\n", doc.title);
     for b in &doc.blocks {
         match b {
@@ -64,11 +72,16 @@ pub fn render(doc: &Doc) -> String {
                 o.push('\n');
             }
             Block::Chart(c) => {
-                let title = match c.as_ref() {
-                    Chart::Line(l) => &l.title,
-                    Chart::Bar(b) => &b.title,
-                };
-                let _ = writeln!(o, "*Chart in the HTML report: {title}.*\n");
+                let title = c.title();
+                match files.get(charts) {
+                    Some(f) => {
+                        let _ = writeln!(o, "![{title}]({f})\n");
+                    }
+                    None => {
+                        let _ = writeln!(o, "*Chart in the HTML report: {title}.*\n");
+                    }
+                }
+                charts += 1;
             }
         }
     }

@@ -217,6 +217,8 @@ mod tests {
             trace_mode: None,
             trace_note: None,
             client_cpu_s: None,
+            nodes: Vec::new(),
+            sweep_stop: None,
         }
     }
 

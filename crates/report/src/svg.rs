@@ -19,6 +19,10 @@ const LEFT: f64 = 78.0;
 const RIGHT: f64 = 40.0;
 const TOP: f64 = 52.0;
 const BOTTOM: f64 = 48.0;
+/// Legend spacing of bar and two-axis charts: the swatch and gap, then the width of a character
+/// of 12 px sans-serif (digits and dashes run wider than the line charts' estimate).
+const LEGEND_GAP: f64 = 36.0;
+const LEGEND_CHAR: f64 = 7.2;
 
 /// What the x values are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,14 +300,22 @@ impl LineChart {
 }
 
 /// Grouped bars: one group per category, one bar per series.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct BarChart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
     pub categories: Vec<String>,
-    /// (name, value per category).
+    /// (name, value per category); NaN = not measured, drawn as "not tested" (the briefs' words
+    /// for a point one configuration did not run).
     pub groups: Vec<(String, Vec<f64>)>,
+    /// Text above a bar, by group then category ("1.5X better"); empty = none. For a NaN value
+    /// it replaces "not tested" (e.g. "no baseline" when only the ratio is missing).
+    pub bar_labels: Vec<Vec<String>>,
+    /// A dashed horizontal line at this value: 1.0 on charts relative to a baseline.
+    pub reference: Option<f64>,
+    /// Unit after each bar's value in its tooltip ("X", " ops/s", " ms").
+    pub unit: String,
 }
 
 impl BarChart {
@@ -314,6 +326,8 @@ impl BarChart {
             .groups
             .iter()
             .flat_map(|g| g.1.iter().copied())
+            .chain(self.reference)
+            .filter(|v| v.is_finite())
             .fold(0.0f64, f64::max);
         let y_ticks = nice_ticks(0.0, if ymax > 0.0 { ymax * 1.05 } else { 1.0 });
         let y1 = *y_ticks.last().unwrap_or(&1.0);
@@ -332,21 +346,50 @@ impl BarChart {
             let cx = LEFT + cw * ci as f64;
             for (gi, (name, vals)) in self.groups.iter().enumerate() {
                 let v = vals.get(ci).copied().unwrap_or(0.0);
+                let x = cx + cw * 0.1 + bw * gi as f64;
+                let label = self
+                    .bar_labels
+                    .get(gi)
+                    .and_then(|l| l.get(ci))
+                    .filter(|l| !l.is_empty());
+                if v.is_nan() {
+                    // Said on the chart, as the briefs' tables say "(not tested)".
+                    let why = label.map_or("not tested", String::as_str);
+                    let _ = write!(
+                        o,
+                        r##"<text data-series="{0}" data-category="{1}" data-missing="{2}" transform="translate({3:.1} {4:.1}) rotate(-90)" font-size="9" fill="#777">{2}<title>{0} {1}: {2}</title></text>"##,
+                        esc(name),
+                        esc(cat),
+                        esc(why),
+                        x + bw / 2.0 + 3.0,
+                        TOP + ph - 4.0
+                    );
+                    continue;
+                }
                 if v <= 0.0 {
                     continue;
                 }
-                let x = cx + cw * 0.1 + bw * gi as f64;
                 let _ = write!(
                     o,
-                    r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} {}: {:.1}</title></rect>"#,
-                    sy(v),
-                    bw.max(1.0),
-                    TOP + ph - sy(v),
-                    PALETTE[gi % PALETTE.len()],
-                    esc(name),
-                    esc(cat),
-                    v
+                    r#"<rect data-series="{name}" data-category="{cat}" data-value="{v}" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="{fill}"><title>{name} {cat}: {shown}{unit}</title></rect>"#,
+                    fill = PALETTE[gi % PALETTE.len()],
+                    name = esc(name),
+                    cat = esc(cat),
+                    shown = bar_value(v),
+                    unit = esc(&self.unit),
+                    y = sy(v),
+                    w = bw.max(1.0),
+                    h = TOP + ph - sy(v),
                 );
+                if let Some(l) = label {
+                    let _ = write!(
+                        o,
+                        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
+                        x + bw / 2.0,
+                        sy(v) - 4.0,
+                        esc(l)
+                    );
+                }
             }
             // Label every category when they fit, else every other one.
             let step = if n > 24.0 { 2 } else { 1 };
@@ -359,6 +402,14 @@ impl BarChart {
                     esc(cat)
                 );
             }
+        }
+        if let Some(r) = self.reference {
+            let _ = write!(
+                o,
+                r##"<line x1="{LEFT}" x2="{:.1}" y1="{1:.1}" y2="{1:.1}" stroke="#333" stroke-dasharray="4 3"/>"##,
+                LEFT + pw,
+                sy(r)
+            );
         }
         let _ = write!(
             o,
@@ -378,7 +429,181 @@ impl BarChart {
                 lx + 20.0,
                 esc(name)
             );
-            lx += 34.0 + 6.5 * name.chars().count() as f64;
+            lx += LEGEND_GAP + LEGEND_CHAR * name.chars().count() as f64;
+        }
+        o.push_str("</svg>");
+        o
+    }
+}
+
+/// A bar's value in its tooltip: two decimals for ratios and small values, thousands apart for
+/// rates.
+fn bar_value(v: f64) -> String {
+    if v >= 1000.0 {
+        crate::doc::thousands(v)
+    } else if v >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// One line of a [`TwoAxisChart`]: a value per category, `None` where the run has no point.
+#[derive(Debug, Clone, Default)]
+pub struct AxisSeries {
+    pub name: String,
+    pub color: usize,
+    pub values: Vec<Option<f64>>,
+}
+
+/// Two quantities against one categorical x axis (thread counts, evenly spaced as the briefs
+/// draw workers): solid lines on the left axis, dashed lines on the right one, so ops/s and
+/// average read latency share one chart.
+#[derive(Debug, Clone, Default)]
+pub struct TwoAxisChart {
+    pub title: String,
+    pub x_label: String,
+    pub left_label: String,
+    pub right_label: String,
+    pub categories: Vec<String>,
+    pub left: Vec<AxisSeries>,
+    pub right: Vec<AxisSeries>,
+    /// Legend entries (name, colour); empty = one per series. Naming each colour once (a run)
+    /// keeps long names on one row, the axis labels saying which line style is which.
+    pub legend: Vec<(String, usize)>,
+}
+
+impl TwoAxisChart {
+    /// True when there is nothing to draw.
+    pub fn is_empty(&self) -> bool {
+        self.left
+            .iter()
+            .chain(&self.right)
+            .all(|s| s.values.iter().all(Option::is_none))
+    }
+
+    pub fn svg(&self) -> String {
+        const RIGHT2: f64 = 78.0;
+        let pw = WIDTH - LEFT - RIGHT2;
+        let ph = HEIGHT - TOP - BOTTOM;
+        let top_of = |series: &[AxisSeries]| {
+            let m = series
+                .iter()
+                .flat_map(|s| s.values.iter().flatten().copied())
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, f64::max);
+            let t = nice_ticks(0.0, if m > 0.0 { m * 1.05 } else { 1.0 });
+            let top = *t.last().unwrap_or(&1.0);
+            (t, top)
+        };
+        let (lt, ltop) = top_of(&self.left);
+        let (rt, rtop) = top_of(&self.right);
+        let n = self.categories.len().max(1) as f64;
+        let sx = |i: usize| LEFT + pw * (i as f64 + 0.5) / n;
+        let sy = |v: f64, top: f64| TOP + ph - v / top * ph;
+        let mut o = String::with_capacity(8 * 1024);
+        let _ = write!(
+            o,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" font-family="sans-serif" font-size="12" role="img" aria-label="{0}"><rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/><text x="{LEFT}" y="18" font-size="14" font-weight="bold">{0}</text>"##,
+            esc(&self.title)
+        );
+        y_grid(&mut o, &lt, |v| sy(v, ltop), pw);
+        for &t in &rt {
+            let _ = write!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+                LEFT + pw + 6.0,
+                sy(t, rtop) + 4.0,
+                fmt_tick(t)
+            );
+        }
+        for (i, c) in self.categories.iter().enumerate() {
+            let _ = write!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                sx(i),
+                TOP + ph + 16.0,
+                esc(c)
+            );
+        }
+        let _ = write!(
+            o,
+            r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text><text transform="translate({:.1} {:.1}) rotate(90)" text-anchor="middle">{}</text>"##,
+            LEFT + pw / 2.0,
+            HEIGHT - 8.0,
+            esc(&self.x_label),
+            TOP + ph / 2.0,
+            esc(&self.left_label),
+            WIDTH - 14.0,
+            TOP + ph / 2.0,
+            esc(&self.right_label)
+        );
+        let mut lx = LEFT;
+        for (series, top, dashed) in [(&self.left, ltop, false), (&self.right, rtop, true)] {
+            let dash = if dashed {
+                r#" stroke-dasharray="6 3""#
+            } else {
+                ""
+            };
+            for s in series {
+                let color = PALETTE[s.color % PALETTE.len()];
+                // A missing point breaks the line: nothing is drawn across an untested count.
+                let mut d = String::new();
+                let mut pen_down = false;
+                for (i, v) in s.values.iter().enumerate() {
+                    match v.filter(|v| v.is_finite()) {
+                        Some(v) => {
+                            let _ = write!(
+                                d,
+                                "{}{:.1},{:.1}",
+                                if pen_down { "L" } else { "M" },
+                                sx(i),
+                                sy(v, top)
+                            );
+                            pen_down = true;
+                        }
+                        None => pen_down = false,
+                    }
+                }
+                let _ = write!(
+                    o,
+                    r#"<path d="{d}" fill="none" stroke="{color}" stroke-width="1.8"{dash}><title>{}</title></path>"#,
+                    esc(&s.name)
+                );
+                for (i, v) in s.values.iter().enumerate() {
+                    if let Some(v) = v.filter(|v| v.is_finite()) {
+                        let _ = write!(
+                            o,
+                            r#"<circle data-series="{0}" data-category="{1}" data-value="{v}" cx="{2:.1}" cy="{3:.1}" r="3.2" fill="{color}"><title>{0} at {1}: {4}</title></circle>"#,
+                            esc(&s.name),
+                            esc(self.categories.get(i).map_or("", String::as_str)),
+                            sx(i),
+                            sy(v, top),
+                            bar_value(v)
+                        );
+                    }
+                }
+                if self.legend.is_empty() {
+                    let _ = write!(
+                        o,
+                        r#"<line x1="{lx:.1}" x2="{:.1}" y1="36" y2="36" stroke="{color}" stroke-width="2.5"{dash}/><text x="{:.1}" y="40">{}</text>"#,
+                        lx + 18.0,
+                        lx + 22.0,
+                        esc(&s.name)
+                    );
+                    lx += LEGEND_GAP + LEGEND_CHAR * s.name.chars().count() as f64;
+                }
+            }
+        }
+        for (name, color) in &self.legend {
+            let _ = write!(
+                o,
+                r#"<rect x="{lx:.1}" y="30" width="16" height="11" fill="{}"/><text x="{:.1}" y="40">{}</text>"#,
+                PALETTE[color % PALETTE.len()],
+                lx + 20.0,
+                esc(name)
+            );
+            lx += LEGEND_GAP + LEGEND_CHAR * name.chars().count() as f64;
         }
         o.push_str("</svg>");
         o
@@ -565,6 +790,53 @@ mod tests {
         let d = decimate(&pts, 800);
         assert!(d.len() <= 3200);
         assert!(d.iter().any(|p| p.1 == 500.0));
+    }
+
+    #[test]
+    fn bars_say_their_values_and_untested_points() {
+        let c = BarChart {
+            title: "Relative performance".into(),
+            categories: vec!["a 8t".into(), "a 16t".into()],
+            groups: vec![
+                ("base".into(), vec![1.0, f64::NAN]),
+                ("new".into(), vec![1.53, f64::NAN]),
+            ],
+            bar_labels: vec![vec![], vec!["1.5X better".into()]],
+            reference: Some(1.0),
+            unit: "X".into(),
+            ..Default::default()
+        };
+        let svg = c.svg();
+        assert!(svg.contains(r#"data-series="new" data-category="a 8t" data-value="1.53""#));
+        assert!(svg.contains("<title>new a 8t: 1.53X</title>"));
+        assert!(svg.contains("1.5X better"));
+        assert_eq!(svg.matches(r#"data-missing="not tested""#).count(), 2);
+        assert_eq!(svg.matches("<rect data-series").count(), 2);
+        assert!(svg.contains(r#"stroke-dasharray="4 3""#), "the 1.0 line");
+    }
+
+    #[test]
+    fn two_axis_lines_break_where_a_run_has_no_point() {
+        let c = TwoAxisChart {
+            title: "w".into(),
+            categories: vec!["8".into(), "16".into(), "32".into()],
+            left: vec![AxisSeries {
+                name: "a ops/s".into(),
+                color: 0,
+                values: vec![Some(100.0), None, Some(300.0)],
+            }],
+            right: vec![AxisSeries {
+                name: "a avg read ms".into(),
+                color: 0,
+                values: vec![Some(1.0), Some(2.0), Some(3.0)],
+            }],
+            ..Default::default()
+        };
+        let svg = c.svg();
+        let ops_path = svg.split("<path d=\"").nth(1).unwrap();
+        assert_eq!(ops_path.matches('M').count(), 2, "the line breaks at 16");
+        assert_eq!(svg.matches("<circle").count(), 5);
+        assert!(svg.contains("rotate(90)"), "a right axis label");
     }
 
     #[test]

@@ -39,6 +39,7 @@ fn advantage_tables_and_significance() {
         runs: vec![a, b],
         out: out.clone(),
         fail_on_regression_pct: Some(5.0),
+        op: None,
     })
     .unwrap();
     assert!(r.regressions.is_empty(), "{:?}", r.regressions);
@@ -71,6 +72,7 @@ fn regression_is_reported_beyond_the_limit() {
         runs: vec![fast, slow],
         out: tmp.path().join("o"),
         fail_on_regression_pct: Some(10.0),
+        op: None,
     })
     .unwrap();
     assert!(!r.regressions.is_empty());
@@ -96,6 +98,7 @@ fn needs_two_valid_runs() {
         runs: vec![a.clone()],
         out: tmp.path().into(),
         fail_on_regression_pct: None,
+        op: None,
     })
     .unwrap_err();
     assert!(e.to_string().contains("at least two"));
@@ -104,6 +107,7 @@ fn needs_two_valid_runs() {
         runs: vec![a, bad],
         out: tmp.path().into(),
         fail_on_regression_pct: None,
+        op: None,
     })
     .unwrap_err();
     assert!(format!("{e:#}").contains("missing-run"), "{e:#}");
@@ -115,6 +119,7 @@ fn compare(tmp: &Path, runs: Vec<PathBuf>, pct: f64) -> (CompareOutput, String, 
         runs,
         out: out.clone(),
         fail_on_regression_pct: Some(pct),
+        op: None,
     })
     .unwrap();
     let md = std::fs::read_to_string(out.join("compare.md")).unwrap();

@@ -6,7 +6,7 @@ mod support;
 
 use iodig_model::RunDoc;
 use iodig_report::doc::{thousands, us_as_ms};
-use iodig_report::write_report;
+use iodig_report::{write_report, write_report_with, LatencyOp, ReportOptions};
 use iodig_stats::SeriesSet;
 use std::path::Path;
 use support::fixture::{generate, FixtureSpec};
@@ -36,6 +36,7 @@ fn report_numbers_match_run_json() {
     let out = write_report(&dir).unwrap();
     assert_eq!(out.files.len(), 6);
     let md = read(&dir.join("report.md"));
+    let mut all_ops_rows = Vec::new();
     for s in &doc.steps {
         // Each step's throughput appears in its workload's OPS table row.
         let row = format!(
@@ -56,27 +57,53 @@ fn report_numbers_match_run_json() {
             );
             assert!(md.contains(&row), "missing {row:?}");
         }
-        // "All ops" is the exact merge of the step's histograms.
+        // The OPS table shows READ latency by default, the READ histogram's own percentiles;
+        // with --op all, the exact merge of the step's histograms.
         let h: iodig_model::StepHistograms =
             serde_json::from_str(&read(&dir.join(&s.dir).join("histograms.json"))).unwrap();
         let set = SeriesSet::from_encoded(&h.series).unwrap();
         let mut all = iodig_stats::new_histogram();
-        for (_, hist) in set.histograms() {
+        let mut reads = iodig_stats::new_histogram();
+        for (id, hist) in set.histograms() {
             all.add(hist).unwrap();
+            if iodig_stats::series_name(id) == "READ" {
+                reads.add(hist).unwrap();
+            }
         }
-        let p99 = us_as_ms(all.value_at_quantile(0.99) as f64);
-        let p9999 = us_as_ms(all.value_at_quantile(0.9999) as f64);
+        let ops_row = |h: &hdrhistogram::Histogram<u64>| {
+            format!(
+                "| {} | 1 | {} | – | {} | {} |",
+                s.threads,
+                thousands(s.throughput_ops_per_sec),
+                us_as_ms(h.mean()),
+                us_as_ms(h.value_at_quantile(0.99) as f64)
+            )
+        };
         assert!(
-            md.contains(&format!(" | {p99} | ")),
-            "p99 {p99} of step {} not in report",
-            s.index
+            md.contains(&ops_row(&reads)),
+            "{} not in report",
+            ops_row(&reads)
         );
-        assert!(
-            md.contains(&format!(" | {p9999} |")),
-            "p99.99 {p9999} of step {} not in report",
-            s.index
-        );
+        assert!(md.contains("OPS by thread count (read latency)"));
+        assert!(md.contains(&format!(
+            " | {} | ",
+            us_as_ms(reads.value_at_quantile(0.9999) as f64)
+        )));
+        all_ops_rows.push(ops_row(&all));
     }
+    write_report_with(
+        &dir,
+        &ReportOptions {
+            op: Some(LatencyOp::All),
+        },
+    )
+    .unwrap();
+    let md_all = read(&dir.join("report.md"));
+    assert!(md_all.contains("OPS by thread count (all ops latency)"));
+    for row in &all_ops_rows {
+        assert!(md_all.contains(row), "{row} not in the --op all report");
+    }
+    write_report(&dir).unwrap();
     // The IO summary's GB equal the trace totals.
     let trace: iodig_model::trace::TraceDoc =
         serde_json::from_str(&read(&dir.join(&doc.steps[0].dir).join("trace.json"))).unwrap();

@@ -8,6 +8,7 @@ use crate::observe::{preflight_trace, trace_options, Observer};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::progress::{Progress, ProgressMode};
 use crate::recording::{record_step, StepRecord};
+use crate::remote::{RemoteHosts, RemoteOptions};
 use crate::request::{RunOutcome, RunRequest};
 use crate::rundir::RunDir;
 use crate::step::{run_step, unix_ms, Phase, StepPlan};
@@ -36,6 +37,8 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     run: RunDir,
     progress: Progress,
     stop: &'a AtomicBool,
+    /// Agents on the hosts observed over SSH (`--observe`).
+    remote: Option<RemoteHosts>,
 }
 
 /// Loads when `load` says so, runs every step, finishes the run directory and writes the report.
@@ -50,7 +53,16 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
     let trace_opts = trace_options(&plan.req.trace, data_dir.as_deref());
     let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
     let first_sweep = plan.sweep(&plan.workloads[0]);
-    let run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
+    let mut cluster = factory.cluster_facts();
+    let remote = connect_remote::<F>(plan, cluster.as_ref())?;
+    if let Some(r) = &remote {
+        cluster.get_or_insert_with(Default::default).observed = r.facts().to_vec();
+    }
+    let mut run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
+    if cluster.is_some() {
+        run.doc.cluster = cluster;
+        run.save()?;
+    }
     let mode = ProgressMode::detect(
         plan.req.status,
         plan.props
@@ -65,6 +77,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         run,
         progress: Progress::new(mode),
         stop,
+        remote,
     };
     let mut interrupted = false;
     if load {
@@ -74,6 +87,31 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         interrupted = sweep.run_steps()?;
     }
     sweep.finish(interrupted)
+}
+
+/// Reaches the `--observe` hosts, telling each agent which node addresses the database has.
+fn connect_remote<F: DbFactory>(
+    plan: &Plan,
+    cluster: Option<&iodig_model::cluster::ClusterDoc>,
+) -> Result<Option<RemoteHosts>> {
+    if plan.observe.is_empty() {
+        return Ok(None);
+    }
+    let opts = RemoteOptions {
+        hosts: plan.observe.clone(),
+        ssh: plan.ssh.clone(),
+        db: F::NAME.to_string(),
+        node_addresses: cluster
+            .map(|c| c.nodes.iter().map(|n| n.address.clone()).collect())
+            .unwrap_or_default(),
+        // The hosts trace the devices under their own node's directories.
+        trace: TraceOptions {
+            mode: plan.req.trace.mode,
+            slot_ms: plan.req.trace.slot_ms,
+            ..Default::default()
+        },
+    };
+    RemoteHosts::connect(&opts).map(Some)
 }
 
 /// run.json as it stands before the first step.
@@ -101,6 +139,7 @@ fn create_run_dir<F: DbFactory>(
         environment: environment::describe(data_dir),
         steps: Vec::new(),
         notes,
+        cluster: None,
         writer: None, // RunDir::create names this process
     };
     let run = RunDir::create(
@@ -143,9 +182,14 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     /// Every workload × thread count × repetition; returns whether the sweep was interrupted.
     fn run_steps(&mut self) -> Result<bool> {
         let plan = self.plan;
+        let mut stops = crate::stop_rule::SweepStops::new(plan.req.stop_when.clone());
         for rep in 0..plan.req.repetitions.max(1) {
             for w in &plan.workloads {
-                for t in plan.sweep(w) {
+                let sweep = plan.sweep(w);
+                for &t in &sweep {
+                    if stops.skips(&w.label, t) {
+                        continue;
+                    }
                     let step = StepPlan {
                         phase: Phase::Run,
                         threads: t,
@@ -167,6 +211,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                     if stopped {
                         return Ok(true);
                     }
+                    stops.after_step(&mut self.run, &w.label, &sweep, t)?;
                 }
             }
         }
@@ -178,8 +223,20 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         let workload = CoreWorkload::new(w.spec.clone(), self.plan.seed);
         let mut processes = vec![("iodig".to_string(), std::process::id())];
         processes.extend(self.deployment.processes());
-        let mut observer =
-            Observer::new(self.trace.clone(), self.plan.req.watch.clone(), processes);
+        if let Some(r) = &mut self.remote {
+            r.before_step();
+        }
+        let mut observer = Observer::new(
+            self.trace.clone(),
+            self.plan.req.watch.clone(),
+            processes,
+            self.remote.as_mut(),
+        );
+        if step.phase == Phase::Run {
+            if let Some(handler) = self.deployment.fault_handler() {
+                observer = observer.with_faults(self.plan.faults.clone(), handler);
+            }
+        }
         let result = run_step(
             self.factory,
             &workload,
@@ -191,8 +248,10 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         let since = result
             .started_unix_ms
             .saturating_sub(step.warmup.as_millis() as u64);
+        let observed = observer.finish(since);
         let mut events = self.factory.events_since(since);
         events.extend(self.deployment.events_since(since));
+        events.extend(observed.fault_events.iter().cloned());
         events.sort_by_key(|e| e.start_unix_ms);
         record_step(
             &mut self.run,
@@ -202,7 +261,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 workload: &w.label,
                 plan: step,
                 result: &result,
-                observed: observer.finish(),
+                observed,
                 events,
             },
         )?;

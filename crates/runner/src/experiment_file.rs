@@ -3,6 +3,7 @@
 
 use crate::errors::UsageError;
 use crate::request::WorkloadRun;
+use crate::stop_rule::StopRule;
 use anyhow::Result;
 use iodig_workload::BUILTIN_WORKLOADS;
 use serde::Deserialize;
@@ -28,6 +29,14 @@ pub struct ExperimentFile {
     pub restore_each_step: bool,
     /// Managed Cassandra nodes to start (`--nodes`).
     pub nodes: Option<u32>,
+    /// Hosts whose database node is observed over SSH (`--observe`).
+    #[serde(default)]
+    pub observe: Vec<String>,
+    /// Faults injected into every run step (`--fault`), e.g. `["10s:kill:node3"]`.
+    #[serde(default)]
+    pub faults: Vec<String>,
+    /// The sweep's stop rule (`--stop-when`), e.g. `stop_when = "read.p99 > 50ms"`.
+    pub stop_when: Option<String>,
     /// Properties of every workload (the dataset belongs here).
     #[serde(default)]
     pub properties: BTreeMap<String, toml::Value>,
@@ -114,6 +123,9 @@ impl ExperimentFile {
                 "repetitions = 0: give at least 1 (or leave it out for 1)".into(),
             ));
         }
+        if let Some(rule) = &file.stop_when {
+            StopRule::parse(rule).map_err(|e| bad(format!("stop_when = {rule:?}: {e}")))?;
+        }
         let base = path.parent().unwrap_or(Path::new("."));
         for (i, w) in file.workloads.iter_mut().enumerate() {
             if w.threads.is_empty() || w.threads.contains(&0) {
@@ -128,6 +140,13 @@ impl ExperimentFile {
                 .map_err(|m| bad(format!("[[workload]] {} file = {:?}: {m}", i + 1, w.file)))?;
         }
         Ok(file)
+    }
+
+    /// The stop rule, already checked by [`Self::read`].
+    pub fn stop_rule(&self) -> Option<StopRule> {
+        self.stop_when
+            .as_deref()
+            .and_then(|r| StopRule::parse(r).ok())
     }
 
     /// The workloads as the runner takes them: file, shared properties, own properties, then the
@@ -221,6 +240,16 @@ mod tests {
         .unwrap();
         let e = ExperimentFile::read(&p).unwrap_err().to_string();
         assert!(e.contains("repetitions = 0"), "{e}");
+        let stop = |rule: &str| format!("stop_when = \"{rule}\"\n") + &entry("workloada", "[1]");
+        std::fs::write(&p, stop("read.p99 > 50ms")).unwrap();
+        let f = ExperimentFile::read(&p).unwrap();
+        assert_eq!(f.stop_rule().unwrap().to_string(), "read.p99 > 50ms");
+        std::fs::write(&p, stop("read.p99 > 50")).unwrap();
+        let e = ExperimentFile::read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("stop_when = \"read.p99 > 50\"") && e.contains("has no unit"),
+            "{e}"
+        );
     }
 
     #[test]

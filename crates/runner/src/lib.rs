@@ -5,7 +5,8 @@
 //! The rooms: `request` (what the command asked) → `plan` (resolved once) → `deployment` (where
 //! the database runs: the only binding-specific room) → `experiment` (the generic sweep) →
 //! `step` (workers and collector) with `timed` and `pacer`, `observe` (tracer and samplers),
-//! `recording` (the step's files) into `rundir`.
+//! `recording` (the step's files) into `rundir`; `remote` observes nodes on other hosts over
+//! SSH (and is the agent iodig runs there).
 
 pub mod dataset;
 pub mod deployment;
@@ -13,6 +14,7 @@ pub mod environment;
 pub mod errors;
 pub mod experiment;
 pub mod experiment_file;
+pub mod fault;
 pub mod merge;
 pub mod observe;
 pub mod pacer;
@@ -20,10 +22,12 @@ pub mod plan;
 pub mod probe;
 pub mod progress;
 pub mod recording;
+pub mod remote;
 pub mod request;
 pub mod rundir;
 pub mod signals;
 pub mod step;
+pub mod stop_rule;
 pub mod timed;
 
 pub use errors::{exit_code_of, PrivilegeError, UsageError};
@@ -31,3 +35,4 @@ pub use experiment::execute;
 pub use request::{LoadPolicy, RunOutcome, RunRequest, WorkloadRun};
 pub use signals::install_stop_handler;
 pub use step::Phase;
+pub use stop_rule::StopRule;

@@ -192,6 +192,7 @@ fn merge_step(
         trace_note: Some("per client: see each client's run directory".into()),
         // The clients' processes may share no machine; their CPU is in their own runs.
         client_cpu_s: None,
+        nodes: Vec::new(),
         ..first.clone()
     };
     let text = ycsb::step_text(&summary, ycsb::DEFAULT_PERCENTILES);

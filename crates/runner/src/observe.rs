@@ -1,9 +1,11 @@
 //! What watches a step from outside the database: the block-IO tracer on the devices under the
-//! data, and the system sampler on iodig and the database's processes, started when
-//! measurement starts and stopped after it.
+//! data, the system sampler on iodig and the database's processes, and the agents on observed
+//! hosts (`remote`), started when measurement starts and stopped after it.
 
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
+use crate::fault::{Fault, FaultHandler, FaultRunner};
+use crate::remote::{NodeResult, RemoteHosts};
 use crate::step::StepObserver;
 use anyhow::Result;
 use iodig_iotrace::{BadTarget, TraceError, TraceMode, TraceOptions, TraceSession, WatchOptions};
@@ -55,9 +57,14 @@ pub fn preflight_trace(opts: &TraceOptions, watch: &WatchOptions) -> Result<Opti
     }
 }
 
-/// Starts the block-IO tracer and the system sampler when measurement starts, stops them after.
-pub struct Observer {
+/// Starts the block-IO tracer, the system sampler and the remote agents when measurement
+/// starts, stops them after.
+pub struct Observer<'r> {
     trace_opts: Option<TraceOptions>,
+    remote: Option<&'r mut RemoteHosts>,
+    /// The step's fault schedule and what carries it out; started with measurement.
+    faults: Option<(Vec<Fault>, FaultHandler)>,
+    fault_runner: Option<FaultRunner>,
     watch: WatchOptions,
     pids: Vec<(String, u32)>,
     trace: Option<TraceSession>,
@@ -71,17 +78,26 @@ pub struct Observed {
     pub trace: Option<TraceDoc>,
     pub sys: Option<SysDoc>,
     pub trace_error: Option<String>,
+    /// Each observed host's part.
+    pub nodes: Vec<NodeResult>,
+    /// The faults injected during the step, as events on its time line.
+    pub fault_events: Vec<iodig_model::events::DbEvent>,
 }
 
-impl Observer {
-    /// An observer tracing with `trace_opts` (none: no trace) and sampling the processes.
+impl<'r> Observer<'r> {
+    /// An observer tracing with `trace_opts` (none: no trace), sampling the processes, and
+    /// driving the remote hosts' agents when there are some.
     pub fn new(
         trace_opts: Option<TraceOptions>,
         watch: WatchOptions,
         pids: Vec<(String, u32)>,
-    ) -> Observer {
+        remote: Option<&'r mut RemoteHosts>,
+    ) -> Observer<'r> {
         Observer {
             trace_opts,
+            remote,
+            faults: None,
+            fault_runner: None,
             watch,
             pids,
             trace: None,
@@ -90,8 +106,27 @@ impl Observer {
         }
     }
 
-    /// Stops what runs and hands over what it measured.
-    pub fn finish(mut self) -> Observed {
+    /// Injects these faults at their offsets from the start of measurement.
+    pub fn with_faults(mut self, faults: Vec<Fault>, handler: FaultHandler) -> Self {
+        if !faults.is_empty() {
+            self.faults = Some((faults, handler));
+        }
+        self
+    }
+
+    /// Stops what runs and hands over what it measured; the remote hosts' database events
+    /// since `since_unix_ms` come with theirs.
+    pub fn finish(mut self, since_unix_ms: u64) -> Observed {
+        let fault_events = self
+            .fault_runner
+            .take()
+            .map(FaultRunner::finish)
+            .unwrap_or_default();
+        let nodes = self
+            .remote
+            .take()
+            .map(|r| r.stop(since_unix_ms))
+            .unwrap_or_default();
         let trace = self.trace.take().and_then(|t| match t.stop() {
             Ok(doc) => Some(doc),
             Err(e) => {
@@ -103,11 +138,13 @@ impl Observer {
             trace,
             sys: self.sys.take().map(Sampler::stop),
             trace_error: self.trace_error,
+            nodes,
+            fault_events,
         }
     }
 }
 
-impl StepObserver for Observer {
+impl StepObserver for Observer<'_> {
     fn measurement_started(&mut self) {
         // The sampler first: it starts in microseconds, while loading and attaching the BPF
         // programs takes a few hundred milliseconds, longer than a short step may last.
@@ -122,6 +159,12 @@ impl StepObserver for Observer {
                 Ok(s) => self.trace = Some(s),
                 Err(e) => self.trace_error = Some(e.to_string()),
             }
+        }
+        if let Some(r) = self.remote.as_deref_mut() {
+            r.start();
+        }
+        if let Some((faults, handler)) = self.faults.take() {
+            self.fault_runner = Some(FaultRunner::start(&faults, handler));
         }
     }
 }

@@ -3,6 +3,11 @@
 //! deployments and the recorder all read this one [`Plan`].
 
 use crate::errors::UsageError;
+use crate::fault::{self, Fault};
+use crate::remote::{
+    self,
+    ssh::{Ssh, SshHost},
+};
 use crate::request::{RunRequest, WorkloadRun};
 use crate::step::{unix_ms, Phase};
 use anyhow::Result;
@@ -24,7 +29,7 @@ pub const DEFAULT_STEP_SECS: u64 = 10;
 pub const DEFAULT_THREADS: &[u64] = &[1, 4, 16];
 
 /// Properties of the runner itself, besides the workload's and the bindings'.
-const RUNNER_PROPERTIES: &[&str] = &["hdrhistogram.percentiles"];
+const RUNNER_PROPERTIES: &[&str] = &["hdrhistogram.percentiles", "ssh.config"];
 
 /// A workload with its properties resolved and its spec parsed.
 pub struct ResolvedWorkload {
@@ -48,6 +53,12 @@ pub struct Plan {
     pub workloads: Vec<ResolvedWorkload>,
     /// `hdrhistogram.percentiles`, or the default.
     pub percentiles: Vec<f64>,
+    /// Hosts observed over SSH (`--observe`), checked.
+    pub observe: Vec<SshHost>,
+    /// How ssh is called (`ssh.config`).
+    pub ssh: Ssh,
+    /// Faults injected into every run step (`--fault`), checked.
+    pub faults: Vec<Fault>,
 }
 
 impl Plan {
@@ -95,6 +106,19 @@ impl Plan {
         }
         check_same_dataset(&workloads)?;
         check_nodes(&req, &props)?;
+        let observe = remote::parse_hosts("--observe", &req.observe)?;
+        let faults = check_faults(&req, &props, &workloads)?;
+        let ssh = Ssh {
+            config: match props.get("ssh.config") {
+                Some(p) if !Path::new(p).is_file() => {
+                    return Err(UsageError(format!(
+                        "property ssh.config={p}: no such file; give an ssh_config file, or leave it out to use ~/.ssh/config"
+                    ))
+                    .into())
+                }
+                p => p.map(std::path::PathBuf::from),
+            },
+        };
         Ok(Plan {
             req,
             props,
@@ -102,6 +126,9 @@ impl Plan {
             label,
             workloads,
             percentiles,
+            observe,
+            ssh,
+            faults,
         })
     }
 
@@ -169,6 +196,7 @@ impl Plan {
             warmup_secs: self.req.warmup.as_secs_f64(),
             seed: self.seed,
             trace: format!("{:?}", self.req.trace.mode).to_lowercase(),
+            stop_when: self.req.stop_when.as_ref().map(ToString::to_string),
         }
     }
 }
@@ -390,6 +418,57 @@ fn check_nodes(req: &RunRequest, props: &Properties) -> Result<()> {
         .into());
     }
     Ok(())
+}
+
+/// `--fault` values: parsed, aimed at managed nodes that exist, and due inside the steps.
+fn check_faults(
+    req: &RunRequest,
+    props: &Properties,
+    workloads: &[ResolvedWorkload],
+) -> Result<Vec<Fault>> {
+    let mut faults = Vec::new();
+    for spec in &req.faults {
+        let f = fault::parse(spec).map_err(UsageError)?;
+        if req.db != "cassandra" || props.contains("hosts") {
+            return Err(UsageError(format!(
+                "--fault {spec}: faults are injected into database nodes iodig manages (--db cassandra without -p hosts, --nodes N); --db {}{} has none",
+                req.db,
+                if props.contains("hosts") { " with hosts" } else { "" }
+            ))
+            .into());
+        }
+        let nodes = req.nodes.unwrap_or(1);
+        let index = f
+            .target
+            .strip_prefix("node")
+            .or_else(|| f.target.strip_prefix("127.0.0."))
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|n| (1..=nodes).contains(n));
+        if index.is_none() {
+            return Err(UsageError(format!(
+                "--fault {spec}: target {:?} is not one of the {nodes} managed node(s); use node1…node{nodes} or 127.0.0.1…127.0.0.{nodes}",
+                f.target
+            ))
+            .into());
+        }
+        for w in workloads {
+            let duration = req.duration.or(match w.max_execution_secs {
+                0 => None,
+                s => Some(Duration::from_secs(s)),
+            });
+            if let Some(d) = duration.filter(|d| f.at >= *d) {
+                return Err(UsageError(format!(
+                    "--fault {spec}: at {:.1} s, past the end of {}'s {:.1} s steps; give an earlier time or a longer --duration",
+                    f.at.as_secs_f64(),
+                    w.label,
+                    d.as_secs_f64()
+                ))
+                .into());
+            }
+        }
+        faults.push(f);
+    }
+    Ok(faults)
 }
 
 /// Load threads when none are given: twice the cores, at least 4.

@@ -5,7 +5,7 @@
 use crate::observe::Observed;
 use crate::rundir::RunDir;
 use crate::step::{StepPlan, StepResult};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use iodig_db::Status;
 use iodig_model::events::DbEvent;
 use iodig_model::trace::TraceDoc;
@@ -37,7 +37,7 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
     } = rec;
     let index = run.doc.steps.len();
     let (dir, rel) = run.step_dir(index, name)?;
-    let summary = summarize(index, &rel, workload, plan, result, observed.trace.as_ref());
+    let mut summary = summarize(index, &rel, workload, plan, result, observed.trace.as_ref());
     let text = ycsb::step_text(&summary, percentiles);
     {
         let mut out = std::io::stdout().lock();
@@ -62,6 +62,30 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
         run.write_json(&dir, files::SYSSTAT, s)?;
     }
     run.write_json(&dir, files::EVENTS, &events)?;
+    let mut nodes = Vec::new();
+    for node in observed.nodes {
+        let mut step = node.step;
+        let node_dir = dir.join("nodes").join(&node.dir_name);
+        step.dir = format!("{rel}/nodes/{}", node.dir_name);
+        std::fs::create_dir_all(&node_dir)
+            .with_context(|| format!("cannot create {}", node_dir.display()))?;
+        if let Some(o) = &node.observation {
+            if let Some(t) = &o.trace {
+                run.write_json(&node_dir, files::TRACE, t)?;
+            }
+            if let Some(s) = &o.sys {
+                run.write_json(&node_dir, files::SYSSTAT, s)?;
+            }
+            run.write_json(&node_dir, files::EVENTS, &o.events)?;
+            if let Some(e) = &o.trace_error {
+                iodig_model::eprintln_lossy!(
+                    "warning: block-IO trace of step {name} on {} failed: {e}",
+                    step.host
+                );
+            }
+        }
+        nodes.push(step);
+    }
     if let Some(e) = &observed.trace_error {
         iodig_model::eprintln_lossy!("warning: block-IO trace of step {name} failed: {e}");
     }
@@ -75,6 +99,7 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
         iodig_model::eprintln_lossy!("warning: {w}");
         run.doc.notes.push(w);
     }
+    summary.nodes = nodes;
     run.write_json(&dir, files::STEP_SUMMARY, &summary)?;
     run.push_step(summary)
 }
@@ -111,5 +136,8 @@ fn summarize(
         trace_mode: trace.map(|t| t.mode.clone()),
         trace_note: trace.and_then(|t| t.note.clone()),
         client_cpu_s: Some(r.client_cpu.as_secs_f64()),
+        nodes: Vec::new(),
+        // The sweep sets it when this step meets its stop rule.
+        sweep_stop: None,
     }
 }

@@ -42,8 +42,14 @@ pub struct RunRequest {
     pub restore_each_step: bool,
     /// `--nodes N`: managed database nodes to start (Cassandra without `hosts`).
     pub nodes: Option<u32>,
+    /// `--fault AT:ACTION:TARGET`: faults injected into every run step, as written.
+    pub faults: Vec<String>,
+    /// `--observe HOST,…`: hosts whose database node iodig observes over SSH.
+    pub observe: Vec<String>,
     /// `--client I/N`: this client's slice of the key space (1-based I).
     pub client: Option<(u64, u64)>,
+    /// `--stop-when`: a workload's sweep ends at the first step that meets it.
+    pub stop_when: Option<crate::stop_rule::StopRule>,
     pub command_line: Vec<String>,
     /// Git revision of the binary, recorded in run.json.
     pub revision: Option<String>,

@@ -151,11 +151,19 @@ fn settle_killed_run(dir: &Path, mut doc: RunDoc) -> Result<String> {
         }
     }
     let mut temps = 0;
-    for d in std::iter::once(dir.to_path_buf()).chain(doc.steps.iter().map(|s| dir.join(&s.dir))) {
+    // The run directory itself, and each step's with its per-node directories below it.
+    let mut todo: Vec<(PathBuf, usize)> = vec![(dir.to_path_buf(), 0)];
+    todo.extend(doc.steps.iter().map(|s| (dir.join(&s.dir), 1)));
+    while let Some((d, depth)) = todo.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            if is_temp_name(&e.file_name().to_string_lossy()) && e.path().is_file() {
-                std::fs::remove_file(e.path())
-                    .with_context(|| format!("cannot remove {}", e.path().display()))?;
+            let p = e.path();
+            if p.is_dir() {
+                if depth > 0 && depth < 4 {
+                    todo.push((p, depth + 1));
+                }
+            } else if is_temp_name(&e.file_name().to_string_lossy()) {
+                std::fs::remove_file(&p)
+                    .with_context(|| format!("cannot remove {}", p.display()))?;
                 temps += 1;
             }
         }
@@ -324,10 +332,12 @@ mod tests {
                 warmup_secs: 0.0,
                 seed: 1,
                 trace: "off".into(),
+                stop_when: None,
             },
             environment: Environment::default(),
             steps: vec![],
             notes: vec![],
+            cluster: None,
             writer: None,
         }
     }
@@ -350,6 +360,8 @@ mod tests {
             trace_mode: None,
             trace_note: None,
             client_cpu_s: None,
+            nodes: vec![],
+            sweep_stop: None,
         }
     }
 
@@ -379,6 +391,8 @@ mod tests {
         std::fs::write(killed.join("steps/02-w-t4/timeseries.json"), "[").unwrap();
         std::fs::write(killed.join(".run.json.77.tmp"), "{").unwrap();
         std::fs::write(killed.join("steps/00-w-t1/.trace.json.77.tmp"), "{").unwrap();
+        std::fs::create_dir_all(killed.join("steps/00-w-t1/nodes/n1")).unwrap();
+        std::fs::write(killed.join("steps/00-w-t1/nodes/n1/.sys.json.77.tmp"), "{").unwrap();
 
         // A run still being written (this process) is not touched.
         let live = out.path().join("20260101-000001-w-basic");
@@ -395,7 +409,7 @@ mod tests {
             "killed during step 2",
             "took in step 1 (steps/01-w-t2)",
             "removed the half-written step directory steps/02-w-t4",
-            "removed 2 temporary file(s)",
+            "removed 3 temporary file(s)",
         ] {
             assert!(line.contains(said), "{said:?} not in {line}");
         }

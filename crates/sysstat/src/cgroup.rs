@@ -49,6 +49,22 @@ impl IoHierarchy {
     }
 }
 
+/// The cgroup a process's block IO is charged to, relative to the IO hierarchy's root (`/` for
+/// the root), from /proc/PID/cgroup: the `blkio` line on v1, the unified line on v2.
+pub fn of_process(pid: u32) -> Option<String> {
+    let hierarchy = IoHierarchy::detect().ok()?;
+    let text = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let wanted = match hierarchy {
+            IoHierarchy::V1Blkio(_) => controllers.split(',').any(|c| c == "blkio"),
+            IoHierarchy::V2Io(_) => controllers.is_empty(),
+        };
+        wanted.then(|| path.to_string())
+    })
+}
+
 /// Creates (or reuses) the cgroup `iodig/<name>` and moves process `pid`, with all its
 /// threads, into it. Returns the cgroup's directory.
 pub fn place(name: &str, pid: u32) -> Result<PathBuf, String> {

@@ -24,6 +24,7 @@ mod ops;
 mod schema;
 mod statements;
 mod tls;
+pub mod topology;
 
 pub use config::{CassandraConfig, DEFAULT_CONSISTENCY, PROPERTIES};
 pub use schema::KEY_COLUMN;
@@ -135,6 +136,15 @@ impl DbFactory for CassandraFactory {
             statements: Arc::new(Vec::new()),
             deadline: self.shared.deadlines.as_ref().map(Deadlines::slot),
         })
+    }
+
+    fn cluster_facts(&self) -> Option<iodig_model::cluster::ClusterDoc> {
+        let keyspace = self.shared.config.keyspace.clone();
+        Some(
+            self.runtime
+                .handle()
+                .block_on(topology::read(&self.shared.session, &keyspace)),
+        )
     }
 
     /// The driver reconnects to restarted nodes on its own, with back-off; a step started

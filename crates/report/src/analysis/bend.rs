@@ -19,7 +19,7 @@ pub struct Bend {
     pub p9999_ratio: f64,
 }
 
-/// The bend: first step where p99 grows > [`BEND_P99_FACTOR`]× while ops/s grows <
+/// The bend: first step where p99 (of the sweep's latency op) grows > [`BEND_P99_FACTOR`]× while ops/s grows <
 /// [`BEND_OPS_GAIN`]; the plateau: first step where ops/s grows < [`BEND_OPS_GAIN`]. Points
 /// whose operations all failed are skipped: their figures measure failures.
 pub fn find_bend(points: &[Point]) -> (Option<Bend>, Option<Bend>) {
@@ -28,7 +28,7 @@ pub fn find_bend(points: &[Point]) -> (Option<Bend>, Option<Bend>) {
     let usable: Vec<&Point> = points.iter().filter(|p| !p.all_failed).collect();
     for w in usable.windows(2) {
         let (a, b) = (w[0], w[1]);
-        if a.ops_per_sec <= 0.0 || a.all.p99_us == 0 {
+        if a.ops_per_sec <= 0.0 || a.lat.p99_us == 0 {
             continue;
         }
         let gain = b.ops_per_sec / a.ops_per_sec - 1.0;
@@ -36,8 +36,8 @@ pub fn find_bend(points: &[Point]) -> (Option<Bend>, Option<Bend>) {
             before: a.threads,
             at: b.threads,
             ops_gain_pct: gain * 100.0,
-            p99_ratio: b.all.p99_us as f64 / a.all.p99_us as f64,
-            p9999_ratio: b.all.p9999_us as f64 / a.all.p9999_us.max(1) as f64,
+            p99_ratio: b.lat.p99_us as f64 / a.lat.p99_us as f64,
+            p9999_ratio: b.lat.p9999_us as f64 / a.lat.p9999_us.max(1) as f64,
         };
         if gain < BEND_OPS_GAIN {
             if plateau.is_none() {

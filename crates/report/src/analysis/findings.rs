@@ -255,12 +255,13 @@ fn peak(s: &WorkloadSweep) -> Vec<String> {
         return Vec::new();
     };
     vec![format!(
-        "{}: peak throughput is {} ops/s at {} threads (p99 {}, p99.99 {}).",
+        "{}: peak throughput is {} ops/s at {} threads ({} p99 {}, p99.99 {}).",
         s.workload,
         crate::doc::thousands(p.ops_per_sec),
         p.threads,
-        lat_ms(p.all.p99_us as f64 / 1000.0),
-        lat_ms(p.all.p9999_us as f64 / 1000.0)
+        s.op.words(),
+        lat_ms(p.lat.p99_us as f64 / 1000.0),
+        lat_ms(p.lat.p9999_us as f64 / 1000.0)
     )]
 }
 
@@ -271,8 +272,8 @@ fn plateau(s: &WorkloadSweep) -> Vec<String> {
         .filter(|p| p.p9999_ratio >= 1.5)
         .map(|p| {
             format!(
-                "{}: throughput stops growing after {} threads ({:+.0}% at {}) while p99.99 grows {:.1}×.",
-                s.workload, p.before, p.ops_gain_pct, p.at, p.p9999_ratio
+                "{}: throughput stops growing after {} threads ({:+.0}% at {}) while {} p99.99 grows {:.1}×.",
+                s.workload, p.before, p.ops_gain_pct, p.at, s.op.words(), p.p9999_ratio
             )
         })
         .collect()
@@ -284,8 +285,12 @@ fn bend(s: &WorkloadSweep) -> Vec<String> {
         .iter()
         .map(|b| {
             format!(
-                "{}: latency bends at {} threads: p99 grows {:.1}× for {:+.0}% ops/s.",
-                s.workload, b.at, b.p99_ratio, b.ops_gain_pct
+                "{}: latency bends at {} threads: {} p99 grows {:.1}× for {:+.0}% ops/s.",
+                s.workload,
+                b.at,
+                s.op.words(),
+                b.p99_ratio,
+                b.ops_gain_pct
             )
         })
         .collect()
@@ -325,7 +330,7 @@ fn step_sentence(s: &StepView, sentence: &str) -> String {
     format!("{}: {sentence}", capitalise(&s.label))
 }
 
-pub(super) fn capitalise(s: &str) -> String {
+pub(crate) fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())

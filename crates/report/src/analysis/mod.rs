@@ -11,16 +11,19 @@
 
 pub mod attribution;
 pub mod bend;
+pub mod cluster;
 pub mod findings;
 pub mod io;
+pub mod op;
 pub mod step;
 pub mod sweep;
 
 pub use bend::{find_bend, Bend, BEND_OPS_GAIN, BEND_P99_FACTOR};
 pub use findings::{lat_ms, rate};
 pub use io::{io_rows, pow2_bin, IoLines, IoRow, SizeHist};
+pub use op::{measured_ops, LatencyOp, OP_CHOICES};
 pub use step::StepView;
-pub use sweep::{sweeps, Point, WorkloadSweep};
+pub use sweep::{sweeps, sweeps_of, NotTested, Point, WorkloadSweep};
 
 use crate::data::RunData;
 
@@ -67,8 +70,12 @@ pub fn status_text(caveats: &[String]) -> String {
 #[derive(Debug, Clone)]
 pub struct Report {
     pub run_name: String,
+    /// The latency op asked for (a sweep without it uses all ops, see its `op`).
+    pub op: LatencyOp,
     pub sweeps: Vec<WorkloadSweep>,
     pub steps: Vec<StepView>,
+    /// The database's nodes, when the run read cluster facts or observed hosts.
+    pub cluster: Option<cluster::ClusterView>,
     /// Run-level findings: the steps' warnings (failed operations), the sweeps', then each
     /// step's (short runs only), prefixed with the step.
     pub findings: Vec<String>,
@@ -79,10 +86,19 @@ fn is_primary_series(name: &str) -> bool {
     OP_SERIES.contains(&name)
 }
 
-/// Computes the report of a run.
+/// Computes the report of a run, its sweeps drawn with READ latency.
 pub fn analyse(run: &RunData) -> Report {
-    let sweeps = sweeps(run);
-    let steps: Vec<StepView> = run.steps.iter().map(step::step_view).collect();
+    analyse_with(run, &LatencyOp::Read)
+}
+
+/// Computes the report of a run, its sweeps drawn with `op`'s latency.
+pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
+    let sweeps = sweeps_of(run, op);
+    let mut steps: Vec<StepView> = run.steps.iter().map(step::step_view).collect();
+    for (v, s) in steps.iter_mut().zip(&run.steps) {
+        v.cluster_nodes = cluster::step_nodes(run, s);
+        v.findings.extend(cluster::node_findings(&v.cluster_nodes));
+    }
     let mut findings = findings::run_findings(&steps, &sweeps);
     // A run that did not complete says so before anything it measured.
     if let Some(state) = &run.state {
@@ -90,9 +106,11 @@ pub fn analyse(run: &RunData) -> Report {
     }
     Report {
         run_name: run.name(),
+        op: op.clone(),
         notes: notes(run, &sweeps),
         sweeps,
         steps,
+        cluster: cluster::cluster_view(run),
         findings,
     }
 }
@@ -100,6 +118,7 @@ pub fn analyse(run: &RunData) -> Report {
 /// run.json's notes, then what limits the figures: approximate percentiles, lost trace events.
 fn notes(run: &RunData, sweeps: &[WorkloadSweep]) -> Vec<String> {
     let mut notes = run.doc.notes.clone();
+    notes.extend(sweeps.iter().filter_map(|s| s.op_note.clone()));
     if sweeps.iter().flat_map(|s| &s.points).any(|p| !p.exact) {
         notes.push(
             "Some latency figures combine steps or ops without histograms.json: their percentiles are count-weighted means, not exact merges."

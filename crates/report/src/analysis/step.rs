@@ -46,6 +46,8 @@ pub struct StepView {
     pub nodes: Vec<ShareRow>,
     /// The attribution self-check, worded; none without attribution.
     pub attribution_check: Option<String>,
+    /// Each node observed over SSH: its IO in this step.
+    pub cluster_nodes: Vec<super::cluster::NodeIo>,
     pub size_hists: Vec<SizeHist>,
     pub trace_mode: String,
     pub trace_note: Option<String>,
@@ -107,6 +109,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         classes: attribution.map(class_shares).unwrap_or_default(),
         nodes: attribution.map(node_shares).unwrap_or_default(),
         attribution_check: attribution.map(check_sentence),
+        cluster_nodes: Vec::new(),
         size_hists: step
             .trace
             .as_ref()

@@ -1,8 +1,10 @@
 //! Sweep curves: one point per workload × thread count, repetitions merged (ops/s as their mean
-//! with a 95% interval, latency from the exact merge of their HDR histograms), the peak, and
-//! steps whose operations all failed kept out of the figures.
+//! with a 95% interval, latency from the exact merge of their HDR histograms), the latency the
+//! curves use (READ unless told otherwise, see [`LatencyOp`]), the peak, steps whose operations
+//! all failed kept out of the figures, and the thread counts a stop rule left untested.
 
 use super::bend::{find_bend, Bend};
+use super::op::LatencyOp;
 use super::{is_primary_series, status_text, steps_list, ALL_OPS_SERIES};
 use crate::data::{RunData, StepData};
 use crate::outcome::Outcome;
@@ -26,6 +28,9 @@ pub struct Point {
     pub second_ops: Vec<f64>,
     /// All ops merged (see [`ALL_OPS_SERIES`]), in µs.
     pub all: SeriesSummary,
+    /// The latency the sweep is drawn with (its [`WorkloadSweep::op`]), in µs; empty (count 0)
+    /// when the point measured none of that op.
+    pub lat: SeriesSummary,
     /// Per op series, repetitions merged, in µs.
     pub per_op: BTreeMap<String, SeriesSummary>,
     /// False when repetitions or ops had to be combined without histograms (percentiles are
@@ -71,11 +76,25 @@ impl Point {
     }
 }
 
+/// A thread count of the sweep that was not run, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotTested {
+    pub threads: u64,
+    /// "stopped at 8 threads (step 3): read.p99 62.345 ms > 50ms".
+    pub why: String,
+}
+
 #[derive(Debug, Clone)]
 pub struct WorkloadSweep {
     pub workload: String,
+    /// Whose latency the curves, tables, peak and bend use: the one asked for, or all ops when
+    /// the workload measured none of it (then `op_note` says so).
+    pub op: LatencyOp,
+    pub op_note: Option<String>,
     /// Ascending thread counts.
     pub points: Vec<Point>,
+    /// Thread counts the run's stop rule left out (ascending), none of which has a point.
+    pub not_tested: Vec<NotTested>,
     /// Index into `points` of the highest throughput among points whose operations succeeded;
     /// none when every point failed.
     pub peak: Option<usize>,
@@ -93,6 +112,30 @@ impl WorkloadSweep {
     /// Points whose figures measure the database (not failures), for curves and ratios.
     pub fn usable_points(&self) -> impl Iterator<Item = &Point> {
         self.points.iter().filter(|p| !p.all_failed)
+    }
+
+    /// Usable points that measured the sweep's latency op, for latency curves.
+    pub fn latency_points(&self) -> impl Iterator<Item = &Point> {
+        self.usable_points().filter(|p| p.lat.count > 0)
+    }
+
+    /// The point at `threads`, when the sweep ran it.
+    pub fn at(&self, threads: u64) -> Option<&Point> {
+        self.points.iter().find(|p| p.threads == threads)
+    }
+
+    /// Why `threads` was not run, when the stop rule left it out.
+    pub fn not_tested_at(&self, threads: u64) -> Option<&NotTested> {
+        self.not_tested.iter().find(|n| n.threads == threads)
+    }
+
+    /// Every thread count of the sweep, tested or not, ascending.
+    pub fn thread_counts(&self) -> Vec<u64> {
+        let mut t: Vec<u64> = self.points.iter().map(|p| p.threads).collect();
+        t.extend(self.not_tested.iter().map(|n| n.threads));
+        t.sort_unstable();
+        t.dedup();
+        t
     }
 }
 
@@ -162,6 +205,7 @@ fn point(threads: u64, steps: &[&StepData]) -> Point {
         rep_ops,
         second_ops,
         all,
+        lat: SeriesSummary::default(),
         per_op,
         exact,
         client_cpu_us_per_op: client_cpu_per_op(steps),
@@ -273,8 +317,38 @@ fn weighted(parts: &[&SeriesSummary]) -> SeriesSummary {
     }
 }
 
-/// Sweeps of every workload, in the order workloads first ran.
+/// Thread counts of `workload`'s sweep that steps meeting the stop rule left out, without
+/// those another repetition ran.
+fn not_tested(run: &RunData, workload: &str, points: &[Point]) -> Vec<NotTested> {
+    let mut out: Vec<NotTested> = Vec::new();
+    for s in run.run_steps().filter(|s| s.summary.workload == workload) {
+        let Some(stop) = &s.summary.sweep_stop else {
+            continue;
+        };
+        for &t in &stop.skipped {
+            if points.iter().any(|p| p.threads == t) || out.iter().any(|n| n.threads == t) {
+                continue;
+            }
+            out.push(NotTested {
+                threads: t,
+                why: format!(
+                    "stopped at {} threads (step {}): {}",
+                    s.summary.threads, s.summary.index, stop.reason
+                ),
+            });
+        }
+    }
+    out.sort_by_key(|n| n.threads);
+    out
+}
+
+/// Sweeps of every workload, in the order workloads first ran, drawn with READ latency.
 pub fn sweeps(run: &RunData) -> Vec<WorkloadSweep> {
+    sweeps_of(run, &LatencyOp::Read)
+}
+
+/// Sweeps of every workload with `op`'s latency (all ops for a workload that has none of it).
+pub fn sweeps_of(run: &RunData, op: &LatencyOp) -> Vec<WorkloadSweep> {
     let mut order: Vec<String> = Vec::new();
     let mut groups: BTreeMap<(String, u64), Vec<&StepData>> = BTreeMap::new();
     for s in run.run_steps() {
@@ -289,17 +363,34 @@ pub fn sweeps(run: &RunData) -> Vec<WorkloadSweep> {
     order
         .into_iter()
         .map(|w| {
-            let points: Vec<Point> = groups
+            let mut points: Vec<Point> = groups
                 .iter()
                 .filter(|((gw, _), _)| *gw == w)
                 .map(|((_, t), steps)| group_point(*t, steps))
                 .collect();
+            let (op, op_note) = if op.measured_in(points.iter()) {
+                (op.clone(), None)
+            } else {
+                (
+                    LatencyOp::All,
+                    Some(format!(
+                        "{w} measured no {} operation: its curves, tables, peak and bend use all ops.",
+                        op.words()
+                    )),
+                )
+            };
+            for p in &mut points {
+                p.lat = op.of(p).cloned().unwrap_or_default();
+            }
             let peak = (0..points.len())
                 .filter(|&i| !points[i].all_failed)
                 .max_by(|&a, &b| points[a].ops_per_sec.total_cmp(&points[b].ops_per_sec));
             let (bend, plateau) = find_bend(&points);
             WorkloadSweep {
+                not_tested: not_tested(run, &w, &points),
                 workload: w,
+                op,
+                op_note,
                 points,
                 peak,
                 bend,

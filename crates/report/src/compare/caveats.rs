@@ -3,13 +3,17 @@
 //! and thread counts a later run lacks.
 
 use super::Runs;
+use crate::analysis::LatencyOp;
 use crate::data::RunData;
 use crate::doc::{distinct, target_rate, Doc};
 use crate::outcome::Outcome;
 
-/// The caveats section ("the runs agree…" when there is none); returns the caveats.
-pub(super) fn section(doc: &mut Doc, runs: &Runs) -> Vec<String> {
-    let mut c = run_differences(runs.runs);
+/// The caveats section ("the runs agree…" when there is none), `first` (the latency compared,
+/// when it is not the one asked for) leading; returns the caveats.
+pub(super) fn section(doc: &mut Doc, runs: &Runs, first: Option<&str>) -> Vec<String> {
+    let mut c: Vec<String> = first.map(String::from).into_iter().collect();
+    c.extend(run_differences(runs.runs));
+    c.extend(latency_differences(runs));
     c.extend(runs.runs.iter().flat_map(step_problems));
     c.extend(missing_points(runs));
     doc.h(2, "Caveats");
@@ -167,28 +171,71 @@ fn step_problems(r: &RunData) -> Vec<String> {
     c
 }
 
-/// Thread counts of the baseline's workloads that a later run lacks.
+/// A workload whose runs' sweeps fell back to different latencies (one measured the op compared,
+/// another did not).
+fn latency_differences(runs: &Runs) -> Vec<String> {
+    let mut c = Vec::new();
+    for w in runs.base_sweeps() {
+        let ops: Vec<(String, &LatencyOp)> = runs
+            .runs
+            .iter()
+            .enumerate()
+            .filter_map(|(ri, r)| runs.sweep(ri, &w.workload).map(|o| (r.name(), &o.op)))
+            .collect();
+        if ops.iter().any(|(_, op)| **op != w.op) {
+            let list: Vec<String> = ops
+                .iter()
+                .map(|(name, op)| format!("{} in {name}", op.words()))
+                .collect();
+            c.push(format!(
+                "{}: the runs' latencies are not of the same ops ({}): its latency ratios compare different operations.",
+                w.workload,
+                list.join(", ")
+            ));
+        }
+    }
+    c
+}
+
+/// Thread counts of the baseline's workloads that some run did not test (another run did, or
+/// the stop rule left them out), with the rule's reason where it fired.
 fn missing_points(runs: &Runs) -> Vec<String> {
     let mut c = Vec::new();
-    for (ri, r) in runs.runs.iter().enumerate().skip(1) {
-        for w in runs.base_sweeps() {
+    for w in runs.base_sweeps() {
+        let union = runs.thread_union(&w.workload);
+        for (ri, r) in runs.runs.iter().enumerate() {
             let Some(o) = runs.sweep(ri, &w.workload) else {
                 continue;
             };
-            let missing: Vec<String> = w
-                .points
+            let missing: Vec<u64> = union
                 .iter()
-                .filter(|p| !o.points.iter().any(|q| q.threads == p.threads))
-                .map(|p| p.threads.to_string())
+                .copied()
+                .filter(|&t| o.at(t).is_none())
                 .collect();
-            if !missing.is_empty() {
-                c.push(format!(
-                    "{} has no {} step at {} threads, which the baseline ran: not compared.",
-                    r.name(),
-                    w.workload,
-                    missing.join(", ")
-                ));
+            if missing.is_empty() {
+                continue;
             }
+            let list = missing
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let why = distinct(
+                missing
+                    .iter()
+                    .filter_map(|&t| o.not_tested_at(t))
+                    .map(|n| n.why.clone()),
+            );
+            let why = if why.is_empty() {
+                String::new()
+            } else {
+                format!(" (its sweep {})", why.join("; "))
+            };
+            c.push(format!(
+                "{} did not test {} at {list} threads{why}, which another run did or planned: \"(not tested)\" in the tables, no ratio there.",
+                r.name(),
+                w.workload,
+            ));
         }
     }
     c

@@ -8,6 +8,7 @@
 //! [`compare_doc`] lists the sections in document order; each section is a module of its own.
 
 mod caveats;
+mod figures;
 mod header;
 mod max_perf;
 mod ratio;
@@ -16,13 +17,14 @@ mod workload;
 
 pub use ratio::{better, lower, significance};
 
-use crate::analysis::{sweeps, Point, WorkloadSweep};
+use crate::analysis::{sweeps_of, LatencyOp, Point, WorkloadSweep, OP_SERIES};
 use crate::data::{load_run, RunData};
 use crate::doc::Doc;
 use anyhow::{bail, Result};
 use iodig_model::fsio::write_atomic;
 use std::path::PathBuf;
 
+/// Files written into `--out`, besides one `compare-NN-<title>.svg` per chart.
 pub const HTML: &str = "compare.html";
 pub const MARKDOWN: &str = "compare.md";
 /// Significance level of the Welch tests.
@@ -36,6 +38,9 @@ pub struct CompareOptions {
     /// Percent by which a later run may be worse (lower ops/s or higher p99) before it counts
     /// as a regression.
     pub fail_on_regression_pct: Option<f64>,
+    /// `--op`: whose latency is compared; none = READ when every run measured reads, else all
+    /// ops (said under Caveats).
+    pub op: Option<LatencyOp>,
 }
 
 #[derive(Debug, Clone)]
@@ -55,13 +60,16 @@ pub struct CompareOutput {
 struct Runs<'a> {
     runs: &'a [RunData],
     sweeps: Vec<Vec<WorkloadSweep>>,
+    /// Whose latency is compared.
+    op: LatencyOp,
 }
 
 impl<'a> Runs<'a> {
-    fn new(runs: &'a [RunData]) -> Self {
+    fn new(runs: &'a [RunData], op: &LatencyOp) -> Self {
         Runs {
             runs,
-            sweeps: runs.iter().map(sweeps).collect(),
+            sweeps: runs.iter().map(|r| sweeps_of(r, op)).collect(),
+            op: op.clone(),
         }
     }
 
@@ -77,6 +85,23 @@ impl<'a> Runs<'a> {
     /// Run `ri`'s sweep of `workload`, when it ran it.
     fn sweep(&self, ri: usize, workload: &str) -> Option<&WorkloadSweep> {
         self.sweeps[ri].iter().find(|w| w.workload == workload)
+    }
+
+    /// Every thread count of `workload` over all runs, tested or left out by a stop rule,
+    /// ascending: the rows of the briefs' wide tables.
+    fn thread_union(&self, workload: &str) -> Vec<u64> {
+        let mut t: Vec<u64> = (0..self.runs.len())
+            .filter_map(|ri| self.sweep(ri, workload))
+            .flat_map(WorkloadSweep::thread_counts)
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    }
+
+    /// Run `ri`'s point at `threads` of `workload`, when it ran it.
+    fn point(&self, ri: usize, workload: &str, threads: u64) -> Option<&Point> {
+        self.sweep(ri, workload).and_then(|o| o.at(threads))
     }
 
     /// Each later run with its point at `threads` of `workload` (none when it has no such step).
@@ -117,15 +142,17 @@ fn md_list(title: &str, items: &[String]) -> String {
 
 /// Builds the comparison document, the caveats and the regression check, section by section;
 /// the terminal summary gathers the caveats and the advantage tables.
-pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>) -> Comparison {
-    let runs = Runs::new(runs);
+pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Comparison {
+    let runs = Runs::new(runs, &op.op);
     let mut doc = header::section(&runs);
-    let caveats = caveats::section(&mut doc, &runs);
+    let caveats = caveats::section(&mut doc, &runs, op.caveat.as_deref());
     let mut summary = String::new();
     if !caveats.is_empty() {
         summary.push_str(&md_list("Caveats", &caveats));
     }
     max_perf::section(&mut doc, &runs, &mut summary);
+    doc.bar_chart(figures::max_perf_chart(&runs));
+    figures::section(&mut doc, &runs);
     for w in runs.base_sweeps() {
         workload::section(&mut doc, &runs, w, &mut summary);
     }
@@ -141,7 +168,97 @@ pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>) -> Comparison {
     }
 }
 
-/// Reads the runs and writes compare.html and compare.md into `opts.out`.
+/// The latency op compared, and the caveat when it is not the one asked for.
+#[derive(Debug, Clone, Default)]
+pub struct OpChoice {
+    pub op: LatencyOp,
+    pub caveat: Option<String>,
+}
+
+/// The ops with successful measurements in a run's measured steps, in [`OP_SERIES`] order.
+fn run_ops(r: &RunData) -> Vec<&'static str> {
+    OP_SERIES
+        .iter()
+        .copied()
+        .filter(|op| {
+            r.run_steps()
+                .any(|s| s.summary.series.get(*op).is_some_and(|v| v.count > 0))
+        })
+        .collect()
+}
+
+/// Which latency the comparison uses: `--op` when every run measured it (all ops always), else
+/// READ when every run has reads, else all ops with a caveat. Runs that share no operation at
+/// all, or an `--op` some run lacks, are refused naming what each run has.
+pub fn choose_op(runs: &[RunData], asked: Option<&LatencyOp>) -> Result<OpChoice> {
+    let per_run: Vec<Vec<&str>> = runs.iter().map(run_ops).collect();
+    let has = |op: &str| per_run.iter().all(|ops| ops.contains(&op));
+    let listing = || {
+        runs.iter()
+            .zip(&per_run)
+            .map(|(r, ops)| format!("{} has {}", r.name(), crate::report::measured_list(ops)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let common: Vec<&str> = OP_SERIES.iter().copied().filter(|op| has(op)).collect();
+    if common.is_empty() {
+        bail!(
+            "the runs have no operation in common ({}): there is no latency to compare; compare runs of workloads that share an operation",
+            listing()
+        );
+    }
+    match asked {
+        Some(LatencyOp::All) => Ok(OpChoice {
+            op: LatencyOp::All,
+            caveat: None,
+        }),
+        Some(op) => {
+            let series = op.series().unwrap_or("READ");
+            if !has(series) {
+                bail!(
+                    "--op {}: not measured by every run ({}); choose one they share ({}) or --op all",
+                    op.words(),
+                    listing(),
+                    common.join(", ").to_lowercase()
+                );
+            }
+            Ok(OpChoice {
+                op: op.clone(),
+                caveat: None,
+            })
+        }
+        None if has("READ") => Ok(OpChoice::default()),
+        None => Ok(OpChoice {
+            op: LatencyOp::All,
+            caveat: Some(format!(
+                "Not every run measured reads ({}): latency is compared over all ops; --op {} compares an op they share.",
+                listing(),
+                common[0].to_lowercase()
+            )),
+        }),
+    }
+}
+
+/// A file-name piece from a chart title: lower-case words joined by dashes, at most ~48 bytes.
+fn slug(title: &str) -> String {
+    let mut s = String::new();
+    for word in title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if s.len() + word.len() > 48 {
+            break;
+        }
+        if !s.is_empty() {
+            s.push('-');
+        }
+        s.push_str(&word.to_ascii_lowercase());
+    }
+    s
+}
+
+/// Reads the runs and writes compare.html, compare.md and one SVG file per chart into
+/// `opts.out`.
 pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
     if opts.runs.len() < 2 {
         bail!(
@@ -160,17 +277,27 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
             opts.runs[0].display()
         );
     }
-    let c = compare_doc(&runs, opts.fail_on_regression_pct);
+    let op = choose_op(&runs, opts.op.as_ref())?;
+    let c = compare_doc(&runs, opts.fail_on_regression_pct, &op);
     std::fs::create_dir_all(&opts.out).map_err(|e| {
         anyhow::anyhow!(
             "--out {}: cannot create the directory ({e}); choose a writable directory",
             opts.out.display()
         )
     })?;
+    // Each chart also stands alone as an SVG file, for slides and for compare.md to show.
     let mut files = Vec::new();
+    let mut svg_names = Vec::new();
+    for (i, chart) in c.doc.charts().enumerate() {
+        let name = format!("compare-{:02}-{}.svg", i + 1, slug(chart.title()));
+        let p = opts.out.join(&name);
+        write_atomic(&p, chart.svg().as_bytes())?;
+        svg_names.push(name);
+        files.push(p);
+    }
     for (name, text) in [
         (HTML, crate::html::render(&c.doc)),
-        (MARKDOWN, crate::markdown::render(&c.doc)),
+        (MARKDOWN, crate::markdown::render_linked(&c.doc, &svg_names)),
     ] {
         let p = opts.out.join(name);
         write_atomic(&p, text.as_bytes())?;

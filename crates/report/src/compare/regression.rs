@@ -2,7 +2,7 @@
 //! baseline's, a verdict or the reason there is none, and the section that lists them.
 
 use super::{md_list, Runs};
-use crate::analysis::{steps_list, Point};
+use crate::analysis::{steps_list, LatencyOp, Point};
 use crate::doc::{target_rate, thousands, us_as_ms, Doc};
 
 /// What the check found (both empty without a limit).
@@ -20,7 +20,10 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, pct: f64, summary: &mut String
     let check = check(runs, pct);
     doc.h(
         2,
-        format!("Regression check (limit {pct}% on ops/s and p99)"),
+        format!(
+            "Regression check (limit {pct}% on ops/s and {} p99)",
+            runs.op.words()
+        ),
     );
     if check.regressions.is_empty() {
         doc.p("No checked point is worse than the baseline beyond the limit.");
@@ -52,7 +55,7 @@ fn check(runs: &Runs, pct: f64) -> Check {
                 };
                 match verdict(bp, op) {
                     Verdict::Check => c.regressions.extend(
-                        limit_regressions(bp, op, &base_name, pct)
+                        limit_regressions(bp, op, &w.op, &base_name, pct)
                             .into_iter()
                             .map(|s| format!("{point}: {s}")),
                     ),
@@ -120,7 +123,13 @@ fn verdict(base: &Point, new: &Point) -> Verdict {
 }
 
 /// Ops/s drop and p99 rise of `new` against `base` beyond `pct`, as sentences after the point's name.
-fn limit_regressions(base: &Point, new: &Point, base_name: &str, pct: f64) -> Vec<String> {
+fn limit_regressions(
+    base: &Point,
+    new: &Point,
+    op: &LatencyOp,
+    base_name: &str,
+    pct: f64,
+) -> Vec<String> {
     let mut out = Vec::new();
     let drop = (1.0 - new.ops_per_sec / base.ops_per_sec) * 100.0;
     if drop > pct {
@@ -130,13 +139,14 @@ fn limit_regressions(base: &Point, new: &Point, base_name: &str, pct: f64) -> Ve
             thousands(base.ops_per_sec)
         ));
     }
-    if base.all.p99_us > 0 {
-        let rise = (new.all.p99_us as f64 / base.all.p99_us as f64 - 1.0) * 100.0;
+    if base.lat.p99_us > 0 {
+        let rise = (new.lat.p99_us as f64 / base.lat.p99_us as f64 - 1.0) * 100.0;
         if rise > pct {
             out.push(format!(
-                "p99 {rise:.1}% higher than {base_name} ({} ms vs {} ms), over the {pct}% limit",
-                us_as_ms(new.all.p99_us as f64),
-                us_as_ms(base.all.p99_us as f64)
+                "{} p99 {rise:.1}% higher than {base_name} ({} ms vs {} ms), over the {pct}% limit",
+                op.words(),
+                us_as_ms(new.lat.p99_us as f64),
+                us_as_ms(base.lat.p99_us as f64)
             ));
         }
     }

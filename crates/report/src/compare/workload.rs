@@ -1,25 +1,35 @@
-//! A workload's comparison: the runs' curves overlaid, then ops/s and latency per thread count,
-//! each later run's figures with their ratios to the baseline's.
+//! A workload's comparison, as the briefs lay it out: the runs' curves overlaid; ops/s and
+//! average latency against workers on two axes; the wide OPS table (threads | each run's ops/s
+//! and p99 | each later run's advantage) over the union of the runs' thread counts, "(not
+//! tested)" where a run lacks one; then significance and latency ratios per thread count.
 
 use super::ratio::{better, comparable, lower, note, pair_note, significance};
 use super::Runs;
+use crate::analysis::findings::capitalise;
 use crate::analysis::{Point, WorkloadSweep};
-use crate::doc::{thousands, us_as_ms, Doc, Table};
-use crate::svg::{LineChart, Series, XKind};
+use crate::doc::{thousands, us_as_ms, Doc, Table, NOT_TESTED};
+use crate::svg::{AxisSeries, LineChart, Series, TwoAxisChart, XKind};
 
-/// The section; its ops/s table also goes into the terminal summary.
+/// "—": no ratio, as the briefs mark a comparison that cannot be made.
+pub(super) const NO_RATIO: &str = "—";
+
+/// The section; its wide OPS table also goes into the terminal summary.
 pub(super) fn section(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep, summary: &mut String) {
     doc.h(2, format!("Workload {}", w.workload));
     curves(doc, runs, w);
-    doc.h(3, "Ops/s by thread count");
-    let t = ops_table(runs, w);
-    summary.push_str(&format!(
-        "\n## Workload {}: ops/s by thread count\n\n",
-        w.workload
-    ));
+    workers_chart(doc, runs, w);
+    let heading = format!("OPS by thread count ({} latency)", w.op.words());
+    doc.h(3, heading.clone());
+    let t = wide_table(runs, w);
+    summary.push_str(&format!("\n## Workload {}: {heading}\n\n", w.workload));
     summary.push_str(&crate::markdown::table(&t));
     doc.table(t);
-    doc.h(3, "Latency by thread count (all ops)");
+    doc.h(3, "Ops/s by thread count: significance");
+    doc.table(ops_table(runs, w));
+    doc.h(
+        3,
+        format!("{} latency by thread count", capitalise(&w.op.words())),
+    );
     doc.table(latency_table(runs, w));
 }
 
@@ -28,11 +38,12 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep, summary: &m
 fn curves(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep) {
     let mut c = LineChart::new(
         &format!(
-            "{}: ops/s vs latency, each run (points labelled with threads)",
-            w.workload
+            "{}: ops/s vs {} latency, each run (points labelled with threads)",
+            w.workload,
+            w.op.words()
         ),
         "throughput (ops/s)",
-        "latency (ms, log scale)",
+        &format!("{} latency (ms, log scale)", w.op.words()),
         XKind::Number,
     );
     c.y_log = true;
@@ -41,14 +52,14 @@ fn curves(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep) {
             continue;
         };
         let labels: Vec<String> = o
-            .usable_points()
+            .latency_points()
             .map(|p| format!("{}t", p.threads))
             .collect();
         c.series.push(Series {
             name: format!("{} p99.99", r.name()),
             points: o
-                .usable_points()
-                .map(|p| (p.ops_per_sec, p.all.p9999_us as f64 / 1000.0))
+                .latency_points()
+                .map(|p| (p.ops_per_sec, p.lat.p9999_us as f64 / 1000.0))
                 .collect(),
             color: ri,
             markers: true,
@@ -58,8 +69,8 @@ fn curves(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep) {
         c.series.push(Series {
             name: format!("{} avg", r.name()),
             points: o
-                .usable_points()
-                .map(|p| (p.ops_per_sec, p.all.mean_us / 1000.0))
+                .latency_points()
+                .map(|p| (p.ops_per_sec, p.lat.mean_us / 1000.0))
                 .collect(),
             color: ri,
             dashed: true,
@@ -68,6 +79,125 @@ fn curves(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep) {
         });
     }
     doc.line_chart(c);
+}
+
+/// Ops/s (solid, left axis) and average latency (dashed, right axis) against workers, one
+/// colour per run, over the union of thread counts; a run's line breaks where it has no point.
+fn workers_chart(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep) {
+    let threads = runs.thread_union(&w.workload);
+    let words = w.op.words();
+    let mut c = TwoAxisChart {
+        title: format!(
+            "{}: ops/s and average {words} latency by workers",
+            w.workload
+        ),
+        x_label: "workers (client threads)".into(),
+        left_label: "throughput (ops/s, solid)".into(),
+        right_label: format!("average {words} latency (ms, dashed)"),
+        categories: threads.iter().map(ToString::to_string).collect(),
+        legend: runs
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(ri, r)| (r.name(), ri))
+            .collect(),
+        ..Default::default()
+    };
+    for (ri, r) in runs.runs.iter().enumerate() {
+        let usable = |t: u64| runs.point(ri, &w.workload, t).filter(|p| !p.all_failed);
+        c.left.push(AxisSeries {
+            name: format!("{} ops/s", r.name()),
+            color: ri,
+            values: threads
+                .iter()
+                .map(|&t| usable(t).map(|p| p.ops_per_sec))
+                .collect(),
+        });
+        c.right.push(AxisSeries {
+            name: format!("{} avg {words} ms", r.name()),
+            color: ri,
+            values: threads
+                .iter()
+                .map(|&t| {
+                    usable(t)
+                        .filter(|p| p.lat.count > 0)
+                        .map(|p| p.lat.mean_us / 1000.0)
+                })
+                .collect(),
+        });
+    }
+    doc.two_axis_chart(c);
+}
+
+/// The briefs' table: one row per thread count of any run; each run's ops/s and p99, each
+/// later run's advantage over the baseline (ops/s new ÷ baseline) and its p99 against the
+/// baseline's; "(not tested)" where a run has no such step, "—" where no ratio can be made.
+fn wide_table(runs: &Runs, w: &WorkloadSweep) -> Table {
+    let words = w.op.words();
+    let mut headers = vec!["threads".to_string()];
+    for (ri, r) in runs.runs.iter().enumerate() {
+        let n = r.name();
+        headers.push(format!("{n} ops/s"));
+        headers.push(format!("{n} {words} p99 ms"));
+        if ri > 0 {
+            headers.push(format!("{n} advantage"));
+            headers.push(format!("{n} {words} p99"));
+        }
+    }
+    let text: Vec<usize> = (0..runs.runs.len())
+        .skip(1)
+        .flat_map(|ri| {
+            // threads, the baseline's two columns, then four per later run.
+            let first = 3 + 4 * (ri - 1);
+            [first + 2, first + 3]
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut t = Table::new(&headers).text_columns(&text);
+    for threads in runs.thread_union(&w.workload) {
+        let base = runs.point(0, &w.workload, threads);
+        let mut cells = vec![threads.to_string()];
+        for ri in 0..runs.runs.len() {
+            let p = runs.point(ri, &w.workload, threads);
+            match p {
+                Some(p) => {
+                    cells.push(thousands(p.ops_per_sec));
+                    cells.push(p99_cell(p));
+                }
+                None => {
+                    cells.push(NOT_TESTED.into());
+                    cells.push(String::new());
+                }
+            }
+            if ri > 0 {
+                let (adv, lat) = match (base, p) {
+                    (Some(b), Some(p)) if comparable(b, p) => (
+                        better(p.ops_per_sec / b.ops_per_sec),
+                        if b.lat.count > 0 && p.lat.count > 0 {
+                            lower(b.lat.p99_us as f64, p.lat.p99_us as f64)
+                        } else {
+                            NO_RATIO.into()
+                        },
+                    ),
+                    (Some(_), Some(_)) => ("– (all failed)".into(), NO_RATIO.into()),
+                    _ => (NO_RATIO.into(), NO_RATIO.into()),
+                };
+                cells.push(adv);
+                cells.push(lat);
+            }
+        }
+        t.row(cells);
+    }
+    t
+}
+
+/// A point's p99 of the latency compared ("–" when it measured none of that op).
+fn p99_cell(p: &Point) -> String {
+    if p.lat.count > 0 {
+        us_as_ms(p.lat.p99_us as f64)
+    } else {
+        "–".into()
+    }
 }
 
 /// A ratio cell, or why there is none (a side whose operations all failed).
@@ -79,25 +209,31 @@ fn ratio(base: &Point, new: &Point, f: impl Fn() -> String) -> String {
     }
 }
 
-/// A table with one row per thread count of the baseline and, under it, one per later run that
-/// has that thread count; `base` and `later` give the cells after the thread count and run.
+/// A table with, for every thread count of any run, one row per run: the baseline's `base`
+/// cells, each later run's `later` cells against the baseline's point (`None` when the
+/// baseline has none), and "(not tested)" for a run without the thread count.
 fn per_thread_table(
     runs: &Runs,
     w: &WorkloadSweep,
     headers: &[&str],
     text_columns: &[usize],
     base: impl Fn(&Point) -> Vec<String>,
-    later: impl Fn(&Point, &Point) -> Vec<String>,
+    later: impl Fn(Option<&Point>, &Point) -> Vec<String>,
 ) -> Table {
     let mut t = Table::new(headers).text_columns(text_columns);
-    for bp in &w.points {
-        let mut cells = vec![bp.threads.to_string(), runs.base().name()];
-        cells.extend(base(bp));
-        t.row(cells);
-        for (r, op) in runs.later_points(&w.workload, bp.threads) {
-            let Some(op) = op else { continue };
-            let mut cells = vec![bp.threads.to_string(), r.name()];
-            cells.extend(later(bp, op));
+    let blanks = headers.len().saturating_sub(3);
+    for threads in runs.thread_union(&w.workload) {
+        let bp = runs.point(0, &w.workload, threads);
+        for (ri, r) in runs.runs.iter().enumerate() {
+            let mut cells = vec![threads.to_string(), r.name()];
+            match (ri, runs.point(ri, &w.workload, threads)) {
+                (0, Some(p)) => cells.extend(base(p)),
+                (_, Some(p)) => cells.extend(later(bp, p)),
+                (_, None) => {
+                    cells.push(NOT_TESTED.into());
+                    cells.extend((0..blanks).map(|_| String::new()));
+                }
+            }
             t.row(cells);
         }
     }
@@ -128,6 +264,14 @@ fn ops_table(runs: &Runs, w: &WorkloadSweep) -> Table {
             ]
         },
         |bp, op| {
+            let Some(bp) = bp else {
+                return vec![
+                    thousands(op.ops_per_sec),
+                    format!("{NO_RATIO} (baseline not tested)"),
+                    String::new(),
+                    note(op),
+                ];
+            };
             vec![
                 thousands(op.ops_per_sec),
                 ratio(bp, op, || better(op.ops_per_sec / bp.ops_per_sec)),
@@ -142,7 +286,8 @@ fn ops_table(runs: &Runs, w: &WorkloadSweep) -> Table {
     )
 }
 
-/// Avg, p99 and p99.99 (all ops) per thread count, each later run's with its ratio.
+/// Avg, p99 and p99.99 of the latency compared per thread count, each later run's with its
+/// ratio.
 fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
     per_thread_table(
         runs,
@@ -159,7 +304,7 @@ fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
         ],
         &[1, 3, 5, 7],
         |bp| {
-            let b = &bp.all;
+            let b = &bp.lat;
             vec![
                 us_as_ms(b.mean_us),
                 "baseline".into(),
@@ -170,14 +315,18 @@ fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
             ]
         },
         |bp, op| {
-            let (b, n) = (&bp.all, &op.all);
+            let n = &op.lat;
+            let r = |f: &dyn Fn(&iodig_model::SeriesSummary) -> f64| match bp {
+                Some(bp) => ratio(bp, op, || lower(f(&bp.lat), f(n))),
+                None => NO_RATIO.into(),
+            };
             vec![
                 us_as_ms(n.mean_us),
-                ratio(bp, op, || lower(b.mean_us, n.mean_us)),
+                r(&|s| s.mean_us),
                 us_as_ms(n.p99_us as f64),
-                ratio(bp, op, || lower(b.p99_us as f64, n.p99_us as f64)),
+                r(&|s| s.p99_us as f64),
                 us_as_ms(n.p9999_us as f64),
-                ratio(bp, op, || lower(b.p9999_us as f64, n.p9999_us as f64)),
+                r(&|s| s.p9999_us as f64),
             ]
         },
     )

@@ -11,8 +11,26 @@ pub(super) fn sentence(s: &StepView) -> Option<String> {
     }
     let flushes = s.events.iter().filter(|e| e.kind == "flush").count();
     let comps = s.events.iter().filter(|e| e.kind == "compaction").count();
+    let faults: Vec<String> = s
+        .events
+        .iter()
+        .filter(|e| e.kind == "fault")
+        .map(|e| {
+            format!(
+                "{} at {} ({})",
+                e.node,
+                crate::svg::clock(e.start_unix_ms as f64),
+                e.detail
+            )
+        })
+        .collect();
+    let faults = if faults.is_empty() {
+        String::new()
+    } else {
+        format!(" Faults injected: {}.", faults.join("; "))
+    };
     Some(format!(
-        "Database events: {flushes} flushes, {comps} compactions (shaded on the charts)."
+        "Database events: {flushes} flushes, {comps} compactions (shaded on the charts).{faults}"
     ))
 }
 

@@ -43,9 +43,22 @@ fn config_facts(run: &RunData, report: &Report) -> Vec<Fact> {
                 .join(", "),
         ),
         ("target".into(), target_rate(c.target_ops_per_sec)),
+        (
+            "latency shown".into(),
+            format!(
+                "{} (curves, OPS tables, peak and bend; iodig report --op chooses another op or all)",
+                report.op.words()
+            ),
+        ),
         ("warm-up".into(), format!("{} s per step", c.warmup_secs)),
         ("seed".into(), c.seed.to_string()),
     ];
+    if let Some(rule) = &c.stop_when {
+        facts.push((
+            "stop rule".into(),
+            format!("{rule} (a workload's sweep ends at the first step that meets it)"),
+        ));
+    }
     for key in [
         "hosts",
         "recordcount",

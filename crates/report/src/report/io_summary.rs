@@ -76,6 +76,8 @@ fn size_histograms(doc: &mut Doc, s: &StepView) {
             },
             categories: cats.clone(),
             groups,
+            unit: "%".into(),
+            ..Default::default()
         });
     }
     histogram_table(doc, s, &bins, &cats);

@@ -5,6 +5,7 @@
 mod attribution;
 mod block_io;
 mod client;
+mod cluster;
 mod events;
 mod findings;
 mod header;
@@ -17,10 +18,10 @@ mod system;
 
 pub use io_summary::size_short;
 
-use crate::analysis::{self, Report};
+use crate::analysis::{self, LatencyOp, Report};
 use crate::data::{load_run, RunData};
 use crate::doc::Doc;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use iodig_model::fsio::write_atomic;
 use std::path::{Path, PathBuf};
 
@@ -39,10 +40,36 @@ pub struct ReportOutput {
     pub findings: Vec<String>,
 }
 
-/// Reads `run_dir`, writes the report files into it, and returns their paths.
+/// What `iodig report` may be told.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// `--op`: whose latency the curves and OPS tables show; none = READ (all ops for a
+    /// workload without reads).
+    pub op: Option<LatencyOp>,
+}
+
+/// Reads `run_dir`, writes the report files into it (READ latency first), and returns their
+/// paths.
 pub fn write_report(run_dir: &Path) -> Result<ReportOutput> {
+    write_report_with(run_dir, &ReportOptions::default())
+}
+
+/// [`write_report`] with options; an `--op` the run never measured is refused, naming it.
+pub fn write_report_with(run_dir: &Path, opts: &ReportOptions) -> Result<ReportOutput> {
     let run = load_run(run_dir)?;
-    let report = analysis::analyse(&run);
+    if let Some(op) = &opts.op {
+        let points: Vec<_> = analysis::sweeps_of(&run, op);
+        let all_points = points.iter().flat_map(|s| s.points.iter());
+        if !op.measured_in(all_points.clone()) {
+            bail!(
+                "--op {}: {} measured no such operation (it has {}); choose one of those or --op all",
+                op.words(),
+                run_dir.display(),
+                measured_list(&analysis::measured_ops(all_points))
+            );
+        }
+    }
+    let report = analysis::analyse_with(&run, &opts.op.clone().unwrap_or_default());
     let doc = report_doc(&run, &report);
     let outputs: [(&str, Vec<u8>); 6] = [
         (HTML, crate::html::render(&doc).into_bytes()),
@@ -64,11 +91,21 @@ pub fn write_report(run_dir: &Path) -> Result<ReportOutput> {
     })
 }
 
+/// "READ, UPDATE" or "no operation".
+pub(crate) fn measured_list(ops: &[&str]) -> String {
+    if ops.is_empty() {
+        "no operation".into()
+    } else {
+        ops.join(", ")
+    }
+}
+
 /// The whole report as a document, section by section.
 pub fn report_doc(run: &RunData, report: &Report) -> Doc {
     let mut doc = Doc::new(&format!("iodig report: {}", report.run_name));
     header::section(&mut doc, run, report);
     findings::section(&mut doc, report);
+    cluster::section(&mut doc, report);
     steps_table::section(&mut doc, report);
     for s in &report.sweeps {
         sweep::section(&mut doc, s);

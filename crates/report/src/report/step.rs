@@ -1,7 +1,7 @@
 //! A step's section: when it ran and what it found, then its charts on one time axis (client,
 //! block IO, system), the per-second figures and the IO summary.
 
-use super::{attribution, block_io, client, events, io_summary, per_second, system};
+use super::{attribution, block_io, client, cluster, events, io_summary, per_second, system};
 use crate::analysis::StepView;
 use crate::doc::Doc;
 use crate::svg::{Band, LineChart, Series, XKind};
@@ -16,6 +16,7 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
     per_second::table(doc, s);
     io_summary::tables(doc, s);
     attribution::tables(doc, s);
+    cluster::step_nodes(doc, s, &t);
 }
 
 /// When the step was measured and how it was traced, its database events, its findings.

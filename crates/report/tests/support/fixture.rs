@@ -459,6 +459,8 @@ fn step(
         trace_mode: Some("ebpf".into()),
         trace_note: None,
         client_cpu_s: Some(total_ops as f64 * 12e-6),
+        nodes: Vec::new(),
+        sweep_stop: None,
     };
     write_json_atomic(&dir.join(files::STEP_SUMMARY), &summary)?;
     write_json_atomic(&dir.join(files::TIMESERIES), &samples)?;
@@ -572,6 +574,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
             warmup_secs: 2.0,
             seed: spec.seed,
             trace: "auto".into(),
+            stop_when: None,
         },
         environment: Environment {
             hostname: "lab1".into(),
@@ -593,6 +596,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
         },
         steps,
         notes: Vec::new(),
+        cluster: None,
         writer: None,
     };
     write_json_atomic(&run_dir.join(files::RUN), &doc)?;

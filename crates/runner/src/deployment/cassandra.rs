@@ -7,12 +7,15 @@ use super::{db_error, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
 use crate::experiment::sweep;
+use crate::fault::{Fault, FaultAction, FaultHandler};
 use crate::plan::Plan;
 use crate::probe::{probe_dataset, Presence};
+use crate::remote::agent::NodeOnHost;
 use crate::request::{LoadPolicy, RunOutcome};
 use crate::step::Phase;
 use anyhow::{Context, Result};
 use iodig_db::DbFactory;
+use iodig_model::cluster::HostNode;
 use iodig_model::events::DbEvent;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -226,9 +229,67 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
     fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
         iodig_cassandra::events(&self.dir, Some(since_unix_ms)).unwrap_or_default()
     }
+
+    fn fault_handler(&self) -> Option<FaultHandler> {
+        let dir = self.dir.clone();
+        Some(std::sync::Arc::new(move |f: &Fault| {
+            let n = f
+                .target
+                .strip_prefix("node")
+                .or_else(|| f.target.strip_prefix("127.0.0."))
+                .unwrap_or(&f.target);
+            let address = format!("127.0.0.{n}");
+            let fault = match &f.action {
+                FaultAction::Kill => iodig_cassandra::NodeFault::Kill,
+                FaultAction::Pause(d) => iodig_cassandra::NodeFault::Pause(*d),
+                FaultAction::Stop => iodig_cassandra::NodeFault::Stop,
+                FaultAction::Restart => iodig_cassandra::NodeFault::Restart,
+            };
+            iodig_cassandra::inject(&dir, &address, &fault)
+                .map(|done| (address, done))
+                .map_err(|e| e.to_string())
+        }))
+    }
 }
 
 /// The keyspace the Cassandra binding loads into, snapshots and restores.
 fn keyspace(plan: &Plan) -> &str {
     plan.props.get_str("cassandra.keyspace", "ycsb")
+}
+
+/// A node on the host `iodig agent` runs on, found from its listening socket and command line.
+struct HostCassandra(iodig_cassandra::local::LocalNode);
+
+/// The Cassandra node at `address` (or the only one) on this host.
+pub fn node_on_host(address: Option<&str>) -> Result<Box<dyn NodeOnHost>, String> {
+    iodig_cassandra::local::find(address).map(|n| Box::new(HostCassandra(n)) as Box<dyn NodeOnHost>)
+}
+
+impl NodeOnHost for HostCassandra {
+    fn facts(&self) -> HostNode {
+        let n = &self.0;
+        let path = |p: &Path| p.display().to_string();
+        HostNode {
+            address: n.address.clone(),
+            pid: n.pid,
+            cgroup: iodig_sysstat::cgroup::of_process(n.pid),
+            data_dirs: n.data_dirs.iter().map(|d| path(d)).collect(),
+            commitlog_dir: n.commitlog_dir.as_deref().map(path),
+            log_dir: n.log_dir.as_deref().map(path),
+            data_bytes: Some(iodig_cassandra::local::bytes_under(&n.data_dirs)),
+        }
+    }
+
+    fn dirs(&self) -> Vec<PathBuf> {
+        self.0
+            .data_dirs
+            .iter()
+            .chain(&self.0.commitlog_dir)
+            .cloned()
+            .collect()
+    }
+
+    fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
+        self.0.events_since(since_unix_ms)
+    }
 }

@@ -64,6 +64,11 @@ pub trait Deployment<F: DbFactory> {
         Vec::new()
     }
 
+    /// What does a `--fault` to a node of this deployment (managed nodes only).
+    fn fault_handler(&self) -> Option<crate::fault::FaultHandler> {
+        None
+    }
+
     /// Flushes and compactions the deployment reads itself (managed nodes' logs), besides the
     /// binding's own.
     fn events_since(&self, _since_unix_ms: u64) -> Vec<DbEvent> {
@@ -90,6 +95,18 @@ pub fn run(plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
         #[cfg(feature = "rocksdb")]
         "rocksdb" => embedded::run_rocksdb(&plan, stop),
         _ => embedded::run_basic(&plan, stop),
+    }
+}
+
+/// Finds the node of `db` running on this host, for `iodig agent` on an observed host.
+pub fn node_on_host(
+    db: &str,
+    address: Option<&str>,
+) -> Result<Box<dyn crate::remote::agent::NodeOnHost>, String> {
+    match db {
+        #[cfg(feature = "cassandra")]
+        "cassandra" => cassandra::node_on_host(address),
+        other => Err(format!("--db {other} has no server process to look for")),
     }
 }
 

@@ -1,0 +1,233 @@
+//! A Cassandra node running on this host, found from the node itself: the process that listens
+//! on the CQL port (at a given address when several nodes share the host), its directories from
+//! the `cassandra.yaml` its command line names, its log directory, and its flush and compaction
+//! events. This is what iodig's observer on another host runs there; iodig need not have
+//! started the node.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use crate::ports::{listeners, pid_of_socket};
+use crate::{events, DbEvent, CQL_PORT, DAEMON_CLASS};
+
+/// A node found on this host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalNode {
+    /// `ADDRESS:PORT` it serves CQL on.
+    pub address: String,
+    pub pid: u32,
+    pub config: Option<PathBuf>,
+    pub data_dirs: Vec<PathBuf>,
+    pub commitlog_dir: Option<PathBuf>,
+    pub log_dir: Option<PathBuf>,
+}
+
+impl LocalNode {
+    /// Flushes and compactions from its log that started at or after the time.
+    pub fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
+        let Some(dir) = &self.log_dir else {
+            return Vec::new();
+        };
+        let node = self
+            .address
+            .rsplit_once(':')
+            .map_or(self.address.as_str(), |(a, _)| a);
+        let mut all = events::read_node_logs(dir, node).unwrap_or_default();
+        all.retain(|e| e.start_unix_ms >= since_unix_ms);
+        all
+    }
+}
+
+/// Finds the node serving CQL at `address` (`IP` or `IP:PORT`; port 9042 when left out), or
+/// the only one on this host when `address` is None. The error says what was found instead.
+pub fn find(address: Option<&str>) -> Result<LocalNode, String> {
+    let (ip, port) = match address {
+        Some(a) => parse_address(a)?,
+        None => (None, CQL_PORT),
+    };
+    let sockets = listeners(port);
+    let matching: Vec<&(IpAddr, u64)> = sockets
+        .iter()
+        .filter(|(a, _)| ip.is_none_or(|ip| *a == ip || a.is_unspecified()))
+        .collect();
+    let mut nodes = Vec::new();
+    for (addr, inode) in &matching {
+        let Some(pid) = pid_of_socket(*inode) else {
+            continue;
+        };
+        let args = cmdline(pid);
+        if args.iter().any(|a| a == DAEMON_CLASS) {
+            nodes.push(describe(pid, &format!("{addr}:{port}"), &args));
+        }
+    }
+    match nodes.len() {
+        1 => Ok(nodes.remove(0)),
+        0 if sockets.is_empty() => Err(format!(
+            "no process listens on port {port} here: is Cassandra running on this host (native_transport_port {port})?"
+        )),
+        0 => Err(format!(
+            "no Cassandra node listens on {}:{port} here (listening: {}); give the node's own address",
+            ip.map_or("any address".to_string(), |i| i.to_string()),
+            sockets
+                .iter()
+                .map(|(a, _)| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        _ => Err(format!(
+            "{} Cassandra nodes listen on port {port} here ({}); name the one to observe by its address",
+            nodes.len(),
+            nodes
+                .iter()
+                .map(|n| n.address.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+fn parse_address(a: &str) -> Result<(Option<IpAddr>, u16), String> {
+    let bad = || format!("{a:?} is not an IP address or IP:PORT");
+    if let Ok(ip) = a.parse::<IpAddr>() {
+        return Ok((Some(ip), CQL_PORT));
+    }
+    let sa: std::net::SocketAddr = a.parse().map_err(|_| bad())?;
+    Ok((Some(sa.ip()), sa.port()))
+}
+
+fn cmdline(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .filter(|p| !p.is_empty())
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The node's directories, from its `cassandra.yaml` and `-D` options, as Cassandra resolves
+/// them: the yaml's settings, else under `cassandra.storagedir`.
+fn describe(pid: u32, address: &str, args: &[String]) -> LocalNode {
+    let prop = |name: &str| {
+        let prefix = format!("-D{name}=");
+        args.iter()
+            .find_map(|a| a.strip_prefix(prefix.as_str()).map(str::to_string))
+    };
+    let config = prop("cassandra.config").map(|c| {
+        PathBuf::from(
+            c.strip_prefix("file://")
+                .or_else(|| c.strip_prefix("file:"))
+                .unwrap_or(&c),
+        )
+    });
+    let yaml = config
+        .as_deref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    let storage = prop("cassandra.storagedir").map(PathBuf::from);
+    let mut data_dirs: Vec<PathBuf> = yaml_list(&yaml, "data_file_directories")
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    if data_dirs.is_empty() {
+        data_dirs.extend(storage.as_ref().map(|s| s.join("data")));
+    }
+    let commitlog_dir = yaml_scalar(&yaml, "commitlog_directory")
+        .map(PathBuf::from)
+        .or_else(|| storage.as_ref().map(|s| s.join("commitlog")));
+    LocalNode {
+        address: address.to_string(),
+        pid,
+        config,
+        data_dirs,
+        commitlog_dir,
+        log_dir: prop("cassandra.logdir").map(PathBuf::from),
+    }
+}
+
+/// `key: value` at the top level of a yaml file (quotes removed).
+fn yaml_scalar(yaml: &str, key: &str) -> Option<String> {
+    yaml.lines().find_map(|l| {
+        let v = l.strip_prefix(key)?.strip_prefix(':')?.trim();
+        let v = v.trim_matches(|c| c == '"' || c == '\'');
+        (!v.is_empty()).then(|| v.to_string())
+    })
+}
+
+/// The items of a top-level yaml list (`key:` then `  - item` lines).
+fn yaml_list(yaml: &str, key: &str) -> Vec<String> {
+    let mut lines = yaml.lines().skip_while(|l| {
+        l.strip_prefix(key)
+            .and_then(|r| r.strip_prefix(':'))
+            .is_none()
+    });
+    if lines.next().is_none() {
+        return Vec::new();
+    }
+    lines
+        .take_while(|l| l.starts_with(' ') || l.starts_with('-') || l.trim().is_empty())
+        .filter_map(|l| l.trim().strip_prefix('-').map(str::trim))
+        .map(|v| v.trim_matches(|c| c == '"' || c == '\'').to_string())
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+/// Bytes of the files under the directories (the node's load on disk).
+pub fn bytes_under(dirs: &[PathBuf]) -> u64 {
+    fn walk(p: &Path) -> u64 {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.is_dir() => std::fs::read_dir(p)
+                .map(|rd| rd.flatten().map(|e| walk(&e.path())).sum())
+                .unwrap_or(0),
+            Ok(m) if m.is_file() => m.len(),
+            _ => 0,
+        }
+    }
+    dirs.iter().map(|d| walk(d)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const YAML: &str = "cluster_name: x\ndata_file_directories:\n  - /a/data\n  - \"/b/data\"\ncommitlog_directory: /a/commitlog\nsaved_caches_directory: /a/saved\n";
+
+    #[test]
+    fn directories_are_read_from_the_yaml() {
+        assert_eq!(
+            yaml_list(YAML, "data_file_directories"),
+            ["/a/data", "/b/data"]
+        );
+        assert_eq!(
+            yaml_scalar(YAML, "commitlog_directory").as_deref(),
+            Some("/a/commitlog")
+        );
+        assert_eq!(yaml_scalar(YAML, "hints_directory"), None);
+    }
+
+    #[test]
+    fn the_storage_dir_is_the_default() {
+        let args: Vec<String> = [
+            "java",
+            "-Dcassandra.storagedir=/s",
+            "-Dcassandra.logdir=/s/logs",
+            DAEMON_CLASS,
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let n = describe(1, "127.0.0.1:9042", &args);
+        assert_eq!(n.data_dirs, [PathBuf::from("/s/data")]);
+        assert_eq!(n.commitlog_dir, Some(PathBuf::from("/s/commitlog")));
+        assert_eq!(n.log_dir, Some(PathBuf::from("/s/logs")));
+    }
+
+    #[test]
+    fn a_host_without_a_node_says_so() {
+        // An ephemeral port nobody listens on.
+        let err = find(Some("127.0.0.1:1")).unwrap_err();
+        assert!(err.contains("port 1"), "{err}");
+        assert!(parse_address("nonsense").is_err());
+    }
+}

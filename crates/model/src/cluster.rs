@@ -1,0 +1,231 @@
+//! The database's nodes as a run saw them: cluster facts read from the database (ownership,
+//! versions, directories), the hosts iodig observed over SSH, and each observed node's clock
+//! against the client's, step by step.
+
+use crate::events::DbEvent;
+use crate::sys::SysDoc;
+use crate::trace::TraceDoc;
+use serde::{Deserialize, Serialize};
+
+/// `run.json`'s `cluster`: what the database and the observed hosts said about the nodes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterDoc {
+    /// The keyspace (or database) the ownership figures are for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyspace: Option<String>,
+    /// Replication as the database states it (`SimpleStrategy rf=3`, `dc1:3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<String>,
+    /// One per node of the ring, in address order.
+    pub nodes: Vec<NodeFacts>,
+    /// Hosts observed over SSH (`--observe`), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observed: Vec<ObservedHost>,
+    /// How the facts were read, and what could not be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl ClusterDoc {
+    /// Sum of the nodes' effective ownership, in percent (RF × 100 on a healthy ring).
+    pub fn owns_total_pct(&self) -> f64 {
+        self.nodes.iter().filter_map(|n| n.owns_pct).sum()
+    }
+}
+
+/// One node as the database's own metadata describes it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeFacts {
+    /// The node's client (CQL) address.
+    pub address: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datacenter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack: Option<String>,
+    /// Database version the node reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Tokens (virtual nodes) it holds.
+    pub tokens: u64,
+    /// Effective ownership of the keyspace's data, in percent, replication included (what
+    /// `nodetool status KEYSPACE` prints as "Owns (effective)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owns_pct: Option<f64>,
+}
+
+/// A host iodig observed over SSH, and the node it found there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ObservedHost {
+    /// As given to `--observe` (`host`, `user@host`, `host:port`, an ssh_config alias); also the
+    /// directory name under a step's `nodes/`.
+    pub host: String,
+    /// The host's own name (`uname -n`).
+    pub hostname: String,
+    /// The host's kernel boot id: observed hosts with the same one share one kernel and its
+    /// devices, so their device totals are the same IO and only the per-node (cgroup) shares
+    /// tell the nodes apart.
+    pub boot_id: String,
+    /// How iodig got there: the binary it ran and whether it had to send it.
+    pub agent: String,
+    /// The database node found on the host, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<HostNode>,
+    /// Devices traced on the host.
+    #[serde(default)]
+    pub devices: Vec<String>,
+    /// Fallbacks and limits on that host, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A database node found running on an observed host, from the process itself.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostNode {
+    /// Its client address (`127.0.0.2:9042`).
+    pub address: String,
+    pub pid: u32,
+    /// The cgroup its IO is charged to, relative to the IO hierarchy's root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    pub data_dirs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commitlog_dir: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_dir: Option<String>,
+    /// Bytes under the data directories when the run started (the node's load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_bytes: Option<u64>,
+}
+
+/// One clock comparison with an observed host over the SSH channel: the best of a few pings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockSample {
+    /// Host clock minus this machine's clock, in ms, at the ping with the shortest round trip.
+    pub offset_ms: f64,
+    /// That ping's round trip, in ms: the offset is known to ± half of it.
+    pub rtt_ms: f64,
+}
+
+/// One observed host's part of a step (in `StepSummary::nodes`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeStep {
+    pub host: String,
+    /// Directory of its files, relative to the run directory.
+    pub dir: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_before: Option<ClockSample>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_after: Option<ClockSample>,
+    /// Milliseconds subtracted from every timestamp of the host's files, so they are on this
+    /// machine's clock; 0 when the offset is within its own uncertainty.
+    pub applied_offset_ms: i64,
+    /// `ebpf`, `diskstats` or `off`, as the host traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_mode: Option<String>,
+    /// Why the host's data for the step is incomplete (the host or its link died), when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
+}
+
+/// What an observer on another host measured over one step, before it is written.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NodeObservation {
+    pub trace: Option<TraceDoc>,
+    pub sys: Option<SysDoc>,
+    #[serde(default)]
+    pub events: Vec<DbEvent>,
+    /// Why the trace is missing, when it is.
+    #[serde(default)]
+    pub trace_error: Option<String>,
+}
+
+impl NodeObservation {
+    /// Moves every timestamp by `-delta_ms`: from the host's clock to this machine's.
+    pub fn shift_to_local(&mut self, delta_ms: i64) {
+        if delta_ms == 0 {
+            return;
+        }
+        let shift = |t: &mut u64| *t = t.saturating_add_signed(-delta_ms);
+        if let Some(t) = &mut self.trace {
+            t.shift_clock(&shift);
+        }
+        if let Some(s) = &mut self.sys {
+            shift(&mut s.started_unix_ms);
+            shift(&mut s.ended_unix_ms);
+            for p in &mut s.processes {
+                if let Some(t) = &mut p.exited_unix_ms {
+                    shift(t);
+                }
+            }
+            for sample in &mut s.samples {
+                shift(&mut sample.unix_ms);
+            }
+        }
+        for e in &mut self.events {
+            shift(&mut e.start_unix_ms);
+            if let Some(t) = &mut e.end_unix_ms {
+                shift(t);
+            }
+        }
+    }
+}
+
+/// The offset to apply from two clock samples: their mean when it is larger than its own
+/// uncertainty (half the round trip), else 0, so hosts sharing this machine's clock keep their
+/// timestamps exactly.
+pub fn applied_offset_ms(before: Option<ClockSample>, after: Option<ClockSample>) -> i64 {
+    let samples: Vec<ClockSample> = before.into_iter().chain(after).collect();
+    if samples.is_empty() {
+        return 0;
+    }
+    let n = samples.len() as f64;
+    let offset = samples.iter().map(|s| s.offset_ms).sum::<f64>() / n;
+    let uncertainty = samples.iter().map(|s| s.rtt_ms / 2.0).fold(0.0, f64::max);
+    if offset.abs() <= uncertainty.max(1.0) {
+        0
+    } else {
+        offset.round() as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(offset_ms: f64, rtt_ms: f64) -> Option<ClockSample> {
+        Some(ClockSample { offset_ms, rtt_ms })
+    }
+
+    #[test]
+    fn an_offset_within_its_uncertainty_is_not_applied() {
+        assert_eq!(applied_offset_ms(sample(0.4, 2.0), sample(-0.3, 1.5)), 0);
+        assert_eq!(applied_offset_ms(None, None), 0);
+    }
+
+    #[test]
+    fn a_real_offset_is_the_mean_of_both_samples() {
+        assert_eq!(
+            applied_offset_ms(sample(250.0, 2.0), sample(254.0, 3.0)),
+            252
+        );
+        assert_eq!(applied_offset_ms(sample(-40.0, 1.0), None), -40);
+    }
+
+    #[test]
+    fn shifting_moves_events_and_samples_back_to_the_local_clock() {
+        let mut obs = NodeObservation {
+            events: vec![DbEvent {
+                kind: "flush".into(),
+                start_unix_ms: 10_000,
+                end_unix_ms: Some(10_500),
+                bytes: None,
+                node: "n".into(),
+                detail: String::new(),
+            }],
+            ..Default::default()
+        };
+        obs.shift_to_local(250);
+        assert_eq!(obs.events[0].start_unix_ms, 9_750);
+        assert_eq!(obs.events[0].end_unix_ms, Some(10_250));
+    }
+}

@@ -1,0 +1,220 @@
+//! Fault schedules (`--fault AT:ACTION:TARGET`, `faults = [...]` in an experiment file): at an
+//! offset into every run step, kill, pause, stop or restart a database node while the workload
+//! runs, and put each fault on the step's time line as an event next to the client's errors,
+//! the IO and the latency. What a fault does to a node is the deployment's (`FaultHandler`);
+//! parsing and timing are here.
+
+use iodig_model::events::DbEvent;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// What to do to the target.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultAction {
+    /// SIGKILL, as a crash.
+    Kill,
+    /// SIGSTOP for the duration, then SIGCONT.
+    Pause(Duration),
+    /// A graceful stop (SIGTERM, drain).
+    Stop,
+    /// Start a node that is down again.
+    Restart,
+}
+
+impl FaultAction {
+    pub fn name(&self) -> String {
+        match self {
+            FaultAction::Kill => "kill".into(),
+            FaultAction::Pause(d) => format!("pause={}ms", d.as_millis()),
+            FaultAction::Stop => "stop".into(),
+            FaultAction::Restart => "restart".into(),
+        }
+    }
+}
+
+/// One scheduled fault.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    /// Offset from the start of the step's measured window.
+    pub at: Duration,
+    pub action: FaultAction,
+    /// `nodeN` (the N-th managed node) or a node's address.
+    pub target: String,
+    /// As written.
+    pub spec: String,
+}
+
+/// Parses `AT:ACTION:TARGET`: `10s:kill:node2`, `5s:pause=3s:node3`, `30s:restart:node2`,
+/// `8s:stop:127.0.0.2`. The error names the part that is wrong and the forms that work.
+pub fn parse(spec: &str) -> Result<Fault, String> {
+    let forms = "write AT:ACTION:TARGET, e.g. 10s:kill:node2, 5s:pause=3s:node3, 30s:restart:node2 (actions: kill, pause=DURATION, stop, restart)";
+    let parts: Vec<&str> = spec.trim().splitn(3, ':').collect();
+    let [at, action, target] = parts.as_slice() else {
+        return Err(format!("--fault {spec:?}: {forms}"));
+    };
+    let at = parse_duration(at).map_err(|e| format!("--fault {spec:?}: the time {e}; {forms}"))?;
+    let action = match action.split_once('=') {
+        None if *action == "kill" => FaultAction::Kill,
+        None if *action == "stop" => FaultAction::Stop,
+        None if *action == "restart" => FaultAction::Restart,
+        Some(("pause", d)) => FaultAction::Pause(
+            parse_duration(d).map_err(|e| format!("--fault {spec:?}: the pause {e}"))?,
+        ),
+        _ => {
+            return Err(format!(
+                "--fault {spec:?}: unknown action {action:?}; {forms}"
+            ))
+        }
+    };
+    if target.is_empty() {
+        return Err(format!("--fault {spec:?}: no target; {forms}"));
+    }
+    Ok(Fault {
+        at,
+        action,
+        target: (*target).to_string(),
+        spec: spec.trim().to_string(),
+    })
+}
+
+/// `10s`, `500ms`, `2m`, or bare seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (30s, 500ms, 2m)"))?;
+    let secs = match unit {
+        "" | "s" => v,
+        "ms" => v / 1000.0,
+        "m" => v * 60.0,
+        _ => return Err(format!("{s:?} has an unknown unit (use ms, s or m)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a duration"))
+}
+
+/// Does a fault to a node; returns the node's name and what was done, or why it could not.
+pub type FaultHandler = Arc<dyn Fn(&Fault) -> Result<(String, String), String> + Send + Sync>;
+
+/// A step's schedule, running on a thread of its own from the start of measurement.
+pub struct FaultRunner {
+    cancel: Arc<AtomicBool>,
+    thread: JoinHandle<Vec<DbEvent>>,
+}
+
+impl FaultRunner {
+    /// Starts the schedule now (measurement started): each fault at its offset, in order.
+    pub fn start(faults: &[Fault], handler: FaultHandler) -> FaultRunner {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut faults = faults.to_vec();
+        faults.sort_by_key(|f| f.at);
+        let stop = cancel.clone();
+        let started = Instant::now();
+        let thread = std::thread::Builder::new()
+            .name("iodig-faults".into())
+            .spawn(move || {
+                let mut events = Vec::new();
+                for f in faults {
+                    while started.elapsed() < f.at {
+                        if stop.load(Ordering::Relaxed) {
+                            return events;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    let start = unix_ms();
+                    let (node, detail) = match handler(&f) {
+                        Ok((node, done)) => {
+                            iodig_model::eprintln_lossy!("fault {}: {node} {done}", f.spec);
+                            (node, format!("{}: {done}", f.spec))
+                        }
+                        Err(e) => {
+                            iodig_model::eprintln_lossy!("warning: fault {} failed: {e}", f.spec);
+                            (f.target.clone(), format!("{}: failed: {e}", f.spec))
+                        }
+                    };
+                    events.push(DbEvent {
+                        kind: "fault".into(),
+                        start_unix_ms: start,
+                        end_unix_ms: Some(unix_ms()),
+                        bytes: None,
+                        node,
+                        detail,
+                    });
+                }
+                events
+            })
+            .expect("a thread starts");
+        FaultRunner { cancel, thread }
+    }
+
+    /// The step ended: faults not yet due are dropped (a fault in hand finishes first).
+    pub fn finish(self) -> Vec<DbEvent> {
+        self.cancel.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_forms_that_work() {
+        let f = parse("10s:kill:node2").unwrap();
+        assert_eq!(
+            (f.at, &f.action, f.target.as_str()),
+            (Duration::from_secs(10), &FaultAction::Kill, "node2")
+        );
+        let f = parse("1.5s:pause=300ms:127.0.0.3").unwrap();
+        assert_eq!(f.action, FaultAction::Pause(Duration::from_millis(300)));
+        assert_eq!(f.target, "127.0.0.3");
+        assert_eq!(
+            parse("2m:restart:node1").unwrap().at,
+            Duration::from_secs(120)
+        );
+        assert_eq!(parse("0:stop:node1").unwrap().action, FaultAction::Stop);
+    }
+
+    #[test]
+    fn bad_faults_name_the_part_that_is_wrong() {
+        for (bad, says) in [
+            ("kill:node2", "AT:ACTION:TARGET"),
+            ("x:kill:node2", "the time"),
+            ("5s:explode:node2", "unknown action \"explode\""),
+            ("5s:pause=forever:node2", "the pause"),
+            ("5s:kill:", "no target"),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+            assert!(e.starts_with("--fault"), "{e}");
+        }
+    }
+
+    #[test]
+    fn faults_run_in_order_at_their_offsets_and_undue_ones_are_dropped() {
+        let faults = vec![
+            parse("60ms:kill:b").unwrap(),
+            parse("10ms:kill:a").unwrap(),
+            parse("10s:kill:c").unwrap(),
+        ];
+        let handler: FaultHandler = Arc::new(|f: &Fault| Ok((f.target.clone(), "done".into())));
+        let r = FaultRunner::start(&faults, handler);
+        std::thread::sleep(Duration::from_millis(300));
+        let events = r.finish();
+        let nodes: Vec<&str> = events.iter().map(|e| e.node.as_str()).collect();
+        assert_eq!(nodes, ["a", "b"]);
+        assert!(events.iter().all(|e| e.kind == "fault"));
+        assert!(events[0].start_unix_ms <= events[1].start_unix_ms);
+    }
+}

@@ -1,0 +1,392 @@
+//! Observing the database's nodes on other hosts (`--observe`): over the user's OpenSSH, iodig
+//! starts its own binary there as an agent (sending it when the host has none), which finds the
+//! node, traces the devices under its directories, samples the system and reads the node's
+//! events during each step. Every step is bracketed by clock comparisons over the same channel,
+//! and the host's files are put on this machine's clock before they are written.
+//!
+//! `ssh` reaches hosts, `protocol` is what travels, `agent` is the far end, `clock` the offsets.
+//! A host that cannot be reached fails the run before it starts; one that dies mid-run leaves
+//! its steps marked partial, and the run goes on.
+
+pub mod agent;
+pub mod clock;
+pub mod protocol;
+pub mod ssh;
+
+use crate::errors::UsageError;
+use anyhow::{anyhow, Context, Result};
+use iodig_iotrace::{TraceMode, TraceOptions};
+use iodig_model::cluster::{
+    applied_offset_ms, ClockSample, NodeObservation, NodeStep, ObservedHost,
+};
+use protocol::{line, Hello, Reply, Request};
+use ssh::{Ssh, SshHost};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+/// How long a host may take to answer: the introduction (ssh, finding the node, checking the
+/// tracer), starting (attaching BPF programs), stopping (building the trace document).
+const HELLO_WAIT: Duration = Duration::from_secs(60);
+const START_WAIT: Duration = Duration::from_secs(30);
+const STOP_WAIT: Duration = Duration::from_secs(60);
+const PING_WAIT: Duration = Duration::from_secs(5);
+
+/// Parses `--observe` values: exit 2 naming the bad one before anything starts.
+pub fn parse_hosts(flag: &str, values: &[String]) -> Result<Vec<SshHost>> {
+    let mut hosts: Vec<SshHost> = Vec::new();
+    for v in values {
+        let h = SshHost::parse(v).map_err(|e| UsageError(format!("{flag} {e}")))?;
+        if hosts.iter().any(|o| o.dir_name() == h.dir_name()) {
+            return Err(UsageError(format!("{flag}: {:?} is given twice", h.spec)).into());
+        }
+        hosts.push(h);
+    }
+    Ok(hosts)
+}
+
+/// What a run asks of its remote observers.
+pub struct RemoteOptions {
+    pub hosts: Vec<SshHost>,
+    pub ssh: Ssh,
+    /// The binding, so the agent knows which node to look for.
+    pub db: String,
+    /// Client addresses of the database's nodes, to tell the agent which node is the host's.
+    pub node_addresses: Vec<String>,
+    pub trace: TraceOptions,
+}
+
+/// One host's agent, live.
+struct Agent {
+    host: SshHost,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    replies: Receiver<Result<Reply, String>>,
+    hello: Hello,
+    /// Why the host no longer answers, once it does not.
+    lost: Option<String>,
+    clock_before: Option<ClockSample>,
+    /// What the last `start` said.
+    mode: Option<String>,
+}
+
+/// Every observed host's agent, for the whole run.
+pub struct RemoteHosts {
+    agents: Vec<Agent>,
+    facts: Vec<ObservedHost>,
+}
+
+/// One host's share of a step, ready to be written.
+pub struct NodeResult {
+    /// Its directory's name under the step's `nodes/`.
+    pub dir_name: String,
+    pub step: NodeStep,
+    pub observation: Option<NodeObservation>,
+}
+
+impl RemoteHosts {
+    /// Reaches every host, sends the binary where needed and starts the agents; any host that
+    /// cannot be reached fails the run here, with its name and the fix.
+    pub fn connect(opts: &RemoteOptions) -> Result<RemoteHosts> {
+        let mut agents = Vec::new();
+        let mut facts = Vec::new();
+        for host in &opts.hosts {
+            let (agent, fact) = Agent::start(host, opts)?;
+            for n in &fact.notes {
+                iodig_model::eprintln_lossy!("note: {}: {n}", host.spec);
+            }
+            agents.push(agent);
+            facts.push(fact);
+        }
+        let mut same_kernel: Vec<&str> = facts.iter().map(|f| f.boot_id.as_str()).collect();
+        same_kernel.sort_unstable();
+        same_kernel.dedup();
+        if same_kernel.len() < facts.len() {
+            iodig_model::eprintln_lossy!("note: some observed hosts share one kernel (same boot id): their device totals are the same IO, and each node's own share comes from its cgroup");
+        }
+        Ok(RemoteHosts { agents, facts })
+    }
+
+    /// What the hosts said about themselves, for run.json.
+    pub fn facts(&self) -> &[ObservedHost] {
+        &self.facts
+    }
+
+    /// Before a step: each host's clock.
+    pub fn before_step(&mut self) {
+        for a in &mut self.agents {
+            a.clock_before = a.clock();
+        }
+    }
+
+    /// Measurement started: every agent starts at once, then each is waited for.
+    pub fn start(&mut self) {
+        for a in &mut self.agents {
+            a.mode = None;
+            a.send(&Request::Start);
+        }
+        for a in &mut self.agents {
+            if let Some(Reply::Started { mode }) = a.wait(START_WAIT, "start") {
+                a.mode = Some(mode);
+            }
+        }
+    }
+
+    /// Measurement ended: every agent stops, hands over its results and is asked its clock
+    /// again.
+    pub fn stop(&mut self, since_unix_ms: u64) -> Vec<NodeResult> {
+        for a in &mut self.agents {
+            a.send(&Request::Stop { since_unix_ms });
+        }
+        let mut results = Vec::new();
+        for a in &mut self.agents {
+            let observation = match a.wait(STOP_WAIT, "stop") {
+                Some(Reply::Stopped(o)) => Some(*o),
+                _ => None,
+            };
+            let clock_after = a.clock();
+            let applied = applied_offset_ms(a.clock_before, clock_after);
+            let mut observation = observation;
+            if let Some(o) = &mut observation {
+                o.shift_to_local(applied);
+            }
+            if let Some(c) = a.clock_before.or(clock_after) {
+                let slot = f64::from(a_slot_ms(&observation));
+                if c.offset_ms.abs() > slot {
+                    iodig_model::eprintln_lossy!(
+                        "warning: {}: its clock is {:+.1} ms off this machine's (more than a {slot} ms slot); its timestamps are shifted by {applied} ms",
+                        a.host.spec,
+                        c.offset_ms
+                    );
+                }
+            }
+            results.push(NodeResult {
+                dir_name: a.host.dir_name(),
+                step: NodeStep {
+                    host: a.host.spec.clone(),
+                    // Set where the files are written.
+                    dir: String::new(),
+                    clock_before: a.clock_before,
+                    clock_after,
+                    applied_offset_ms: applied,
+                    trace_mode: observation
+                        .as_ref()
+                        .and_then(|o| o.trace.as_ref().map(|t| t.mode.clone()))
+                        .or_else(|| a.mode.clone()),
+                    partial: a.lost.clone(),
+                },
+                observation,
+            });
+        }
+        results
+    }
+}
+
+fn a_slot_ms(o: &Option<NodeObservation>) -> u32 {
+    o.as_ref()
+        .and_then(|o| o.trace.as_ref().map(|t| t.slot_ms))
+        .unwrap_or(100)
+}
+
+impl Agent {
+    fn start(host: &SshHost, opts: &RemoteOptions) -> Result<(Agent, ObservedHost)> {
+        let (remote_bin, how) = ssh::provision(&opts.ssh, host)?;
+        let node = node_address_of(&opts.ssh, host, &opts.node_addresses);
+        let mut args = vec!["agent".to_string(), "--db".into(), opts.db.clone()];
+        if let Some(n) = &node {
+            args.extend(["--node".into(), n.clone()]);
+        }
+        let mode = match opts.trace.mode {
+            TraceMode::Auto => "auto",
+            TraceMode::Ebpf => "ebpf",
+            TraceMode::Diskstats => "diskstats",
+            TraceMode::Off => "off",
+        };
+        args.extend(["--trace".into(), mode.into()]);
+        args.extend(["--slot-ms".into(), opts.trace.slot_ms.to_string()]);
+        let args: Vec<String> = args.iter().map(|a| ssh::quote(a)).collect();
+        let args = args.join(" ");
+        // Root runs it as is; otherwise password-less sudo if there is one, else as the user
+        // (the agent then falls back to diskstats and says so).
+        let script = format!(
+            "b=\"{remote_bin}\"; if [ \"$(id -u)\" -eq 0 ]; then exec \"$b\" {args}; elif sudo -n true 2>/dev/null; then exec sudo -n \"$b\" {args}; else exec \"$b\" {args}; fi"
+        );
+        let mut cmd = opts.ssh.command(host, &script);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own process group: the terminal's Ctrl-C goes to iodig, which ends the step and
+        // then closes the agent's stdin, instead of killing ssh mid-step.
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn().context("cannot run `ssh`")?;
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        let (tx, replies) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines() {
+                let msg = match l {
+                    Ok(l) => serde_json::from_str::<Reply>(&l)
+                        .map_err(|e| format!("unreadable reply ({e}): {l}")),
+                    Err(e) => Err(e.to_string()),
+                };
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(Err("the connection closed".into()));
+        });
+        let spec = host.spec.clone();
+        let (err_tx, err_rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // Before the introduction, stderr is why ssh failed; after it, the agent's notes.
+                let _ = err_tx.send(l.clone());
+                if !l.trim().is_empty() {
+                    iodig_model::eprintln_lossy!("{spec}: {l}");
+                }
+            }
+        });
+        let mut agent = Agent {
+            host: host.clone(),
+            child,
+            stdin: None,
+            replies,
+            hello: Hello::default(),
+            lost: None,
+            clock_before: None,
+            mode: None,
+        };
+        agent.stdin = agent.child.stdin.take();
+        match agent.replies.recv_timeout(HELLO_WAIT) {
+            Ok(Ok(Reply::Hello(h))) => agent.hello = *h,
+            other => {
+                let said: Vec<String> = err_rx.try_iter().collect();
+                let why = match other {
+                    Ok(Ok(r)) => format!("unexpected first reply {r:?}"),
+                    Ok(Err(e)) => e,
+                    Err(_) => format!("no answer within {} s", HELLO_WAIT.as_secs()),
+                };
+                return Err(anyhow!("{} ({why})", ssh::failure(host, &said.join("\n"))));
+            }
+        }
+        let h = &agent.hello;
+        let fact = ObservedHost {
+            host: host.spec.clone(),
+            hostname: h.hostname.clone(),
+            boot_id: h.boot_id.clone(),
+            agent: format!(
+                "{how}; runs as {}",
+                if h.root { "root" } else { "the ssh user" }
+            ),
+            node: h.node.clone(),
+            devices: h.devices.clone(),
+            notes: h.notes.clone(),
+        };
+        Ok((agent, fact))
+    }
+
+    fn send(&mut self, r: &Request) {
+        if self.lost.is_some() {
+            return;
+        }
+        let ok = self.stdin.as_mut().is_some_and(|s| {
+            s.write_all(line(r).as_bytes())
+                .and_then(|()| s.flush())
+                .is_ok()
+        });
+        if !ok {
+            self.lose("the connection closed".into());
+        }
+    }
+
+    /// The next reply, or None (and the host marked lost) when it does not come in time.
+    fn wait(&mut self, limit: Duration, what: &str) -> Option<Reply> {
+        if self.lost.is_some() {
+            return None;
+        }
+        match self.replies.recv_timeout(limit) {
+            Ok(Ok(Reply::Error(e))) => {
+                iodig_model::eprintln_lossy!("warning: {}: {what}: {e}", self.host.spec);
+                None
+            }
+            Ok(Ok(r)) => Some(r),
+            Ok(Err(e)) => {
+                self.lose(format!("{what}: {e}"));
+                None
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.lose(format!("{what}: no answer within {} s", limit.as_secs()));
+                None
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                self.lose(format!("{what}: the connection closed"));
+                None
+            }
+        }
+    }
+
+    fn lose(&mut self, why: String) {
+        iodig_model::eprintln_lossy!(
+            "warning: {}: lost ({why}); its data is partial from here on, the run goes on",
+            self.host.spec
+        );
+        self.lost = Some(why);
+        self.stdin = None;
+    }
+
+    /// The clock offset, from the best of a few pings.
+    fn clock(&mut self) -> Option<ClockSample> {
+        let mut pings = Vec::new();
+        for _ in 0..clock::PINGS {
+            let sent_ns = clock::unix_now_ns();
+            self.send(&Request::Clock);
+            match self.wait(PING_WAIT, "clock") {
+                Some(Reply::Clock { unix_ns }) => pings.push(clock::Ping {
+                    sent_ns,
+                    remote_ns: unix_ns,
+                    received_ns: clock::unix_now_ns(),
+                }),
+                _ => break,
+            }
+        }
+        clock::best(&pings)
+    }
+}
+
+impl Drop for Agent {
+    /// Closing stdin ends the agent, which detaches everything; ssh then exits. A host that
+    /// does not let go within a few seconds has its ssh ended.
+    fn drop(&mut self) {
+        self.stdin = None;
+        for _ in 0..50 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Which node address is the host's: the one ssh connects to, when it is a node's; else none
+/// (the agent then looks for the only node on the host).
+fn node_address_of(ssh: &Ssh, host: &SshHost, nodes: &[String]) -> Option<String> {
+    let target = ssh.resolved_hostname(host).unwrap_or_else(|| {
+        host.destination
+            .rsplit('@')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    });
+    if nodes.contains(&target) {
+        return Some(target);
+    }
+    use std::net::ToSocketAddrs;
+    let ips: Vec<String> = (target.as_str(), 0)
+        .to_socket_addrs()
+        .map(|a| a.map(|s| s.ip().to_string()).collect())
+        .unwrap_or_default();
+    nodes.iter().find(|n| ips.contains(n)).cloned()
+}

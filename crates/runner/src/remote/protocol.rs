@@ -1,0 +1,78 @@
+//! What iodig and its observer on another host say to each other over the SSH channel: one JSON
+//! object per line, requests on the agent's stdin, replies on its stdout (its stderr carries
+//! notes for the user). Closing stdin ends the agent and detaches everything it attached.
+
+use iodig_model::cluster::{HostNode, NodeObservation};
+use serde::{Deserialize, Serialize};
+
+/// From iodig to the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Reply with the host's clock at once.
+    Clock,
+    /// Start the tracer and the sampler (measurement starts).
+    Start,
+    /// Stop them; events of the node since the time come with the results.
+    Stop { since_unix_ms: u64 },
+}
+
+/// From the agent to iodig.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// First line after start: who and what the agent is.
+    Hello(Box<Hello>),
+    Clock {
+        unix_ns: u64,
+    },
+    Started {
+        mode: String,
+    },
+    Stopped(Box<NodeObservation>),
+    /// A request the agent could not do, said plainly.
+    Error(String),
+}
+
+/// The agent's introduction.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Hello {
+    /// iodig version and git revision the agent runs.
+    pub version: String,
+    pub revision: Option<String>,
+    pub hostname: String,
+    pub boot_id: String,
+    pub root: bool,
+    /// The database node found on the host.
+    pub node: Option<HostNode>,
+    /// Devices it will trace.
+    pub devices: Vec<String>,
+    /// Fallbacks, one line each (no node found, diskstats instead of eBPF, …).
+    pub notes: Vec<String>,
+}
+
+/// One line of JSON (no newline inside: serde_json escapes them).
+pub fn line<T: Serialize>(msg: &T) -> String {
+    let mut s = serde_json::to_string(msg).expect("protocol messages serialise");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_one_line_each_and_read_back() {
+        for r in [
+            Request::Clock,
+            Request::Start,
+            Request::Stop { since_unix_ms: 42 },
+        ] {
+            let l = line(&r);
+            assert_eq!(l.matches('\n').count(), 1);
+            assert_eq!(serde_json::from_str::<Request>(l.trim()).unwrap(), r);
+        }
+        assert_eq!(line(&Request::Clock), "{\"op\":\"clock\"}\n");
+    }
+}

@@ -1,0 +1,321 @@
+//! Reaching another host with the user's own OpenSSH client: `host`, `user@host`, `host:port`
+//! and `~/.ssh/config` aliases, keys and agent as the user has them, never a password prompt
+//! (BatchMode). Puts this very iodig binary on the host when it has no copy of it.
+
+use anyhow::{bail, Context, Result};
+use std::hash::Hasher;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// One `--observe` / `--clients` host as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshHost {
+    /// As given (the name iodig shows and the directory name under `nodes/`).
+    pub spec: String,
+    /// `user@host` or `host` as ssh takes it.
+    pub destination: String,
+    pub port: Option<u16>,
+}
+
+impl SshHost {
+    /// `host`, `user@host`, `host:port`, `user@[v6]:port`; the message names the value and the
+    /// forms that work.
+    pub fn parse(spec: &str) -> Result<SshHost, String> {
+        let bad = |why: &str| {
+            format!(
+                "{spec:?}: {why}; use HOST, USER@HOST, HOST:PORT or an alias from ~/.ssh/config"
+            )
+        };
+        let s = spec.trim();
+        if s.is_empty() {
+            return Err(bad("empty host"));
+        }
+        if s.starts_with('-') || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(bad("not a host name"));
+        }
+        let (user, rest) = match s.rsplit_once('@') {
+            Some((u, r)) if !u.is_empty() && !r.is_empty() => (Some(u), r),
+            Some(_) => return Err(bad("user or host missing around '@'")),
+            None => (None, s),
+        };
+        let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
+            let (h, after) = v6
+                .split_once(']')
+                .ok_or_else(|| bad("unclosed '[' of an IPv6 address"))?;
+            match after.strip_prefix(':') {
+                Some(p) => (h, Some(p)),
+                None if after.is_empty() => (h, None),
+                None => return Err(bad("text after ']'")),
+            }
+        } else if rest.matches(':').count() == 1 {
+            let (h, p) = rest.split_once(':').expect("one colon");
+            (h, Some(p))
+        } else {
+            (rest, None)
+        };
+        if host.is_empty() {
+            return Err(bad("empty host"));
+        }
+        let port = port
+            .map(|p| p.parse::<u16>().ok().filter(|p| *p > 0))
+            .map(|p| p.ok_or_else(|| bad("the port is not a number from 1 to 65535")))
+            .transpose()?;
+        Ok(SshHost {
+            spec: s.to_string(),
+            destination: match user {
+                Some(u) => format!("{u}@{host}"),
+                None => host.to_string(),
+            },
+            port,
+        })
+    }
+
+    /// A name safe as one path component, for the host's directory in a step.
+    pub fn dir_name(&self) -> String {
+        self.spec
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-@".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
+}
+
+/// How iodig calls ssh.
+#[derive(Debug, Clone, Default)]
+pub struct Ssh {
+    /// An ssh_config file to use instead of `~/.ssh/config` (`-p ssh.config=PATH`).
+    pub config: Option<PathBuf>,
+}
+
+impl Ssh {
+    /// `ssh [options] destination -- remote_command`, which never asks for a password, gives
+    /// up on an unreachable host after 10 s and notices a dead link within 15 s.
+    pub fn command(&self, host: &SshHost, remote_command: &str) -> Command {
+        let mut c = Command::new("ssh");
+        c.args([
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=10",
+            "-o",
+            "ServerAliveInterval=5",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-T",
+        ]);
+        if let Some(cfg) = &self.config {
+            c.arg("-F").arg(cfg);
+        }
+        if let Some(p) = host.port {
+            c.args(["-p", &p.to_string()]);
+        }
+        c.arg(&host.destination).arg("--").arg(remote_command);
+        c
+    }
+
+    /// Runs a short remote command and returns its stdout; the error names the host and what
+    /// ssh said, with the fix for the usual causes.
+    pub fn output(
+        &self,
+        host: &SshHost,
+        remote_command: &str,
+        input: Option<&Path>,
+    ) -> Result<String> {
+        let mut cmd = self.command(host, remote_command);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(match input {
+            Some(p) => Stdio::from(
+                std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()))?,
+            ),
+            None => Stdio::null(),
+        });
+        let out = cmd.output().context(
+            "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
+        )?;
+        if !out.status.success() {
+            bail!("{}", failure(host, &String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The host name ssh would connect to for this host (aliases resolved by `ssh -G`).
+    pub fn resolved_hostname(&self, host: &SshHost) -> Option<String> {
+        let mut c = Command::new("ssh");
+        c.arg("-G");
+        if let Some(cfg) = &self.config {
+            c.arg("-F").arg(cfg);
+        }
+        if let Some(p) = host.port {
+            c.args(["-p", &p.to_string()]);
+        }
+        let out = c
+            .arg(&host.destination)
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("hostname ").map(str::to_string))
+    }
+}
+
+/// One line saying why ssh failed, naming the host and the fix.
+pub fn failure(host: &SshHost, stderr: &str) -> String {
+    let said = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Warning: Permanently added"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let fix = if said.contains("Permission denied") {
+        "; give ssh a key it can use without a prompt (ssh-agent, IdentityFile in ~/.ssh/config)"
+    } else if said.contains("Host key verification failed") {
+        "; add the host to known_hosts first (ssh HOST once)"
+    } else if said.contains("Could not resolve")
+        || said.contains("timed out")
+        || said.contains("refused")
+    {
+        "; check the name, the port and that sshd runs there"
+    } else {
+        ""
+    };
+    format!("--observe {}: ssh failed: {said}{fix}", host.spec)
+}
+
+/// The local binary and a name for its content, so a host keeps one copy per build.
+pub fn local_binary() -> Result<&'static (PathBuf, String, u64)> {
+    static BIN: OnceLock<std::result::Result<(PathBuf, String, u64), String>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let path =
+            std::env::current_exe().map_err(|e| format!("cannot find iodig's own binary: {e}"))?;
+        let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut len = 0u64;
+        loop {
+            let n = f
+                .read(&mut buf)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            if n == 0 {
+                break;
+            }
+            h.write(&buf[..n]);
+            len += n as u64;
+        }
+        Ok((path, format!("{:016x}", h.finish()), len))
+    })
+    .as_ref()
+    .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Makes sure the host has this binary under `~/.cache/iodig/bin`; returns the remote path
+/// (as the remote shell expands it) and what was done, for the record.
+pub fn provision(ssh: &Ssh, host: &SshHost) -> Result<(String, String)> {
+    let (path, hash, len) = local_binary()?;
+    let remote = format!("$HOME/.cache/iodig/bin/iodig-{hash}");
+    let probe = ssh.output(
+        host,
+        &format!("if [ -x \"{remote}\" ]; then echo have; else echo need; fi; uname -m"),
+        None,
+    )?;
+    let mut lines = probe.lines();
+    let have = lines.next() == Some("have");
+    let arch = lines.next().unwrap_or("").trim().to_string();
+    if !arch.is_empty() && arch != std::env::consts::ARCH {
+        bail!(
+            "--observe {}: the host is {arch}, this iodig is built for {}; build iodig there and put it at {remote}",
+            host.spec,
+            std::env::consts::ARCH
+        );
+    }
+    if have {
+        return Ok((remote, format!("iodig {hash} already on the host")));
+    }
+    iodig_model::eprintln_lossy!(
+        "note: sending iodig ({:.1} MB) to {} (~/.cache/iodig/bin)",
+        *len as f64 / 1e6,
+        host.spec
+    );
+    ssh.output(
+        host,
+        &format!(
+            "mkdir -p \"$HOME/.cache/iodig/bin\" && cat > \"{remote}.tmp\" && chmod 755 \"{remote}.tmp\" && mv \"{remote}.tmp\" \"{remote}\""
+        ),
+        Some(path),
+    )?;
+    Ok((remote, format!("iodig {hash} sent ({len} bytes)")))
+}
+
+/// Quotes one argument for the remote POSIX shell.
+pub fn quote(arg: &str) -> String {
+    if !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@".contains(c))
+    {
+        return arg.to_string();
+    }
+    format!("'{}'", arg.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_forms_that_work() {
+        let h = SshHost::parse("db1").unwrap();
+        assert_eq!((h.destination.as_str(), h.port), ("db1", None));
+        let h = SshHost::parse("root@127.0.0.2:2222").unwrap();
+        assert_eq!(
+            (h.destination.as_str(), h.port),
+            ("root@127.0.0.2", Some(2222))
+        );
+        let h = SshHost::parse("[::1]:22").unwrap();
+        assert_eq!((h.destination.as_str(), h.port), ("::1", Some(22)));
+        let h = SshHost::parse("fe80::1").unwrap();
+        assert_eq!((h.destination.as_str(), h.port), ("fe80::1", None));
+        assert_eq!(SshHost::parse("u@h:22").unwrap().dir_name(), "u@h_22");
+    }
+
+    #[test]
+    fn bad_hosts_are_named() {
+        for bad in [
+            "",
+            "-oProxyCommand=x",
+            "a b",
+            "@h",
+            "u@",
+            "h:0",
+            "h:99999",
+            "h:x",
+            "[::1",
+        ] {
+            let e = SshHost::parse(bad).unwrap_err();
+            assert!(e.contains(&format!("{:?}", bad.trim())), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn quoting_keeps_arguments_whole() {
+        assert_eq!(quote("/var/tmp/x"), "/var/tmp/x");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), "'it'\\''s'");
+        assert_eq!(quote(""), "''");
+    }
+
+    #[test]
+    fn ssh_failures_name_the_host_and_the_fix() {
+        let h = SshHost::parse("db9").unwrap();
+        let m = failure(&h, "root@db9: Permission denied (publickey).\n");
+        assert!(m.starts_with("--observe db9: ssh failed"), "{m}");
+        assert!(m.contains("ssh-agent"), "{m}");
+    }
+}

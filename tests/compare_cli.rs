@@ -1,0 +1,305 @@
+//! The briefs' comparison on real runs: short `iodig run` sweeps on embedded RocksDB with
+//! different thread lists, one of them cut short by `--stop-when`, compared with `iodig
+//! compare`; the wide table, "(not tested)", the advantage figures and the SVG charts are
+//! checked against the runs' own run.json.
+
+mod common;
+
+use common::*;
+use iodig_report::compare::{better, lower};
+use iodig_report::doc::{thousands, us_as_ms};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// A short RocksDB sweep (real block IO: under /var/tmp, not a tmpfs) into `out`.
+fn rocksdb_run(out: &Path, threads: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "-p",
+        "recordcount=2000",
+        "--threads",
+        threads,
+        "--duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let r = run_iodig(&args);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    r
+}
+
+/// The measured steps of a run: threads → (ops/s, READ summary).
+fn points(run: &Value) -> Vec<(u64, f64, Value)> {
+    run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["phase"] == "run")
+        .map(|s| {
+            (
+                s["threads"].as_u64().unwrap(),
+                s["throughput_ops_per_sec"].as_f64().unwrap(),
+                s["series"]["READ"].clone(),
+            )
+        })
+        .collect()
+}
+
+fn at(points: &[(u64, f64, Value)], threads: u64) -> &(u64, f64, Value) {
+    points.iter().find(|p| p.0 == threads).unwrap()
+}
+
+fn us(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap()
+}
+
+/// The one file in `dir` whose name holds `part`.
+fn file_with(dir: &Path, part: &str) -> PathBuf {
+    let found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(part))
+        .collect();
+    assert_eq!(found.len(), 1, "{part}: {found:?}");
+    found[0].clone()
+}
+
+/// `data-value` of the bar of `series` at `category`, or its `data-missing` text.
+fn bar(svg: &str, series: &str, category: &str) -> Result<f64, String> {
+    let key = format!(r#"data-series="{series}" data-category="{category}" "#);
+    let at = svg
+        .find(&key)
+        .unwrap_or_else(|| panic!("no bar {series} × {category}"));
+    let rest = &svg[at + key.len()..];
+    let attr = |name: &str| {
+        rest.strip_prefix(&format!("{name}=\""))
+            .map(|r| r[..r.find('"').unwrap()].to_string())
+    };
+    match (attr("data-value"), attr("data-missing")) {
+        (Some(v), _) => Ok(v.parse().unwrap()),
+        (_, Some(m)) => Err(m),
+        _ => panic!("bar {series} × {category} has neither value nor reason"),
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+#[test]
+fn real_sweeps_compare_over_the_union_of_thread_counts_with_the_briefs_figures() {
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let a = rocksdb_run(&tmp.path().join("a"), "1,2", &[]);
+    let b = rocksdb_run(&tmp.path().join("b"), "1,2,4", &[]);
+    let (a_dir, b_dir) = (a.run_dir(), b.run_dir());
+    let (a_name, b_name) = (
+        a_dir.file_name().unwrap().to_string_lossy().into_owned(),
+        b_dir.file_name().unwrap().to_string_lossy().into_owned(),
+    );
+    let (pa, pb) = (points(&a.run_json()), points(&b.run_json()));
+    assert_eq!(pa.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(pb.iter().map(|p| p.0).collect::<Vec<_>>(), [1, 2, 4]);
+
+    let out = tmp.path().join("comparison");
+    let c = run_iodig(&[
+        "compare",
+        a_dir.to_str().unwrap(),
+        b_dir.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    assert!(
+        c.stdout
+            .contains(&format!("compare: written to {}", out.display())),
+        "{}",
+        c.stdout
+    );
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+
+    // The wide table: threads | A ops/s, read p99 | B ops/s, read p99 | advantage | p99 ratio,
+    // over 1, 2 and 4 threads; A never ran 4.
+    let header = format!(
+        "| threads | {a_name} ops/s | {a_name} read p99 ms | {b_name} ops/s | {b_name} read p99 ms | {b_name} advantage | {b_name} read p99 |"
+    );
+    assert!(md.contains(&header), "{header}\n{md}");
+    for t in [1, 2] {
+        let (ra, rb) = (at(&pa, t), at(&pb, t));
+        let row = format!(
+            "| {t} | {} | {} | {} | {} | {} | {} |",
+            thousands(ra.1),
+            us_as_ms(us(&ra.2, "p99_us")),
+            thousands(rb.1),
+            us_as_ms(us(&rb.2, "p99_us")),
+            better(rb.1 / ra.1),
+            lower(us(&ra.2, "p99_us"), us(&rb.2, "p99_us")),
+        );
+        assert!(md.contains(&row), "{row}\n{md}");
+    }
+    let rb4 = at(&pb, 4);
+    let row4 = format!(
+        "| 4 | (not tested) |  | {} | {} | — | — |",
+        thousands(rb4.1),
+        us_as_ms(us(&rb4.2, "p99_us"))
+    );
+    assert!(md.contains(&row4), "{row4}\n{md}");
+    assert!(c.stdout.contains(&row4), "the wide table is printed too");
+    assert!(
+        md.contains(&format!("{a_name} did not test workloada at 4 threads")),
+        "{md}"
+    );
+
+    // Maximum performance: each run's peak, read p99.99 there.
+    let peak =
+        |p: &[(u64, f64, Value)]| p.iter().max_by(|x, y| x.1.total_cmp(&y.1)).unwrap().clone();
+    let (ka, kb) = (peak(&pa), peak(&pb));
+    let max_row = format!(
+        "| workloada | {b_name} | {} | {} | {} | {} | {} |",
+        thousands(kb.1),
+        kb.0,
+        better(kb.1 / ka.1),
+        us_as_ms(us(&kb.2, "p9999_us")),
+        lower(us(&ka.2, "p9999_us"), us(&kb.2, "p9999_us"))
+    );
+    assert!(md.contains(&max_row), "{max_row}\n{md}");
+
+    // The charts, as SVG files beside compare.md (which shows them) and inline in the HTML.
+    let rel = std::fs::read_to_string(file_with(&out, "relative-performance")).unwrap();
+    for t in [1, 2] {
+        let cat = format!("a {t}t");
+        assert_eq!(bar(&rel, &a_name, &cat), Ok(1.0));
+        let v = bar(&rel, &b_name, &cat).unwrap();
+        assert!(close(v, at(&pb, t).1 / at(&pa, t).1), "{cat}: {v}");
+    }
+    assert_eq!(bar(&rel, &a_name, "a 4t"), Err("not tested".into()));
+    assert_eq!(bar(&rel, &b_name, "a 4t"), Err("no baseline".into()));
+    assert_eq!(rel.matches("<rect data-series").count(), 4, "2 × 2 bars");
+
+    for (part, key) in [
+        ("relative-p99-read", "p99_us"),
+        ("relative-p99-99-read", "p9999_us"),
+    ] {
+        let svg = std::fs::read_to_string(file_with(&out, part)).unwrap();
+        for t in [1, 2] {
+            let v = bar(&svg, &b_name, &format!("a {t}t")).unwrap();
+            let want = us(&at(&pb, t).2, key) / us(&at(&pa, t).2, key);
+            assert!(close(v, want), "{part} {t}: {v} vs {want}");
+        }
+    }
+    let p999 = std::fs::read_to_string(file_with(&out, "p99-9-read")).unwrap();
+    let v = bar(&p999, &b_name, "a 4t").unwrap();
+    assert!(close(v, us(&rb4.2, "p999_us") / 1000.0), "{v}");
+    assert_eq!(bar(&p999, &a_name, "a 4t"), Err("not tested".into()));
+
+    let max = std::fs::read_to_string(file_with(&out, "maximum-performance")).unwrap();
+    assert!(close(bar(&max, &a_name, "workloada").unwrap(), ka.1));
+    assert!(close(bar(&max, &b_name, "workloada").unwrap(), kb.1));
+    assert!(max.contains(&better(kb.1 / ka.1)), "the bar says its ratio");
+
+    let workers = std::fs::read_to_string(file_with(&out, "average-read-latency-by")).unwrap();
+    assert!(workers.contains("rotate(90)"), "a second y axis");
+    assert_eq!(
+        workers.matches("<circle").count(),
+        2 * (2 + 3),
+        "ops/s and avg read latency per tested point"
+    );
+    let avg_ms = us(&at(&pa, 2).2, "mean_us") / 1000.0;
+    assert!(
+        workers.contains(&format!(
+            r#"data-series="{a_name} avg read ms" data-category="2" data-value="{avg_ms}""#
+        )),
+        "{workers}"
+    );
+
+    let svgs = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
+        .count();
+    assert_eq!(svgs, 7, "max, 3 relative, p99.9, curves, workers");
+    assert_eq!(md.matches("](compare-").count(), 7, "compare.md shows each");
+    let html = std::fs::read_to_string(out.join("compare.html")).unwrap();
+    assert_eq!(html.matches("<svg ").count(), 7);
+}
+
+#[test]
+fn a_stop_rule_ends_the_sweep_and_the_rest_reads_not_tested() {
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    // Any real read takes a microsecond or more: the first step meets the rule.
+    let r = rocksdb_run(
+        &tmp.path().join("s"),
+        "1,2,4",
+        &["--stop-when", "read.p99 > 1us"],
+    );
+    let run = r.run_json();
+    assert_eq!(run["config"]["stop_when"], "read.p99 > 1us");
+    let steps: Vec<&Value> = run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["phase"] == "run")
+        .collect();
+    assert_eq!(steps.len(), 1, "2 and 4 threads not run");
+    let p99 = us_as_ms(steps[0]["series"]["READ"]["p99_us"].as_f64().unwrap());
+    let reason = format!("read.p99 {p99} ms > 1us");
+    assert_eq!(steps[0]["sweep_stop"]["reason"], reason.as_str());
+    assert_eq!(steps[0]["sweep_stop"]["skipped"], serde_json::json!([2, 4]));
+    assert!(
+        r.stderr.contains(&format!(
+            "stop rule met by workloada at 1 threads ({reason}): not testing 2, 4 threads"
+        )),
+        "{}",
+        r.stderr
+    );
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let index = steps[0]["index"].as_u64().unwrap();
+    for t in [2, 4] {
+        let row = format!(
+            "| {t} | (not tested) |  |  |  |  |  |  |  |  | stopped at 1 threads (step {index}): {reason} |"
+        );
+        assert!(md.contains(&row), "{row}\n{md}");
+    }
+    assert!(md.contains("| stop rule | read.p99 > 1us"), "{md}");
+    let csv = std::fs::read_to_string(r.run_dir().join("report-ops.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("workloada,4,0,") && l.contains("not tested: stopped at 1")),
+        "{csv}"
+    );
+
+    // Compared with a full sweep, the stopped run's thread counts read "(not tested)".
+    let full = rocksdb_run(&tmp.path().join("f"), "1,2", &[]);
+    let out = tmp.path().join("cmp");
+    let c = run_iodig(&[
+        "compare",
+        full.run_dir().to_str().unwrap(),
+        r.run_dir().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    let full_2 = at(&points(&full.run_json()), 2).clone();
+    let row = format!(
+        "| 2 | {} | {} | (not tested) |  | — | — |",
+        thousands(full_2.1),
+        us_as_ms(us(&full_2.2, "p99_us"))
+    );
+    assert!(md.contains(&row), "{row}\n{md}");
+    assert!(
+        md.contains("| 4 | (not tested) |  | (not tested) |  | — | — |"),
+        "{md}"
+    );
+    assert!(md.contains("its sweep stopped at 1 threads"), "{md}");
+}

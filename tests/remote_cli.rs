@@ -1,0 +1,363 @@
+//! `run --observe` over a real OpenSSH server on loopback: iodig's agent on the "remote" host
+//! (this machine, reached through sshd) traces and samples each step, its files land per node,
+//! its clock is compared, and what it measured equals what the local trace saw.
+
+mod common;
+
+use common::sshd::Sshd;
+use common::{read_json, run_iodig};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// The tests that start agents run one at a time, so each can check that none is left.
+static AGENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// IOs per (device, op, second) over the seconds the trace covered whole.
+fn whole_seconds(trace: &Value) -> BTreeMap<(String, String, u64), u64> {
+    let mut m = BTreeMap::new();
+    for d in trace["devices"].as_array().unwrap() {
+        let name = d["info"]["name"].as_str().unwrap_or("?").to_string();
+        for s in d["seconds"].as_array().unwrap() {
+            if s["covered_ms"].as_u64() != Some(1000) {
+                continue;
+            }
+            for (op, o) in s["ops"].as_object().unwrap() {
+                m.insert(
+                    (name.clone(), op.clone(), s["unix_ms"].as_u64().unwrap()),
+                    o["ios"].as_u64().unwrap(),
+                );
+            }
+        }
+    }
+    m
+}
+
+#[test]
+fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
+    assert!(is_root(), "this test traces block IO: run it as root");
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let sshd = Sshd::start(&["127.0.0.1"]);
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "rocksdb.writebuffersize=1048576",
+        "-p",
+        &sshd.property(),
+        "--threads",
+        "2",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0s",
+        "--observe",
+        "127.0.0.1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let observed = &run["cluster"]["observed"][0];
+    assert_eq!(observed["host"], "127.0.0.1", "{run}");
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    assert_eq!(observed["boot_id"], boot_id.trim(), "same kernel");
+    assert!(
+        observed["agent"].as_str().unwrap().contains("runs as root"),
+        "{observed}"
+    );
+    // No Cassandra node on a RocksDB run: the host is observed without one, and says so.
+    assert!(observed["node"].is_null());
+    assert!(
+        observed["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("no rocksdb node"),
+        "{observed}"
+    );
+
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "load + one run step");
+    let mut compared_seconds = 0;
+    for step in steps {
+        let nodes = step["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 1, "{step}");
+        let node = &nodes[0];
+        assert!(node["partial"].is_null(), "{node}");
+        for clock in [&node["clock_before"], &node["clock_after"]] {
+            let rtt = clock["rtt_ms"].as_f64().unwrap();
+            let offset = clock["offset_ms"].as_f64().unwrap();
+            assert!(rtt > 0.0 && rtt < 1000.0, "{clock}");
+            // One machine, one clock: the offset is within the round trip.
+            assert!(offset.abs() <= rtt, "{clock}");
+        }
+        assert_eq!(node["applied_offset_ms"], 0, "{node}");
+        assert_eq!(node["trace_mode"], "ebpf", "{node}");
+        let node_dir = r.run_dir().join(node["dir"].as_str().unwrap());
+        for f in ["trace.json", "sys.json", "db-events.json"] {
+            assert!(node_dir.join(f).is_file(), "{f} missing");
+        }
+        // The remote observer and the local tracer saw the same device through the same
+        // kernel: in every second both covered whole, the same IOs.
+        let local = whole_seconds(&read_json(
+            &r.run_dir()
+                .join(step["dir"].as_str().unwrap())
+                .join("trace.json"),
+        ));
+        let remote = whole_seconds(&read_json(&node_dir.join("trace.json")));
+        for (key, ios) in &local {
+            if let Some(r_ios) = remote.get(key) {
+                assert_eq!(ios, r_ios, "{key:?}: local {ios}, remote {r_ios}");
+                compared_seconds += 1;
+            }
+        }
+        let sys = read_json(&node_dir.join("sys.json"));
+        assert!(!sys["samples"].as_array().unwrap().is_empty(), "{sys}");
+    }
+    assert!(
+        compared_seconds >= 3,
+        "only {compared_seconds} seconds in common"
+    );
+    // The report shows the observed host with its clock, and each step's node table.
+    let report = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    assert!(report.contains("## Cluster"), "no cluster section");
+    assert!(report.contains("| 127.0.0.1 |"), "no row for the host");
+    assert_eq!(report.matches("### Nodes").count(), steps.len());
+    no_agent_left();
+}
+
+#[test]
+fn ctrl_c_stops_the_remote_agent_too() {
+    assert!(is_root(), "this test traces block IO: run it as root");
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let sshd = Sshd::start(&["127.0.0.1"]);
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let child = common::iodig()
+        .args([
+            "run",
+            "--db",
+            "basic",
+            "-P",
+            "workloadc",
+            "-p",
+            &sshd.property(),
+            "--threads",
+            "1",
+            "--duration",
+            "60s",
+            "--observe",
+            "127.0.0.1",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run step is under way (its agent started), then interrupt.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while agent_pids().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no agent started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: signalling the child this test started, by its pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // 130: interrupted, as after any Ctrl-C.
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap();
+    let run = read_json(&Path::new(dir.trim()).join("run.json"));
+    assert_eq!(run["status"], "interrupted");
+    // The interrupted step still has the host's part, written after the stop.
+    let last = run["steps"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["nodes"][0]["host"], "127.0.0.1", "{last}");
+    no_agent_left();
+    drop(sshd);
+}
+
+#[test]
+fn a_host_lost_mid_step_is_marked_partial_and_the_run_goes_on() {
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let sshd = Sshd::start(&["127.0.0.1"]);
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let child = common::iodig()
+        .args([
+            "run",
+            "--db",
+            "basic",
+            "-P",
+            "workloadc",
+            "-p",
+            &sshd.property(),
+            "--threads",
+            "1",
+            "--duration",
+            "6s",
+            "--trace",
+            "off",
+            "--observe",
+            "127.0.0.1",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while agent_pids().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no agent started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    for pid in agent_pids() {
+        // SAFETY: signalling the agent this test's run started, by its pid.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "the run goes on: {stderr}");
+    assert!(stderr.contains("warning: 127.0.0.1: lost ("), "{stderr}");
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap();
+    let run = read_json(&Path::new(dir.trim()).join("run.json"));
+    assert_eq!(run["status"], "completed");
+    let last = run["steps"].as_array().unwrap().last().unwrap().clone();
+    let partial = last["nodes"][0]["partial"].as_str().unwrap_or_default();
+    assert!(partial.contains("closed"), "{last}");
+    let report = std::fs::read_to_string(Path::new(dir.trim()).join("report.md")).unwrap();
+    assert!(
+        report.contains("127.0.0.1 (partial)"),
+        "the node table says so"
+    );
+    assert!(
+        report.contains("its data for this step is partial"),
+        "a finding says why"
+    );
+    drop(sshd);
+}
+
+#[test]
+fn bad_observe_values_are_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    for (value, says) in [
+        ("-oProxyCommand=touch_x", "not a host name"),
+        ("db1:0", "port is not a number from 1 to 65535"),
+        ("u@", "user or host missing"),
+    ] {
+        let flag = format!("--observe={value}");
+        let r = common::run_basic("workloadc", out, &[&flag]);
+        assert_eq!(r.code(), 2, "{value}: {}", r.stderr);
+        assert!(r.stderr.contains("--observe"), "{}", r.stderr);
+        assert!(r.stderr.contains(says), "{value}: {}", r.stderr);
+    }
+    let r = common::run_basic("workloadc", out, &["--observe", "db1,db1"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(r.stderr.contains("given twice"), "{}", r.stderr);
+    let r = common::run_basic(
+        "workloadc",
+        out,
+        &[
+            "--observe",
+            "db1",
+            "-p",
+            "ssh.config=/nonexistent/ssh_config",
+        ],
+    );
+    assert_eq!(r.code(), 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("ssh.config=/nonexistent/ssh_config"),
+        "{}",
+        r.stderr
+    );
+    // Nothing was created for these runs.
+    assert!(!Path::new(out).join("workloadc-basic").exists());
+}
+
+#[test]
+fn an_unreachable_host_fails_the_run_with_its_name_and_the_fix() {
+    let sshd = Sshd::start(&["127.0.0.1"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().to_str().unwrap();
+    // 127.0.0.4 has no sshd listening: connection refused, at once.
+    let r = common::run_basic(
+        "workloadc",
+        out,
+        &["--observe", "127.0.0.4", "-p", &sshd.property()],
+    );
+    assert_eq!(r.code(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--observe 127.0.0.4: ssh failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("sshd runs there"), "{}", r.stderr);
+    assert!(
+        std::fs::read_dir(out).unwrap().next().is_none(),
+        "no run directory for a run that could not start"
+    );
+}
+
+/// Agents (`iodig-<hash> agent …` under sshd) still running.
+fn agent_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+                    args.len() > 1
+                        && String::from_utf8_lossy(args[0]).contains(".cache/iodig/bin/iodig-")
+                        && args[1] == b"agent"
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+fn no_agent_left() {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !agent_pids().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "agents still running: {:?}",
+            agent_pids()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
