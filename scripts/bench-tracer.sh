@@ -8,6 +8,10 @@
 # Usage (root): scripts/bench-tracer.sh [ROUNDS] [SECONDS]
 #   IODIG=path/to/iodig   binary with the `trace` subcommand (default target/release/iodig)
 #   BENCH_DIR=dir         where the loop device's backing file lives (default /var/tmp)
+#   BASE=path/to/iodig    an earlier build to compare with: then the BPF stats runs (attribution
+#                         on) alternate BASE and IODIG STATS_ROUNDS times (default 5) and the
+#                         medians of BPF ns per IO and per program run are printed side by side,
+#                         so both builds see the same machine load
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -75,6 +79,40 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 echo 1 > /proc/sys/kernel/bpf_stats_enabled
+if [[ -n ${BASE:-} ]]; then
+    [[ -x $BASE ]] || { echo "bench-tracer.sh: BASE=$BASE not found" >&2; exit 2; }
+    for r in $(seq 1 "${STATS_ROUNDS:-5}"); do
+        for which in base new; do
+            bin=$IODIG; [[ $which == base ]] && bin=$BASE
+            "$bin" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/$which-fio$r.json" > "$work/$which-stats$r.json"
+        done
+    done
+    python3 - "$work" "${STATS_ROUNDS:-5}" <<'PY'
+import json, statistics, sys
+work, n = sys.argv[1], int(sys.argv[2])
+def runs(which):
+    out = []
+    for r in range(1, n + 1):
+        d = json.load(open(f"{work}/{which}-stats{r}.json"))
+        ios = sum(o["ios"] for dev in d["devices"] for o in dev["ops"].values())
+        progs = {p["name"]: p["run_time_ns"] / max(p["run_cnt"], 1) for p in d["self_check"]["programs"] if p["run_cnt"]}
+        total = sum(p["run_time_ns"] for p in d["self_check"]["programs"]) / max(ios, 1)
+        lost = d["self_check"]["lost_events"]
+        match = d["self_check"].get("attribution_match")
+        out.append((total, progs, lost, match))
+    return out
+base, new = runs("base"), runs("new")
+print(f"BPF ns per IO, attribution on, {n} alternated runs each (BPF stats on):")
+print(f"  base: runs {[round(r[0]) for r in base]} median {statistics.median(r[0] for r in base):.0f}")
+print(f"  new:  runs {[round(r[0]) for r in new]} median {statistics.median(r[0] for r in new):.0f}")
+for name in sorted(set(k for r in base + new for k in r[1])):
+    b = [r[1][name] for r in base if name in r[1]]
+    w = [r[1][name] for r in new if name in r[1]]
+    fmt = lambda v: f"{statistics.median(v):.0f}" if v else "-"
+    print(f"  {name:16} ns per run: base {fmt(b):>5}  new {fmt(w):>5}")
+print(f"  lost events base {sum(r[2] for r in base)} new {sum(r[2] for r in new)}; attribution_match base {set(r[3] for r in base)} new {set(r[3] for r in new)}")
+PY
+fi
 "$IODIG" trace --no-attribution --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/stats.json" > "$work/trace-stats.json"
 echo "BPF stats run, attribution off ($(iops "$work/stats.json") IOPS with stats on):"
 report "$work/trace-stats.json"

@@ -166,6 +166,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "HOST[,HOST…]", value_delimiter = ',')]
     pub observe: Vec<String>,
 
+    /// Start one client per host over SSH (HOST, USER@HOST, HOST:PORT or an ~/.ssh/config
+    /// alias; comma-separated or repeated; this machine may be one of them), each with
+    /// `--client I/N`, the same flags and files and one common start, then merge their runs into
+    /// --out (docs/clients.md). --threads and --target are per client.
+    #[arg(long, value_name = "HOST[,HOST…]", value_delimiter = ',')]
+    pub clients: Vec<String>,
+
     /// Show status lines on stderr (YCSB's -s); on a terminal a live bar is shown anyway.
     #[arg(short = 's')]
     pub status: bool,
@@ -173,6 +180,12 @@ pub struct BenchArgs {
     /// This client's slice of the key space when N clients drive one database: I of N (1-based).
     #[arg(long, value_parser = parse_client, value_name = "I/N")]
     pub client: Option<(u64, u64)>,
+
+    /// Begin the first step at TIME (unix seconds, or RFC 3339 such as 2026-01-01T12:00:00Z) and
+    /// each following one on a schedule every client computes alike (docs/clients.md), so
+    /// clients started apart (`--client I/N` on several machines) measure together.
+    #[arg(long, value_name = "TIME", value_parser = parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
 
     /// Seed of all random choices: the same seed and thread count repeat the op sequence.
     #[arg(long, value_name = "N")]
@@ -216,6 +229,11 @@ pub fn parse_slot_ms(s: &str) -> Result<u32, String> {
         .parse()
         .map_err(|_| format!("{s:?} is not a whole number of milliseconds"))?;
     iodig_iotrace::check_slot_ms(ms)
+}
+
+/// Parses `--start-at`; the time being in the future is checked when the command runs.
+pub fn parse_start_at(s: &str) -> Result<std::time::SystemTime, String> {
+    iodig_runner::start_at::parse_start_at(s)
 }
 
 /// Parses `I/N` of `--client`.

@@ -239,3 +239,161 @@ fn rocksdb_run_attributes_flush_and_compaction_io_to_rocksdbs_own_threads() {
         "{report}"
     );
 }
+
+#[test]
+fn rocksdb_run_splits_client_and_query_reads_by_flush_and_compaction_io() {
+    use iodig_report::analysis::background::second_of;
+    let _serial = serial();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = dir.path().to_str().unwrap();
+    // 1,500 ops/s of which half are updates fill a 1 MiB memtable every two seconds or so
+    // (1.75 s measured at 2,000 ops/s): seconds with a flush (and every fourth one a
+    // compaction) alternate with seconds without. Direct
+    // reads through a 1 MiB block cache put the queries' reads on the disk.
+    let r = run_iodig(&[
+        "run",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "requestdistribution=uniform",
+        "-p",
+        "rocksdb.writebuffersize=1M",
+        "-p",
+        "rocksdb.blockcachesize=1M",
+        "--threads",
+        "4",
+        "--target",
+        "1500",
+        "--duration",
+        "8s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--out",
+        out,
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let step_dir = r
+        .run_dir()
+        .join(r.run_json()["steps"][1]["dir"].as_str().unwrap());
+    let trace = read_json(&step_dir.join("trace.json"));
+    let attr = &trace["self_check"]["attribution"];
+    let rows = attr["rows"].as_array().unwrap();
+    let splits = attr["splits"].as_array().unwrap();
+
+    // The kernel splits every query read it timed, and only those: both sides add up to the
+    // class's reads (less any issue that met a busy state entry and went untimed).
+    let query_reads: u64 = rows
+        .iter()
+        .filter(|r| r["class"] == "rocksdb.read" && r["op"] == "read")
+        .map(|r| r["ios"].as_u64().unwrap())
+        .sum();
+    let split = splits
+        .iter()
+        .find(|s| s["class"] == "rocksdb.read" && s["op"] == "read")
+        .unwrap_or_else(|| panic!("no split for the query reads: {splits:?}"));
+    let side = |k: &str, f: &str| split[k][f].as_u64().unwrap();
+    let (with, without) = (
+        side("with_background", "ios"),
+        side("without_background", "ios"),
+    );
+    let untimed = trace["self_check"]["state_collisions"].as_u64().unwrap();
+    assert!(query_reads > 1000, "{query_reads} query reads");
+    assert!(
+        with + without <= query_reads && with + without + untimed >= query_reads,
+        "split {with} + {without} against {query_reads} reads ({untimed} untimed)"
+    );
+    // Flushes and compactions ran beside 750 reads a second: some reads met them.
+    assert!(
+        with > 0,
+        "no query read overlapped flush/compaction IO: {split}"
+    );
+    assert!(side("without_background", "device_ns_sum") > 0, "{split}");
+
+    // The client's side: the report merges latency.hlog's per-second histograms into seconds
+    // with and without background IO. Recount both from other files: the READ counts of
+    // timeseries.json, and the seconds in which trace.json's flush/compaction rows did IO.
+    let covered: std::collections::BTreeSet<u64> = trace["devices"][0]["seconds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["unix_ms"].as_u64().unwrap())
+        .collect();
+    let background = ["rocksdb.flush", "rocksdb.compaction"];
+    let busy: std::collections::BTreeSet<u64> = rows
+        .iter()
+        .filter(|r| background.contains(&r["class"].as_str().unwrap()))
+        .flat_map(|r| r["seconds"].as_array().unwrap().iter())
+        .filter(|s| s["ios"].as_u64().unwrap() > 0)
+        .map(|s| s["unix_ms"].as_u64().unwrap())
+        .collect();
+    let samples = read_json(&step_dir.join("timeseries.json"));
+    // A short last interval can share its second with the one before it: seconds are a set.
+    let mut reads = [0u64; 2];
+    let mut secs: [std::collections::BTreeSet<u64>; 2] = Default::default();
+    let mut near_edge = false;
+    for s in samples.as_array().unwrap() {
+        let end = s["unix_ms"].as_u64().unwrap();
+        let start = end - (s["secs"].as_f64().unwrap() * 1000.0).round() as u64;
+        let second = second_of(start, end);
+        // The log keeps ms: a middle within 2 ms of a whole second may fall either side.
+        let mid = (start + end) / 2;
+        near_edge |= mid % 1000 < 2 || mid % 1000 > 998;
+        if !covered.contains(&second) {
+            continue;
+        }
+        let n = s["series"]["READ"]["count"].as_u64().unwrap_or(0);
+        let i = usize::from(busy.contains(&second));
+        reads[i] += n;
+        if n > 0 {
+            secs[i].insert(second);
+        }
+    }
+    let run = iodig_report::load_run(&r.run_dir()).unwrap();
+    let report = iodig_report::analysis::analyse(&run);
+    let b = report.steps[1]
+        .background
+        .as_ref()
+        .expect("a background view of the run step");
+    assert!(b.classes.iter().any(|c| c == "rocksdb.flush"), "{b:?}");
+    let read = b.client.iter().find(|c| c.series == "READ").unwrap();
+    assert_eq!(read.with.ops + read.without.ops, reads[0] + reads[1]);
+    if !near_edge {
+        assert_eq!((read.with.ops, read.without.ops), (reads[1], reads[0]));
+    }
+    if !near_edge {
+        assert_eq!(
+            (read.with.seconds, read.without.seconds),
+            (secs[1].len(), secs[0].len())
+        );
+    }
+    assert!(
+        read.with.seconds > 0 && read.without.seconds > 0,
+        "{read:?}"
+    );
+    assert!(read.with.p99_us >= read.with.p50_us && read.with.max_us >= read.with.p99_us);
+    // The kernel's figures as the report shows them, and the depth the query reads held.
+    let io = b.io.iter().find(|s| s.class == "rocksdb.read").unwrap();
+    assert_eq!((io.with.ios, io.without.ios), (with, without));
+    assert!(io.without.device_p99_ms > 0.0, "{io:?}");
+    let depth = b.depth.iter().find(|d| d.class == "rocksdb.read").unwrap();
+    assert!(depth.device > 0.0 && depth.peak > 0.0, "{depth:?}");
+
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    assert!(md.contains("Beside flush and compaction IO"), "{md}");
+    let finding = md.contains("rocksdb.read reads queued");
+    assert_eq!(
+        finding,
+        with >= 10 && without >= 10,
+        "query-read finding present: {finding}, with {with} without {without}"
+    );
+    let client_finding = md.contains("Client READ ops that completed in the");
+    assert_eq!(
+        client_finding,
+        reads[0] >= 100 && reads[1] >= 100,
+        "client finding present: {client_finding}, reads {reads:?}"
+    );
+}

@@ -4,6 +4,7 @@ use crate::cli::{parse_duration, BenchArgs};
 use anyhow::Result;
 use iodig_iotrace::{TraceMode, TraceOptions, WatchOptions};
 use iodig_runner::experiment_file::ExperimentFile;
+use iodig_runner::remote::clients;
 use iodig_runner::{LoadPolicy, Phase, RunRequest, UsageError, WorkloadRun};
 use std::process::ExitCode;
 
@@ -55,12 +56,18 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         observe: args.observe.clone(),
         faults: args.faults.clone(),
         client: args.client,
+        start_at: args.start_at,
         stop_when: args.stop_when.clone(),
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };
+    let mut clients = args.clients.clone();
     if let Some(path) = &args.experiment {
-        apply_experiment_file(&mut req, path, &args.property)?;
+        let file_clients = apply_experiment_file(&mut req, path, &args.property)?;
+        // A run given --client I/N is one of the file's clients, started by hand or by a fleet.
+        if clients.is_empty() && args.client.is_none() {
+            clients = file_clients;
+        }
         apply_flags_over_file(&mut req, args, mode);
     }
     if phase == Phase::Load {
@@ -78,6 +85,12 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         ))
         .into());
     }
+    if let Some(t) = req.start_at {
+        check_start_in_future(t)?;
+    }
+    if !clients.is_empty() {
+        return run_clients(args, phase, &req, &clients);
+    }
     let stop = iodig_runner::install_stop_handler()?;
     let outcome = iodig_runner::execute(&req, &stop)?;
     Ok(if outcome.interrupted {
@@ -87,12 +100,218 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
     })
 }
 
-/// Replaces the request's workloads and settings with those of an experiment file.
+/// A start time that has passed cannot line clients up: refused before anything starts.
+fn check_start_in_future(t: std::time::SystemTime) -> Result<()> {
+    let now = std::time::SystemTime::now();
+    if let Ok(ago) = now.duration_since(t) {
+        let example = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs()
+            + 60;
+        return Err(UsageError(format!(
+            "--start-at {}: that time passed {:.1} s ago; give a time in the future on every client, e.g. --start-at {example} (a minute from now)",
+            iodig_runner::start_at::format_utc(t),
+            ago.as_secs_f64()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// `--clients`: checks everything here first (exit 2 before any host is reached), then starts
+/// the clients over ssh and shows the merged run.
+fn run_clients(
+    args: &BenchArgs,
+    phase: Phase,
+    req: &RunRequest,
+    hosts: &[String],
+) -> Result<ExitCode> {
+    if let Some((i, n)) = req.client {
+        return Err(UsageError(format!(
+            "--clients starts each client with --client I/N itself; leave out --client {i}/{n} (or start the clients yourself with --client I/N --start-at TIME and merge them with iodig merge)"
+        ))
+        .into());
+    }
+    if !req.observe.is_empty() {
+        return Err(UsageError(
+            "--observe with --clients is not supported yet; observe the nodes from one client started by hand (--client 1/N --start-at TIME --observe …) or leave --observe out".into(),
+        )
+        .into());
+    }
+    if let Some(f) = req.faults.first() {
+        return Err(UsageError(format!(
+            "--fault {f} with --clients: every client would inject it; inject faults from one client started by hand (--client 1/N --start-at TIME --fault …)"
+        ))
+        .into());
+    }
+    if let Some(rule) = &req.stop_when {
+        return Err(UsageError(format!(
+            "--stop-when '{rule}' with --clients: each client would judge its own latency and end its sweep apart from the others; leave it out and read the merged run"
+        ))
+        .into());
+    }
+    let hosts = iodig_runner::remote::parse_hosts("--clients", hosts)?;
+    let n = hosts.len() as u64;
+    // The clients' plan, resolved here as client 1 would: a bad property or file is refused
+    // before any host is reached.
+    let mut check = req.clone();
+    check.client = Some((1, n));
+    check.start_at = None;
+    let plan = iodig_runner::plan::Plan::resolve(&check)?;
+    let (client_args, files) = client_command(args, phase)?;
+    let stop = iodig_runner::install_stop_handler()?;
+    let outcome = clients::run_clients(
+        &clients::ClientsRun {
+            hosts,
+            ssh: plan.ssh.clone(),
+            args: client_args,
+            files,
+            seed: plan.seed,
+            start_at: req.start_at,
+            out: req.out_dir.clone(),
+        },
+        &stop,
+    )?;
+    crate::cmd::merge::show(&outcome.merged);
+    if !outcome.failed.is_empty() {
+        return Err(anyhow::anyhow!(
+            "{} of {n} clients failed ({}); the merged run holds the others",
+            outcome.failed.len(),
+            outcome.failed.join("; ")
+        ));
+    }
+    Ok(if outcome.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The clients' command line: this command's flags, with the property and experiment files it
+/// names sent along (as `p<k>/NAME`, `experiment.toml`), and without what each client gets of
+/// its own (`--client`, `--start-at`, `--seed`, `--out`) or what is this machine's
+/// (`ssh.config`). Every field is named, so a new flag cannot be forgotten here.
+fn client_command(
+    args: &BenchArgs,
+    phase: Phase,
+) -> Result<(Vec<String>, Vec<clients::StagedFile>)> {
+    let BenchArgs {
+        experiment,
+        workload,
+        property,
+        db,
+        threads,
+        load_threads,
+        io_threads,
+        target,
+        duration,
+        warmup,
+        out: _,
+        trace,
+        device,
+        cgroups,
+        pids,
+        slot_ms,
+        reload,
+        no_load,
+        restore_each_step,
+        nodes,
+        observe: _,
+        faults: _,
+        clients: _,
+        status,
+        client: _,
+        start_at: _,
+        seed: _,
+        stop_when: _,
+    } = args;
+    let mut a: Vec<String> = vec![match phase {
+        Phase::Load => "load".into(),
+        _ => "run".into(),
+    }];
+    let mut files = Vec::new();
+    if let Some(path) = experiment {
+        files.extend(clients::stage_experiment(path, "experiment.toml")?);
+        a.push("experiment.toml".into());
+    }
+    for (k, w) in workload.iter().enumerate() {
+        let path = std::path::Path::new(w);
+        if !path.is_file() {
+            // A built-in workload name: every client has its own copy.
+            a.extend(["-P".into(), w.clone()]);
+            continue;
+        }
+        let name = path
+            .file_name()
+            .map_or("workload".into(), |n| n.to_string_lossy().into_owned());
+        let rel = format!("p{k}/{name}");
+        files.push(clients::StagedFile {
+            rel: rel.clone(),
+            content: std::fs::read(path)
+                .map_err(|e| UsageError(format!("-P {w}: cannot read it ({e})")))?,
+        });
+        a.extend(["-P".into(), rel]);
+    }
+    for p in property {
+        if p.split('=').next().map(str::trim) != Some("ssh.config") {
+            a.extend(["-p".into(), p.clone()]);
+        }
+    }
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(v) = value {
+            a.extend([name.to_string(), v]);
+        }
+    };
+    let ms = |d: &Option<std::time::Duration>| d.map(|d| format!("{}ms", d.as_millis()));
+    flag("--db", db.clone());
+    flag(
+        "--threads",
+        (!threads.is_empty()).then(|| {
+            threads
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        }),
+    );
+    flag("--load-threads", load_threads.map(|t| t.to_string()));
+    flag("--io-threads", io_threads.map(|t| t.to_string()));
+    flag("--target", target.map(|t| t.to_string()));
+    flag("--duration", ms(duration));
+    flag("--warmup", ms(warmup));
+    flag("--trace", trace.clone());
+    flag("--slot-ms", Some(slot_ms.to_string()));
+    flag("--nodes", nodes.map(|n| n.to_string()));
+    for d in device {
+        flag("--device", Some(d.clone()));
+    }
+    for c in cgroups {
+        flag("--cgroup", Some(c.display().to_string()));
+    }
+    for p in pids {
+        flag("--pid", Some(p.to_string()));
+    }
+    for (on, name) in [
+        (*reload, "--reload"),
+        (*no_load, "--no-load"),
+        (*restore_each_step, "--restore-each-step"),
+        (*status, "-s"),
+    ] {
+        if on {
+            a.push(name.into());
+        }
+    }
+    Ok((a, files))
+}
+
+/// Replaces the request's workloads and settings with those of an experiment file; returns its
+/// `clients` list.
 fn apply_experiment_file(
     req: &mut RunRequest,
     path: &std::path::Path,
     overrides: &[String],
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let file = ExperimentFile::read(path)?;
     let duration = |flag: &str, v: &Option<String>| -> Result<Option<std::time::Duration>> {
         v.as_deref()
@@ -129,7 +348,7 @@ fn apply_experiment_file(
         req.faults = file.faults.clone();
     }
     req.stop_when = file.stop_rule().or(req.stop_when.take());
-    Ok(())
+    Ok(file.clients)
 }
 
 /// Flags given on the command line win over an experiment file's settings, so an example can

@@ -157,6 +157,32 @@ pub const CLASSES: &[Class] = &[
     },
 ];
 
+/// Classes whose IO runs beside the foreground (memtable flush, compaction): every other
+/// read and write is split by whether one of these was in the block layer during its life.
+pub const BACKGROUND: &[&str] = &[
+    "cassandra.flush",
+    "cassandra.compaction",
+    "rocksdb.flush",
+    "rocksdb.compaction",
+];
+
+/// Max classes (MAX_CLASSES in iotrace.h: the background set is a 32-bit mask).
+pub const MAX_CLASSES: usize = 32;
+
+/// The background classes as the kernel's bit mask (bit = class index).
+pub fn background_mask() -> u32 {
+    assert!(
+        CLASSES.len() <= MAX_CLASSES,
+        "{} classes > {MAX_CLASSES}",
+        CLASSES.len()
+    );
+    CLASSES
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| BACKGROUND.contains(&c.name))
+        .fold(0, |m, (i, _)| m | 1 << i)
+}
+
 /// Max rules the kernel takes (MAX_RULES in iotrace.h).
 pub const MAX_RULES: usize = 64;
 
@@ -531,6 +557,19 @@ mod tests {
         assert!(m(&pre, "java") && m(&pre, "javac"));
         assert!(m(&encode("COMMIT-LOG-WRIT*", ANY, 0), "COMMIT-LOG-WRIT"));
         assert!(rules().len() <= MAX_RULES);
+    }
+
+    #[test]
+    fn background_mask_names_flush_and_compaction_only() {
+        let m = background_mask();
+        let named: Vec<&str> = (0..CLASSES.len())
+            .filter(|i| m & (1 << i) != 0)
+            .map(|i| CLASSES[i].name)
+            .collect();
+        assert_eq!(named.len(), BACKGROUND.len(), "{named:?}");
+        assert!(named
+            .iter()
+            .all(|n| n.ends_with(".flush") || n.ends_with(".compaction")));
     }
 
     #[test]

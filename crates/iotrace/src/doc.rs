@@ -3,13 +3,13 @@
 use crate::attr::{self, Hierarchy, Target, Watch};
 use crate::devices::{self, Disk};
 use crate::diskstats::Stat;
-use crate::ebpf::{AttrRaw, DevRaw, Raw};
+use crate::ebpf::{AttrRaw, DevRaw, Raw, SplitRaw};
 use crate::fallback::Samples;
 use crate::hist::{self, LAT_SUB_BITS};
 use crate::series::{self, Window};
 use iodig_model::trace::{
-    AttrCheck, AttrRow, AttrSecond, Attribution, DeviceTrace, DiskstatsCheck, OpTrace, SelfCheck,
-    TraceDoc, Watched, OPS,
+    AttrCheck, AttrRow, AttrSecond, Attribution, ClassSplit, DeviceTrace, DiskstatsCheck, OpTrace,
+    SelfCheck, SplitSide, TraceDoc, Watched, OPS,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -150,7 +150,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
         }
         let (cgid, pid) = r.key.map_or((0, 0), |k| (k.0, k.1));
         let mut seconds: BTreeMap<u64, AttrSecond> = BTreeMap::new();
-        for (&id, &(ios, bytes)) in &r.slots {
+        for (&id, &(ios, bytes, life_us)) in &r.slots {
             let ms = id * w.slot_ns / 1_000_000;
             let s = seconds.entry(ms / 1000).or_insert_with(|| AttrSecond {
                 unix_ms: ms / 1000 * 1000,
@@ -158,6 +158,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
             });
             s.ios += ios;
             s.bytes += bytes;
+            s.qd += life_us as f64 / 1e6;
             s.iops_max = s.iops_max.max(ios as f64 / slot_s);
             s.mb_s_max = s.mb_s_max.max(bytes as f64 / slot_s / 1e6);
         }
@@ -223,6 +224,8 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
         .map(|t| watched(t, &rows))
         .collect();
     Attribution {
+        background_classes: attr::BACKGROUND.iter().map(ToString::to_string).collect(),
+        splits: splits(ctx, raw),
         enabled: raw.attribution,
         cgroup_hierarchy: ctx.hierarchy.as_ref().map(Hierarchy::describe),
         notes,
@@ -232,6 +235,34 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
         check,
         capped_ios,
     }
+}
+
+/// The kernel's per class background splits, named.
+fn splits(ctx: &Ctx, raw: &Raw) -> Vec<ClassSplit> {
+    let side = |s: Option<&SplitRaw>| {
+        s.map(|s| SplitSide {
+            ios: s.ios,
+            queue_ns_sum: s.queue_ns,
+            device_ns_sum: s.dev_ns,
+            queue: hist::latency(&s.queue, hist::SEC_SUB_BITS, None),
+            device: hist::latency(&s.dev, hist::SEC_SUB_BITS, None),
+        })
+        .unwrap_or_default()
+    };
+    let mut keys: Vec<(usize, usize, usize)> =
+        raw.splits.keys().map(|&(d, op, c, _)| (d, op, c)).collect();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|(d, op, c)| {
+            Some(ClassSplit {
+                device: ctx.disks.get(d)?.name.clone(),
+                op: OPS.get(op)?.to_string(),
+                class: attr::CLASSES.get(c)?.name.to_string(),
+                with_background: side(raw.splits.get(&(d, op, c, true))),
+                without_background: side(raw.splits.get(&(d, op, c, false))),
+            })
+        })
+        .collect()
 }
 
 fn hierarchy_note(h: &Hierarchy) -> String {

@@ -153,6 +153,9 @@ pub fn by(doc: &TraceDoc, by: By) -> String {
     s.push_str(
         "(whole seconds; partial seconds at the window's edges show what completed in them)\n",
     );
+    if by == By::Class {
+        s.push_str(&beside_background(doc));
+    }
     if !a.watched.is_empty() {
         s.push_str("\nwatched:\n");
         for wt in &a.watched {
@@ -171,6 +174,59 @@ pub fn by(doc: &TraceDoc, by: By) -> String {
         }
     }
     s.push_str(&checks(doc));
+    s
+}
+
+/// Each class's reads and writes with and without flush/compaction IO in flight (the kernel's
+/// per-IO split): queue and device p99, and the mean depth the class held.
+fn beside_background(doc: &TraceDoc) -> String {
+    let mut s = String::new();
+    let Some(a) = doc.attribution().filter(|a| !a.splits.is_empty()) else {
+        return s;
+    };
+    let window = doc.end_unix_ms.saturating_sub(doc.start_unix_ms);
+    let _ = writeln!(
+        s,
+        "\nbeside {} IO (per IO: with = one was in flight during its life), ms:",
+        a.background_classes.join("/")
+    );
+    let _ = writeln!(
+        s,
+        "{:<8} {:<26} {:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
+        "device",
+        "class",
+        "op",
+        "IOs with",
+        "queue p99",
+        "dev p99",
+        "IOs w/o",
+        "queue p99",
+        "dev p99",
+        "qd OS",
+        "qd dev"
+    );
+    let ms = |l: Option<&iodig_model::trace::Latency>| {
+        l.map_or("–".to_string(), |l| {
+            format!("{:.3}", l.p99_ns as f64 / 1e6)
+        })
+    };
+    for c in &a.splits {
+        let (w, wo) = (&c.with_background, &c.without_background);
+        let (qd_os, qd_dev) = c.depth(window);
+        let _ = writeln!(
+            s,
+            "{:<8} {:<26} {:<6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {qd_os:>7.2} {qd_dev:>7.2}",
+            c.device,
+            c.class,
+            c.op,
+            w.ios,
+            ms(w.queue.as_ref()),
+            ms(w.device.as_ref()),
+            wo.ios,
+            ms(wo.queue.as_ref()),
+            ms(wo.device.as_ref()),
+        );
+    }
     s
 }
 
@@ -463,5 +519,57 @@ mod tests {
             "{row}"
         );
         assert!(text(&doc()).contains("diskstats match"));
+    }
+
+    #[test]
+    fn by_class_shows_the_split_beside_background_io() {
+        use iodig_model::trace::{Attribution, ClassSplit, Latency, SplitSide};
+        let mut d = doc();
+        d.start_unix_ms = 0;
+        d.end_unix_ms = 2000;
+        let lat = |p99_ns| {
+            Some(Latency {
+                count: 1,
+                p99_ns,
+                ..Default::default()
+            })
+        };
+        d.self_check.attribution = Some(Attribution {
+            enabled: true,
+            background_classes: vec!["rocksdb.flush".into()],
+            splits: vec![ClassSplit {
+                device: "vda".into(),
+                op: "read".into(),
+                class: "rocksdb.read".into(),
+                with_background: SplitSide {
+                    ios: 7,
+                    queue_ns_sum: 2_000_000_000,
+                    device_ns_sum: 0,
+                    queue: lat(4_100_000),
+                    device: lat(900_000),
+                },
+                without_background: SplitSide {
+                    ios: 993,
+                    queue_ns_sum: 1_000_000_000,
+                    device_ns_sum: 1_000_000_000,
+                    queue: lat(300_000),
+                    device: lat(100_000),
+                },
+            }],
+            ..Default::default()
+        });
+        let s = by(&d, By::Class);
+        let row = s
+            .lines()
+            .find(|l| l.starts_with("vda") && l.contains("rocksdb.read"));
+        let row = row.unwrap_or_else(|| panic!("{s}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // 3 s of queueing and 1 s at the device over a 2 s window: depths 1.50 and 0.50.
+        assert_eq!(
+            cells[3..],
+            ["7", "4.100", "0.900", "993", "0.300", "0.100", "1.50", "0.50"],
+            "{row}"
+        );
+        assert!(!by(&d, By::Process).contains("beside rocksdb.flush IO"));
     }
 }

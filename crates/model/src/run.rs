@@ -203,6 +203,30 @@ pub mod files {
     pub const TRACE: &str = "trace.json";
     pub const SYSSTAT: &str = "sys.json";
     pub const EVENTS: &str = "db-events.json";
+    /// In a merged step: each client's part ([`super::ClientStep`]).
+    pub const CLIENTS: &str = "clients.json";
+}
+
+/// One client's part of a merged step (`clients.json`, written by `iodig merge` and
+/// `run --clients`): where its own trace, system samples, events and observed nodes are kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientStep {
+    /// The client's number: I of `--client I/N` with `--clients`, else its place in the list.
+    pub client: u64,
+    /// The host it ran on, when iodig started it there (`--clients`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Its run directory as it was merged.
+    pub run: String,
+    /// Directory of its files in the merged run, relative to the run directory.
+    pub dir: String,
+    pub started_unix_ms: u64,
+    pub runtime_ms: u64,
+    pub operations: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_mode: Option<String>,
+    /// The files kept under `dir` (`trace.json`, `sys.json`, `db-events.json`, `nodes/…`).
+    pub files: Vec<String>,
 }
 
 /// Whole-run histograms of one step (`histograms.json`): HDR V2 deflate, base64, per series, so

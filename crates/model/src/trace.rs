@@ -60,6 +60,59 @@ pub struct Attribution {
     /// IOs counted in overflow rows because the kernel's key cap was hit.
     #[serde(default)]
     pub capped_ios: u64,
+    /// The classes whose IO splits the others' (memtable flush, compaction).
+    #[serde(default)]
+    pub background_classes: Vec<String>,
+    /// Reads and writes per device × op × class, split by whether background IO was in the
+    /// block layer at some point of their life; none from tracers before the split existed.
+    #[serde(default)]
+    pub splits: Vec<ClassSplit>,
+}
+
+/// One class's reads or writes on one device, split by background IO (docs/tracing.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ClassSplit {
+    pub device: String,
+    pub op: String,
+    pub class: String,
+    /// IOs during whose life (request allocation → completion) a background-class request was
+    /// in the block layer: in flight when they started, or started before they completed.
+    pub with_background: SplitSide,
+    pub without_background: SplitSide,
+}
+
+/// Queue and device time of a set of IOs (those issued and completed while tracing).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SplitSide {
+    pub ios: u64,
+    /// Sums in ns of OS queue time (request allocation → issue to the driver) and of device
+    /// time (issue → completion); over the window's length, the mean depth this class held
+    /// queued in the OS and at the device.
+    pub queue_ns_sum: u64,
+    pub device_ns_sum: u64,
+    /// Distributions, ±12 % buckets.
+    pub queue: Option<Latency>,
+    pub device: Option<Latency>,
+}
+
+impl ClassSplit {
+    /// Both sides together.
+    pub fn ios(&self) -> u64 {
+        self.with_background.ios + self.without_background.ios
+    }
+
+    /// Mean number of this class's requests queued in the OS and at the device over `window_ms`.
+    pub fn depth(&self, window_ms: u64) -> (f64, f64) {
+        if window_ms == 0 {
+            return (0.0, 0.0);
+        }
+        let w = window_ms as f64 * 1e6;
+        let (a, b) = (&self.with_background, &self.without_background);
+        (
+            (a.queue_ns_sum + b.queue_ns_sum) as f64 / w,
+            (a.device_ns_sum + b.device_ns_sum) as f64 / w,
+        )
+    }
 }
 
 /// One activity class: its name (`group.activity`), what it means and the threads it matches.
@@ -108,6 +161,10 @@ pub struct AttrSecond {
     /// The busiest slot of the second, as rates.
     pub iops_max: f64,
     pub mb_s_max: f64,
+    /// The depth these IOs held in the block layer (queued or at the device): the time its IOs
+    /// completed in this second spent there (allocation → completion), over one second.
+    #[serde(default)]
+    pub qd: f64,
 }
 
 /// A `--cgroup` or `--pid` target and what it issued (its rows summed).
@@ -422,6 +479,23 @@ impl DeviceTrace {
     pub fn dominant_band(&self, op: &str) -> Option<SizeBand> {
         self.ops.get(op).and_then(|o| dominant_band(&o.size_hist))
     }
+}
+
+/// The upper bound of the bucket holding quantile `q` (0..=1) of the counts; 0 when empty.
+pub fn bucket_quantile(buckets: &[Bucket], q: f64) -> u64 {
+    let total: u64 = buckets.iter().map(|b| b.count).sum();
+    if total == 0 {
+        return 0;
+    }
+    let rank = ((q * total as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for b in buckets {
+        seen += b.count;
+        if seen >= rank {
+            return b.upper;
+        }
+    }
+    buckets.last().map_or(0, |b| b.upper)
 }
 
 /// Sums histograms bucket by bucket (buckets are identified by their bounds).

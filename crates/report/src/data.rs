@@ -2,7 +2,7 @@
 //! the path and say how to fix it. Missing optional files (no trace, no sys samples, no database
 //! events) are not errors: the report says what it could not show.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use iodig_model::files;
 use iodig_model::reading::{read_run_doc, settle};
 use iodig_model::sys::SysDoc;
@@ -37,6 +37,29 @@ pub struct NodeData {
 }
 
 impl StepData {
+    /// Streams the client's per-second histograms of the series `want` accepts from
+    /// `latency.hlog`: `f(start_unix_ms, end_unix_ms, series, histogram)`, one at a time (a long step holds
+    /// thousands; the caller merges what it needs). `Ok(false)` when the step has no log.
+    pub fn for_each_client_second(
+        &self,
+        want: impl Fn(&str) -> bool,
+        f: impl FnMut(u64, u64, &str, &iodig_stats::Histogram),
+    ) -> Result<bool> {
+        let path = self.dir.join(files::HDR_LOG);
+        if !path.is_file() {
+            return Ok(false);
+        }
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        iodig_stats::for_each_interval(&bytes, want, f).with_context(|| {
+            format!(
+                "{}: not an HDR interval log written by iodig",
+                path.display()
+            )
+        })?;
+        Ok(true)
+    }
+
     /// Unix ms of the end of the measured window.
     pub fn end_unix_ms(&self) -> u64 {
         self.summary.started_unix_ms + self.summary.runtime_ms

@@ -11,6 +11,7 @@ use crate::recording::{record_step, StepRecord};
 use crate::remote::{RemoteHosts, RemoteOptions};
 use crate::request::{RunOutcome, RunRequest};
 use crate::rundir::RunDir;
+use crate::start_at::StartSchedule;
 use crate::step::{run_step, unix_ms, Phase, StepPlan};
 use crate::UsageError;
 use anyhow::Result;
@@ -39,6 +40,8 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     stop: &'a AtomicBool,
     /// Agents on the hosts observed over SSH (`--observe`).
     remote: Option<RemoteHosts>,
+    /// `--start-at`: when each step begins, common to all clients.
+    schedule: Option<StartSchedule>,
 }
 
 /// Loads when `load` says so, runs every step, finishes the run directory and writes the report.
@@ -78,6 +81,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         progress: Progress::new(mode),
         stop,
         remote,
+        schedule: plan.req.start_at.map(StartSchedule::new),
     };
     let mut interrupted = false;
     if load {
@@ -221,6 +225,10 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     /// Runs one step under observation and records it; returns whether the run must stop.
     fn step(&mut self, w: &ResolvedWorkload, step: &StepPlan, name: &str) -> Result<bool> {
         let workload = CoreWorkload::new(w.spec.clone(), self.plan.seed);
+        // Clients started together wait for the step's common start (--start-at) first.
+        if let Some(late) = self.schedule.as_ref().and_then(|s| s.wait(name, self.stop)) {
+            self.run.doc.notes.push(late);
+        }
         let mut processes = vec![("iodig".to_string(), std::process::id())];
         processes.extend(self.deployment.processes());
         if let Some(r) = &mut self.remote {
@@ -245,6 +253,9 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             &mut self.progress,
             &mut observer,
         )?;
+        if let Some(s) = &mut self.schedule {
+            s.step_ended(step);
+        }
         let since = result
             .started_unix_ms
             .saturating_sub(step.warmup.as_millis() as u64);

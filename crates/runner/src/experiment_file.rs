@@ -35,6 +35,10 @@ pub struct ExperimentFile {
     /// Faults injected into every run step (`--fault`), e.g. `["10s:kill:node3"]`.
     #[serde(default)]
     pub faults: Vec<String>,
+    /// Hosts to start one client each on over SSH (`--clients`); ignored by a run given
+    /// `--client I/N`, which is one of those clients.
+    #[serde(default)]
+    pub clients: Vec<String>,
     /// The sweep's stop rule (`--stop-when`), e.g. `stop_when = "read.p99 > 50ms"`.
     pub stop_when: Option<String>,
     /// Properties of every workload (the dataset belongs here).

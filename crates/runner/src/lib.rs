@@ -6,7 +6,8 @@
 //! the database runs: the only binding-specific room) → `experiment` (the generic sweep) →
 //! `step` (workers and collector) with `timed` and `pacer`, `observe` (tracer and samplers),
 //! `recording` (the step's files) into `rundir`; `remote` observes nodes on other hosts over
-//! SSH (and is the agent iodig runs there).
+//! SSH (and is the agent iodig runs there) and starts clients on other hosts (`--clients`);
+//! `start_at` lines up the steps of clients on several machines.
 
 pub mod dataset;
 pub mod deployment;
@@ -26,6 +27,7 @@ pub mod remote;
 pub mod request;
 pub mod rundir;
 pub mod signals;
+pub mod start_at;
 pub mod step;
 pub mod stop_rule;
 pub mod timed;

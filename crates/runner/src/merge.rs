@@ -1,7 +1,9 @@
 //! `iodig merge`: combines the run directories of N clients that drove one database at the same
 //! time into one run directory, exactly: histograms are added (never percentiles averaged),
 //! operations and return codes summed, and per-second histograms from each client's HDR
-//! interval log added by wall-clock second.
+//! interval log added by wall-clock second. Each client's block-IO trace, system samples,
+//! database events and observed nodes are kept whole under the merged step's `clients/<i>/`
+//! (hard links where the file system allows), listed in its `clients.json`.
 
 use crate::errors::UsageError;
 use crate::rundir::RunDir;
@@ -14,14 +16,27 @@ use hdrhistogram::serialization::interval_log::{
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use iodig_model::fsio::read_json;
 use iodig_model::reading::{read_run_doc, settle};
-use iodig_model::{files, RunDoc, Sample, StepHistograms, StepSummary};
+use iodig_model::{files, ClientStep, RunDoc, Sample, StepHistograms, StepSummary};
 use iodig_report::ycsb;
 use iodig_stats::{new_histogram, summarize, Histogram, SeriesSet};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Merges `runs` (one per client) into a new run directory under `out`; returns its path.
+/// One client's run directory to merge.
+#[derive(Debug, Clone)]
+pub struct ClientRun {
+    pub dir: PathBuf,
+    /// Its number (I of `--client I/N`), which names its directories in the merged steps.
+    pub client: u64,
+    /// The host it ran on, when iodig started it there.
+    pub host: Option<String>,
+    /// How notes and `clients.json` name its run (its path, or where the merged run keeps it).
+    pub name: String,
+}
+
+/// Merges `runs` (one per client, numbered in the order given) into a new run directory under
+/// `out`; returns its path.
 pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf> {
     if runs.len() < 2 {
         return Err(UsageError(
@@ -29,6 +44,27 @@ pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf> {
         )
         .into());
     }
+    let clients: Vec<ClientRun> = runs
+        .iter()
+        .zip(1..)
+        .map(|(dir, client)| ClientRun {
+            dir: dir.clone(),
+            client,
+            host: None,
+            name: dir.display().to_string(),
+        })
+        .collect();
+    merge_clients(&clients, out, Vec::new())
+}
+
+/// Merges the clients' runs (at least one) into a new run directory under `out`, with `notes`
+/// added to its run.json; returns its path.
+pub fn merge_clients(clients: &[ClientRun], out: &Path, notes: Vec<String>) -> Result<PathBuf> {
+    if clients.is_empty() {
+        return Err(anyhow!("no client run to merge"));
+    }
+    let runs: Vec<PathBuf> = clients.iter().map(|c| c.dir.clone()).collect();
+    let runs = runs.as_slice();
     let docs: Vec<RunDoc> = runs.iter().map(|r| read_run(r)).collect::<Result<_>>()?;
     check_same_steps(runs, &docs)?;
     let first = &docs[0];
@@ -49,10 +85,18 @@ pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf> {
     );
     doc.updated_unix_ms = unix_ms(SystemTime::now());
     doc.notes.push(format!(
-        "merged from {} clients: {}; block-IO traces and system samples stay in each client's run directory",
+        "merged from {} clients: {}; each client's block-IO trace, system samples, events and observed nodes are in the step's clients/<i>/",
         runs.len(),
-        runs.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+        clients
+            .iter()
+            .map(|c| match &c.host {
+                Some(h) => format!("{} ({h}, {})", c.client, c.name),
+                None => format!("{} ({})", c.client, c.name),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
+    doc.notes.extend(notes);
     let label = runs[0]
         .file_name()
         .map_or("run".into(), |n| n.to_string_lossy().to_string());
@@ -80,7 +124,7 @@ pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf> {
             iodig_model::eprintln_lossy!("iodig merge: warning: {note}");
             merged.doc.notes.push(note);
         }
-        merge_step(&mut merged, index, &steps, &dirs)?;
+        merge_step(&mut merged, index, &steps, &dirs, clients)?;
     }
     merged.finish(status)?;
     Ok(merged.path.clone())
@@ -141,6 +185,7 @@ fn merge_step(
     index: usize,
     steps: &[&StepSummary],
     dirs: &[PathBuf],
+    clients: &[ClientRun],
 ) -> Result<()> {
     let mut totals = SeriesSet::new();
     for dir in dirs {
@@ -174,9 +219,16 @@ fn merge_step(
             .map_or("step", |(_, l)| l),
     )?;
     let (samples, hlog) = merge_seconds(dirs)?;
-    let summary = StepSummary {
+    let mut parts = Vec::new();
+    let mut nodes = Vec::new();
+    for ((client, step), src) in clients.iter().zip(steps).zip(dirs) {
+        let (part, client_nodes) = keep_client_files(&dir, &rel, client, step, src)?;
+        parts.push(part);
+        nodes.extend(client_nodes);
+    }
+    let mut summary = StepSummary {
         index,
-        dir: rel,
+        dir: rel.clone(),
         started_unix_ms: steps.iter().map(|s| s.started_unix_ms).min().unwrap_or(0),
         runtime_ms,
         operations,
@@ -189,12 +241,16 @@ fn merge_step(
         series: totals.summaries(),
         returns,
         trace_mode: None,
-        trace_note: Some("per client: see each client's run directory".into()),
+        trace_note: Some(format!(
+            "per client: {rel}/clients/<i>/trace.json (see {})",
+            files::CLIENTS
+        )),
         // The clients' processes may share no machine; their CPU is in their own runs.
         client_cpu_s: None,
         nodes: Vec::new(),
         ..first.clone()
     };
+    summary.nodes = nodes;
     let text = ycsb::step_text(&summary, ycsb::DEFAULT_PERCENTILES);
     merged.write_bytes(&dir, files::YCSB_TEXT, text.as_bytes())?;
     merged.write_json(
@@ -207,8 +263,94 @@ fn merge_step(
     )?;
     merged.write_json(&dir, files::TIMESERIES, &samples)?;
     merged.write_bytes(&dir, files::HDR_LOG, &hlog)?;
+    merged.write_json(&dir, files::CLIENTS, &parts)?;
     merged.write_json(&dir, files::STEP_SUMMARY, &summary)?;
     merged.push_step(summary)
+}
+
+/// Keeps one client's trace, system samples, events and observed nodes of a step under the
+/// merged step's `clients/<i>/`; returns its entry of `clients.json` and its nodes with their
+/// directories in the merged run.
+fn keep_client_files(
+    step_dir: &Path,
+    rel: &str,
+    client: &ClientRun,
+    step: &StepSummary,
+    src: &Path,
+) -> Result<(ClientStep, Vec<iodig_model::cluster::NodeStep>)> {
+    let part_rel = format!("{rel}/clients/{}", client.client);
+    let part_dir = step_dir.join("clients").join(client.client.to_string());
+    std::fs::create_dir_all(&part_dir)
+        .with_context(|| format!("cannot create {}", part_dir.display()))?;
+    let mut kept = Vec::new();
+    for name in [files::TRACE, files::SYSSTAT, files::EVENTS] {
+        if src.join(name).is_file() {
+            link_or_copy(&src.join(name), &part_dir.join(name))?;
+            kept.push(name.to_string());
+        }
+    }
+    if src.join("nodes").is_dir() {
+        copy_tree(
+            &src.join("nodes"),
+            &part_dir.join("nodes"),
+            "nodes",
+            &mut kept,
+        )?;
+    }
+    let nodes = step
+        .nodes
+        .iter()
+        .map(|n| {
+            let name = n.dir.rsplit('/').next().unwrap_or_default();
+            iodig_model::cluster::NodeStep {
+                dir: format!("{part_rel}/nodes/{name}"),
+                ..n.clone()
+            }
+        })
+        .collect();
+    let part = ClientStep {
+        client: client.client,
+        host: client.host.clone(),
+        run: client.name.clone(),
+        dir: part_rel,
+        started_unix_ms: step.started_unix_ms,
+        runtime_ms: step.runtime_ms,
+        operations: step.operations,
+        trace_mode: step.trace_mode.clone(),
+        files: kept,
+    };
+    Ok((part, nodes))
+}
+
+/// A hard link (the files are written once and replaced whole, never edited in place), else a
+/// copy when the two directories are on different file systems.
+fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))
+}
+
+/// Copies a directory tree file by file, noting each file's path under `prefix`.
+fn copy_tree(from: &Path, to: &Path, prefix: &str, kept: &mut Vec<String>) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    let mut entries: Vec<_> = std::fs::read_dir(from)
+        .with_context(|| format!("cannot read {}", from.display()))?
+        .collect::<std::io::Result<_>>()?;
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = format!("{prefix}/{name}");
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &to.join(&name), &path, kept)?;
+        } else {
+            link_or_copy(&e.path(), &to.join(&name))?;
+            kept.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// One wall-clock second of all clients: operations and per-series histograms.

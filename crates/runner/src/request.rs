@@ -48,6 +48,9 @@ pub struct RunRequest {
     pub observe: Vec<String>,
     /// `--client I/N`: this client's slice of the key space (1-based I).
     pub client: Option<(u64, u64)>,
+    /// `--start-at`: the first step begins then, and the following ones on the schedule of
+    /// [`crate::start_at`], so clients on several machines run their steps together.
+    pub start_at: Option<std::time::SystemTime>,
     /// `--stop-when`: a workload's sweep ends at the first step that meets it.
     pub stop_when: Option<crate::stop_rule::StopRule>,
     pub command_line: Vec<String>,

@@ -131,14 +131,16 @@ static __always_inline __u64 FN(cgroup_of)(struct request *rq)
 }
 
 /* block_io_start: the submitter is `current`. Classifies it and stores the attribution row
- * in the request's state entry (the request already holds its tag here). */
+ * and class in the request's state entry (the request already holds its tag here), with what
+ * it needs to know at completion whether background IO overlapped it. */
 static __always_inline void FN(on_start)(struct request *rq)
 {
-	__u64 comm[2] = {};
+	__u64 comm[2] = {}, id;
 	struct attr_key k = {};
-	struct task_rows *tr;
+	struct sub_cache *c;
 	struct rq_state *st;
-	__u32 flags, cls, row;
+	__u32 flags, cls, row, v, w;
+	__u32 dm;
 	int d;
 
 	if (!attribution)
@@ -149,36 +151,58 @@ static __always_inline void FN(on_start)(struct request *rq)
 	st = FN(state)(d, rq);
 	if (!st)
 		return;
+	dm = d & (MAX_DEVS - 1);
 	flags = RD(rq, cmd_flags);
 	k.op = op_class(flags);
 	k.dev = d;
-	bpf_get_current_comm(comm, sizeof(comm));
+	COMM(comm);
 	k.cgid = FN(cgroup_of)(rq);
-	tr = TASK_ROWS();
-	if (tr && (tr->comm[0] != comm[0] || tr->comm[1] != comm[1] || tr->cgid != k.cgid ||
-		   tr->dev != d)) {
-		tr->comm[0] = comm[0];
-		tr->comm[1] = comm[1];
-		tr->cgid = k.cgid;
-		tr->dev = d;
+	id = bpf_get_current_pid_tgid();
+	w = id & (SUB_WAYS - 1);
+	c = bpf_map_lookup_elem(&subs, &w);
+	if (c && (c->pid_tgid != id || c->comm[0] != comm[0] || c->comm[1] != comm[1] ||
+		  c->cgid != k.cgid || c->dev != d)) {
+		c->pid_tgid = id;
+		c->comm[0] = comm[0];
+		c->comm[1] = comm[1];
+		c->cgid = k.cgid;
+		c->dev = d;
 		for (int i = 0; i < 8; i++)
-			tr->row[i] = ~0u;
+			c->row[i] = ~0u;
 	}
-	if (st->attr_rq && st->attr_rq != (__u64)rq)
+	if (st->attr_rq && st->attr_rq != (__u64)rq) {
+		/* Its request went away without a completion (merged into another): it is no
+		 * longer in flight. */
 		count(C_ATTR_STALE);
-	if (tr && !is_swap(flags) && tr->row[k.op & 7] != ~0u) {
-		st->attr = tr->row[k.op & 7];
+		if (st->flags & RQ_BG)
+			__sync_fetch_and_add(&bg_inflight[dm], -1);
+	}
+	v = c && !is_swap(flags) ? c->row[k.op & 7] : ~0u;
+	if (v != ~0u) {
+		row = v & 0xffffff;
+		cls = v >> 24;
 	} else {
 		cls = classify(comm, k.op, flags);
 		if (cls == CLASS_NONE)
 			cls = KTHREAD() ? class_kthread : class_other;
 		k.class_id = cls;
-		k.tgid = bpf_get_current_pid_tgid() >> 32;
+		k.tgid = id >> 32;
 		row = attr_row(&k, (const char *)comm, 0);
-		st->attr = row;
 		/* Swap IO is classified by its flag, not the thread: never cached. */
-		if (tr && !is_swap(flags))
-			tr->row[k.op & 7] = row;
+		if (c && !is_swap(flags))
+			c->row[k.op & 7] = row | (cls << 24);
+	}
+	st->attr = row;
+	st->cls = cls;
+	/* In flight first, then started: a reader that sees the new started count also sees
+	 * the in-flight one (see bg_inflight). */
+	if (bg_classes & (1u << (cls & (MAX_CLASSES - 1)))) {
+		st->flags = RQ_BG |
+			    (__sync_fetch_and_add(&bg_inflight[dm], 1) > 0 ? RQ_BG_AT_START : 0);
+		st->bg_seq = __sync_fetch_and_add(&bg_started[dm], 1) + 1;
+	} else {
+		st->bg_seq = bg_started[dm];
+		st->flags = bg_inflight[dm] > 0 ? RQ_BG_AT_START : 0;
 	}
 	st->attr_rq = (__u64)rq;
 }
@@ -190,13 +214,14 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 {
 	__u32 tk = d * NOPS + op;
 	struct op_total *t = bpf_map_lookup_elem(&totals, &tk);
-	__u64 dev_ns = 0, start;
+	__u64 dev_ns = 0, start = RD(rq, start_time_ns), issue = 0;
 	__u32 size = nr_bytes;
 	__s64 qd = 0;
 	bool timed = false;
 
 	if (st && st->rq == (__u64)rq) {
-		dev_ns = now - st->issue_ns;
+		issue = st->issue_ns;
+		dev_ns = now - issue;
 		size = st->bytes;
 		timed = true;
 		qd = FN(leave)(d, st, s, off);
@@ -209,8 +234,13 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 	} else {
 		count(C_NO_ISSUE);
 	}
-	if (st && st->attr_rq == (__u64)rq)
+	if (st && st->attr_rq == (__u64)rq) {
+		if (timed && op < SPLIT_OPS)
+			split_add(d, op, st, issue - start, dev_ns, start && start <= issue);
+		if (st->flags & RQ_BG)
+			__sync_fetch_and_add(&bg_inflight[d & (MAX_DEVS - 1)], -1);
 		st->attr_rq = 0;
+	}
 	if (t)
 		t->ios += 1;
 	if (s)
@@ -229,12 +259,14 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 			if (dev_ns > a->lat_max_ns)
 				a->lat_max_ns = dev_ns;
 		}
-		if (asl)
+		if (asl) {
 			asl->ios += 1;
+			if (start && start < now)
+				asl->life_us += (now - start) / 1000;
+		}
 	}
 	hist_add(d, op, H_SIZE_COUNT, size_idx(size), 1);
 	hist_add(d, op, H_SIZE_BYTES, size_idx(size), size);
-	start = RD(rq, start_time_ns);
 	if (start && start < now)
 		hist_add(d, op, H_LAT_TOTAL, lat_idx(now - start, LAT_SUB_BITS), 1);
 	if (emit_events)

@@ -39,6 +39,9 @@ const volatile __u32 class_kthread = 0;
 const volatile __u32 class_other = 0;
 const volatile __u32 attr_reserved = 0;
 const volatile __u32 attr_rows = 0;
+/* Bit c set: class c is background IO (memtable flush, compaction), whose presence in the
+ * block layer splits every other IO's queue and device time (struct split). */
+const volatile __u32 bg_classes = 0;
 
 /* Requests issued after attach that are in flight, per device. Global on purpose: the exact
  * depth needs one counter; atomic fetch-add returns the new value without a second read. */
@@ -48,6 +51,12 @@ __s64 inflight[MAX_DEVS] = {};
 __u32 inserts_seen = 0;
 /* Attribution rows handed out after the reserved ones (may run past the cap: then capped). */
 __u32 attr_used = 0;
+/* Background requests between block_io_start and final completion, and how many ever
+ * started, per device. An IO overlapped background IO iff one was in flight at its start or
+ * one started before it completed (bg_started moved): exact, with two counters and no
+ * per-IO history. */
+__s64 bg_inflight[MAX_DEVS] = {};
+__u64 bg_started[MAX_DEVS] = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -119,13 +128,21 @@ struct {
 	__type(value, struct attr_info);
 } attr_info SEC(".maps");
 
-/* Saves the rule scan and the key hash per IO: a thread keeps submitting as the same key. */
+/* Saves the rule scan and the key hash per IO: a thread keeps submitting as the same key.
+ * A per-CPU array (lookups are inlined) instead of task storage (a helper call per IO). */
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_rows);
-} task_rows SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SUB_WAYS);
+	__type(key, __u32);
+	__type(value, struct sub_cache);
+} subs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SPLIT_OPS * MAX_CLASSES * 2); /* resized to ndevs times that */
+	__type(key, __u32);
+	__type(value, struct split);
+} splits SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -383,9 +400,36 @@ static __always_inline struct attr_slot *attr_slot_get(struct attr_val *a, __u64
 	if (sl->id != id) {
 		sl->id = id;
 		sl->ios = 0;
+		sl->life_us = 0;
 		sl->bytes = 0;
 	}
 	return sl;
+}
+
+/* Adds a completed, attributed read or write to its class's split: queue and device time,
+ * on the side of whether background IO overlapped it. */
+static __always_inline void split_add(__u32 d, __u32 op, struct rq_state *st, __u64 queue_ns,
+				      __u64 dev_ns, bool queued)
+{
+	__u32 ov = (st->flags & RQ_BG_AT_START) ||
+		   (__u32)bg_started[d & (MAX_DEVS - 1)] != st->bg_seq;
+	__u32 key = ((d * SPLIT_OPS + op) * MAX_CLASSES + (st->cls & (MAX_CLASSES - 1))) * 2 + ov;
+	struct split *sp = bpf_map_lookup_elem(&splits, &key);
+	__u32 i;
+
+	if (!sp)
+		return;
+	sp->ios += 1;
+	sp->dev_ns += dev_ns;
+	i = lat_idx(dev_ns, SEC_SUB_BITS);
+	if (i < SEC_BUCKETS)
+		sp->dev[i] += 1;
+	if (queued) {
+		sp->queue_ns += queue_ns;
+		i = lat_idx(queue_ns, SEC_SUB_BITS);
+		if (i < SEC_BUCKETS)
+			sp->queue[i] += 1;
+	}
 }
 
 /* Flavour 1: tp_btf, typed pointers, direct loads (the verifier turns them into faulting
@@ -394,16 +438,20 @@ static __always_inline struct attr_slot *attr_slot_get(struct attr_val *a, __u64
 #define RD2(p, f, g) ((p)->f->g)
 #define CGID(blkg) ((blkg)->blkcg->css.cgroup->kn->id)
 #define KTHREAD() (bpf_get_current_task_btf()->flags & PF_KTHREAD)
-#define TASK_ROWS()                                                                       \
-	((struct task_rows *)bpf_task_storage_get(&task_rows, bpf_get_current_task_btf(), 0, \
-						  BPF_LOCAL_STORAGE_GET_F_CREATE))
+/* Two direct loads instead of the bpf_get_current_comm() helper. */
+#define COMM(c)                                                   \
+	do {                                                      \
+		struct task_struct *t_ = bpf_get_current_task_btf(); \
+		(c)[0] = *(__u64 *)&t_->comm[0];                  \
+		(c)[1] = *(__u64 *)&t_->comm[8];                  \
+	} while (0)
 #define SFX btf
 #include "handlers.bpf.h"
 #undef RD
 #undef RD2
 #undef CGID
 #undef KTHREAD
-#undef TASK_ROWS
+#undef COMM
 #undef SFX
 
 /* Flavour 2: raw_tp, untyped u64 args, every load through bpf_probe_read_kernel. */
@@ -412,14 +460,14 @@ static __always_inline struct attr_slot *attr_slot_get(struct attr_val *a, __u64
 #define CGID(blkg) BPF_CORE_READ(blkg, blkcg, css.cgroup, kn, id)
 #define KTHREAD() \
 	(BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), flags) & PF_KTHREAD)
-#define TASK_ROWS() ((struct task_rows *)0)
+#define COMM(c) bpf_get_current_comm((c), 16)
 #define SFX raw
 #include "handlers.bpf.h"
 #undef RD
 #undef RD2
 #undef CGID
 #undef KTHREAD
-#undef TASK_ROWS
+#undef COMM
 #undef SFX
 
 static __always_inline struct request *rq_arg(__u64 *args)

@@ -56,6 +56,13 @@
 #define ATTR_KEYS 512        /* distinct keys beyond the reserved rows; resized in userspace */
 #define ATTR_SIZE_BUCKETS (SEC_BUCKETS + 1) /* 0 bytes, then lat_idx(bytes - 1, 2) + 1 */
 #define CLASS_NONE 0xffff
+#define MAX_CLASSES 32       /* class ids < 32: the background set is a 32-bit mask */
+#define SPLIT_OPS 2          /* read and write are split by background IO; other ops are not */
+#define SUB_WAYS 8           /* per-CPU submitter cache entries, indexed by pid */
+
+/* rq_state.flags */
+#define RQ_BG 1              /* this request is background IO (its class is in bg_classes) */
+#define RQ_BG_AT_START 2     /* background IO was in the block layer at its block_io_start */
 
 struct slot_op {
 	__u32 ios;
@@ -98,6 +105,10 @@ struct rq_state {
 	__u32 bytes;
 	__u32 attr;     /* attribution row of attr_rq, set at block_io_start */
 	__u64 attr_rq;  /* request the attribution belongs to; cleared at its final completion */
+	__u32 bg_seq;   /* low 32 bits of bg_started[dev] at block_io_start */
+	__u8 cls;       /* class of attr_rq */
+	__u8 flags;     /* RQ_BG, RQ_BG_AT_START */
+	__u16 _pad;
 };
 
 /* A thread-name rule: comm (16 bytes as two u64) & mask == val, and the op's bit in ops. */
@@ -127,16 +138,29 @@ struct attr_slot {
 	__u64 id;
 	__u64 bytes;
 	__u32 ios;
-	__u32 _pad;
+	__u32 life_us;  /* sum of (completion - request allocation) of the IOs completed, us */
 };
 
-/* Per-thread cache of the rows it submits to (tp_btf flavour only: task storage needs a BTF
- * task pointer): valid while the thread's name, cgroup and device are those recorded. */
-struct task_rows {
+/* Per-CPU cache of the rows a submitter last used, SUB_WAYS entries indexed by pid. Exact:
+ * an entry is used only when pid_tgid, thread name, cgroup and device all equal the current
+ * ones, and those determine the attribution key (class from name and op, cgroup, tgid). */
+struct sub_cache {
+	__u64 pid_tgid;
 	__u64 comm[2];
 	__u64 cgid;
 	__u32 dev;
-	__u32 row[8]; /* by op (8: index masked with 7 for the verifier); ~0 = not looked up yet */
+	__u32 row[8]; /* by op (8: masked with 7 for the verifier): row | class << 24; ~0 = none */
+};
+
+/* Per device x op (read, write) x class x (0 = no background IO during the IO's life,
+ * 1 = background IO in flight at some point of it): OS queue time (request allocation ->
+ * issue) and device time (issue -> completion), per CPU. */
+struct split {
+	__u64 ios;
+	__u64 queue_ns;
+	__u64 dev_ns;
+	__u32 queue[SEC_BUCKETS];
+	__u32 dev[SEC_BUCKETS];
 };
 
 /* One attribution row, per CPU. */

@@ -14,6 +14,8 @@ const SEC_RING: u64 = 8;
 pub const NCOUNTERS: usize = 10;
 /// Buckets of the attribution size histogram (ATTR_SIZE_BUCKETS).
 pub const ATTR_SIZE_BUCKETS: usize = SEC_BUCKETS + 1;
+/// Ops split by background IO (SPLIT_OPS): read and write.
+pub const SPLIT_OPS: usize = 2;
 
 /// Everything read back for one device.
 #[derive(Debug, Default)]
@@ -140,8 +142,58 @@ pub struct AttrRaw {
     pub lat_max_ns: u64,
     pub size: Vec<u64>,
     pub lat: Vec<u64>,
-    /// slot id → (ios, bytes)
-    pub slots: BTreeMap<u64, (u64, u64)>,
+    /// slot id → (ios, bytes, µs the completed IOs spent in the block layer)
+    pub slots: BTreeMap<u64, (u64, u64, u64)>,
+}
+
+/// One class's reads or writes on one device, on one side of the background split.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct SplitRaw {
+    pub ios: u64,
+    pub queue_ns: u64,
+    pub dev_ns: u64,
+    pub queue: Vec<u64>,
+    pub dev: Vec<u64>,
+}
+
+/// The splits with IO: (device, op, class, overlapped background IO) → sums over CPUs.
+pub fn read_splits(
+    skel: &IotraceSkel<'_>,
+    ndevs: usize,
+) -> BTreeMap<(usize, usize, usize, bool), SplitRaw> {
+    let classes = crate::attr::MAX_CLASSES;
+    let mut out = BTreeMap::new();
+    for d in 0..ndevs {
+        for op in 0..SPLIT_OPS {
+            for class in 0..classes {
+                for ov in 0..2 {
+                    let key = (((d * SPLIT_OPS + op) * classes + class) * 2 + ov) as u32;
+                    let mut acc = SplitRaw {
+                        queue: vec![0; SEC_BUCKETS],
+                        dev: vec![0; SEC_BUCKETS],
+                        ..Default::default()
+                    };
+                    for v in percpu::<types::split>(&skel.maps.splits, key) {
+                        acc.ios += v.ios;
+                        acc.queue_ns += v.queue_ns;
+                        acc.dev_ns += v.dev_ns;
+                        acc.queue
+                            .iter_mut()
+                            .zip(v.queue.iter())
+                            .for_each(|(a, b)| *a += u64::from(*b));
+                        acc.dev
+                            .iter_mut()
+                            .zip(v.dev.iter())
+                            .for_each(|(a, b)| *a += u64::from(*b));
+                    }
+                    if acc.ios > 0 {
+                        out.insert((d, op, class, ov == 1), acc);
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 fn cstr(b: &[i8]) -> String {
@@ -184,6 +236,7 @@ pub fn drain_attr_slots(
                 let e = r.slots.entry(sl.id).or_default();
                 e.0 += u64::from(sl.ios);
                 e.1 += sl.bytes;
+                e.2 += u64::from(sl.life_us);
             }
         }
     }
@@ -263,7 +316,8 @@ mod tests {
         assert_eq!(size_of::<types::sec_lat>(), 8 + 4 * SEC_BUCKETS);
         assert_eq!(size_of::<types::hist>(), 8 * SIZE_BUCKETS);
         assert_eq!(size_of::<Event>(), 48);
-        assert_eq!(size_of::<types::rq_state>(), 32);
+        assert_eq!(size_of::<types::rq_state>(), 40);
+        assert_eq!(size_of::<types::split>(), 24 + 8 * SEC_BUCKETS);
         assert_eq!(size_of::<types::attr_key>(), 16);
         assert_eq!(
             size_of::<types::attr_val>(),

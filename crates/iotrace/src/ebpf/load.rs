@@ -18,6 +18,8 @@ const STATE_PER_DEV: u32 = 8192;
 /// Attribution keys beyond the reserved rows (ATTR_KEYS in iotrace.h); the hash holds twice
 /// as many, so the row cap is what is hit first, and counted.
 pub const ATTR_KEYS: u32 = 512;
+/// Entries of the `splits` map per device: SPLIT_OPS × MAX_CLASSES × (without, with background).
+pub const SPLITS_PER_DEV: u32 = 2 * crate::attr::MAX_CLASSES as u32 * 2;
 /// Ring buffer for the raw event stream: 32 MiB holds ~700k events, seconds of NVMe traffic.
 const EVENTS_RING_BYTES: u32 = 32 << 20;
 
@@ -110,6 +112,7 @@ fn configure(
     let reserved = attr_reserved(cfg.disks.len());
     ro.attr_reserved = reserved;
     ro.attr_rows = reserved + ATTR_KEYS;
+    ro.bg_classes = crate::attr::background_mask();
     let m = &mut open.maps;
     m.slots.set_max_entries(SLOT_RING * n)?;
     m.seclat.set_max_entries(SEC_RING * n * NOPS)?;
@@ -118,6 +121,7 @@ fn configure(
     m.rqstate.set_max_entries(n * STATE_PER_DEV)?;
     m.attr_info.set_max_entries(reserved + ATTR_KEYS)?;
     m.attr_vals.set_max_entries(reserved + ATTR_KEYS)?;
+    m.splits.set_max_entries(n * SPLITS_PER_DEV)?;
     if cfg.events {
         m.events.set_max_entries(EVENTS_RING_BYTES)?;
     }

@@ -23,7 +23,7 @@ mod skel {
 use crate::devices::Disk;
 use crate::diskstats::{self, Stat};
 use anyhow::{anyhow, Context, Result};
-pub use collect::{AttrRaw, DevRaw};
+pub use collect::{AttrRaw, DevRaw, SplitRaw};
 use iodig_model::trace::ProgStat;
 pub use load::{has_io_start, ATTR_KEYS};
 use std::collections::HashMap;
@@ -58,6 +58,8 @@ pub struct Raw {
     pub attr: std::collections::BTreeMap<u32, AttrRaw>,
     pub attr_reserved: u32,
     pub attribution: bool,
+    /// (device, op, class, overlapped background IO) → queue and device time.
+    pub splits: std::collections::BTreeMap<(usize, usize, usize, bool), SplitRaw>,
 }
 
 pub struct Session {
@@ -160,6 +162,7 @@ fn run(cfg: Config, ready: Sender<Result<String>>, stop: Receiver<()>) -> Result
     collect::read_totals(&skel, &mut st.devs);
     let n = collect::attr_rows_used(&skel, reserved, st.rows);
     collect::read_attr(&skel, &mut st.attr, n);
+    let splits = collect::read_splits(&skel, cfg.disks.len());
     let counters = collect::read_counters(&skel);
     let progs = prog_stats(&skel, flavour, cfg.attribution);
     wait?;
@@ -175,6 +178,7 @@ fn run(cfg: Config, ready: Sender<Result<String>>, stop: Receiver<()>) -> Result
         attr: st.attr,
         attr_reserved: reserved,
         attribution: cfg.attribution,
+        splits,
     })
 }
 

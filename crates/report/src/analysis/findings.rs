@@ -18,13 +18,14 @@ pub type StepRule = fn(&StepData, &StepView) -> Vec<String>;
 pub type SweepRule = fn(&WorkloadSweep) -> Vec<String>;
 
 /// The step rules, in the order their sentences are listed.
-pub const STEP_RULES: [StepRule; 6] = [
+pub const STEP_RULES: [StepRule; 7] = [
     io_bursts,
     queue_depth_peak,
     device_latency_outliers,
     latency_during_db_events,
     cpu_pressure,
     who_issued_io,
+    beside_background_io,
 ];
 
 /// The sweep rules, in the order their sentences are listed.
@@ -343,5 +344,14 @@ fn who_issued_io(step: &StepData, _v: &StepView) -> Vec<String> {
     step.trace
         .as_ref()
         .map(super::attribution::findings)
+        .unwrap_or_default()
+}
+
+/// What flush and compaction IO did: the client's reads with and without it (per second), and
+/// the query reads' queue and device time (per IO, from the kernel).
+fn beside_background_io(_step: &StepData, v: &StepView) -> Vec<String> {
+    v.background
+        .as_ref()
+        .map(super::background::findings)
         .unwrap_or_default()
 }

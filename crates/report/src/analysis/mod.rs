@@ -6,10 +6,13 @@
 //! - [`step`]: one step's series on one unix-ms time axis;
 //! - [`io`]: the block-IO profile of a step (rates, latency, queue depth, IO summary, sizes);
 //! - [`attribution`]: who issued the IO (activity classes, nodes) and what background writes
-//!   did to the reads;
+//!   did to the reads' per-second device latency;
+//! - [`background`]: the client's latency and each class's queue and device time with and
+//!   without flush/compaction IO, and the depth each class held;
 //! - [`findings`]: every findings rule — a new finding goes there (its module doc says how).
 
 pub mod attribution;
+pub mod background;
 pub mod bend;
 pub mod cluster;
 pub mod findings;

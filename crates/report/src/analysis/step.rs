@@ -2,6 +2,7 @@
 //! axis (each per-second value at the middle of its interval), with the step's findings.
 
 use super::attribution::{check_sentence, class_shares, node_shares, ShareRow};
+use super::background::{background, Background};
 use super::findings::step_findings;
 use super::io::{io_lines, io_rows, size_hists, IoLines, IoRow, SizeHist};
 use super::{is_primary_series, Line};
@@ -48,6 +49,8 @@ pub struct StepView {
     pub attribution_check: Option<String>,
     /// Each node observed over SSH: its IO in this step.
     pub cluster_nodes: Vec<super::cluster::NodeIo>,
+    /// What flush and compaction IO did to the client and to the other classes' IO.
+    pub background: Option<Background>,
     pub size_hists: Vec<SizeHist>,
     pub trace_mode: String,
     pub trace_note: Option<String>,
@@ -110,6 +113,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         nodes: attribution.map(node_shares).unwrap_or_default(),
         attribution_check: attribution.map(check_sentence),
         cluster_nodes: Vec::new(),
+        background: background(step),
         size_hists: step
             .trace
             .as_ref()

@@ -9,6 +9,7 @@
 //! its steps marked partial, and the run goes on.
 
 pub mod agent;
+pub mod clients;
 pub mod clock;
 pub mod protocol;
 pub mod ssh;
@@ -33,11 +34,12 @@ const START_WAIT: Duration = Duration::from_secs(30);
 const STOP_WAIT: Duration = Duration::from_secs(60);
 const PING_WAIT: Duration = Duration::from_secs(5);
 
-/// Parses `--observe` values: exit 2 naming the bad one before anything starts.
-pub fn parse_hosts(flag: &str, values: &[String]) -> Result<Vec<SshHost>> {
+/// Parses `--observe` / `--clients` values: exit 2 naming the bad one before anything starts.
+pub fn parse_hosts(flag: &'static str, values: &[String]) -> Result<Vec<SshHost>> {
     let mut hosts: Vec<SshHost> = Vec::new();
     for v in values {
-        let h = SshHost::parse(v).map_err(|e| UsageError(format!("{flag} {e}")))?;
+        let mut h = SshHost::parse(v).map_err(|e| UsageError(format!("{flag} {e}")))?;
+        h.flag = flag;
         if hosts.iter().any(|o| o.dir_name() == h.dir_name()) {
             return Err(UsageError(format!("{flag}: {:?} is given twice", h.spec)).into());
         }

@@ -17,6 +17,8 @@ pub struct SshHost {
     /// `user@host` or `host` as ssh takes it.
     pub destination: String,
     pub port: Option<u16>,
+    /// The flag that named it (`--observe`, `--clients`), for messages.
+    pub flag: &'static str,
 }
 
 impl SshHost {
@@ -69,6 +71,7 @@ impl SshHost {
                 None => host.to_string(),
             },
             port,
+            flag: "--observe",
         })
     }
 
@@ -186,7 +189,7 @@ pub fn failure(host: &SshHost, stderr: &str) -> String {
     } else {
         ""
     };
-    format!("--observe {}: ssh failed: {said}{fix}", host.spec)
+    format!("{} {}: ssh failed: {said}{fix}", host.flag, host.spec)
 }
 
 /// The local binary and a name for its content, so a host keeps one copy per build.
@@ -230,7 +233,8 @@ pub fn provision(ssh: &Ssh, host: &SshHost) -> Result<(String, String)> {
     let arch = lines.next().unwrap_or("").trim().to_string();
     if !arch.is_empty() && arch != std::env::consts::ARCH {
         bail!(
-            "--observe {}: the host is {arch}, this iodig is built for {}; build iodig there and put it at {remote}",
+            "{} {}: the host is {arch}, this iodig is built for {}; build iodig there and put it at {remote}",
+            host.flag,
             host.spec,
             std::env::consts::ARCH
         );
