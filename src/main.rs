@@ -3,6 +3,7 @@
 
 mod cli;
 mod cmd;
+mod scrub;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -21,6 +22,8 @@ fn main() -> ExitCode {
             return ExitCode::from(e.exit_code() as u8);
         }
     };
+    // Parsed: the arguments' copies are owned now, so the secrets among the originals can go.
+    scrub::hide_secret_args();
     let result = match &cli.command {
         cli::Command::Run(args) => cmd::bench::run(args, iodig_runner::Phase::Run),
         cli::Command::Load(args) => cmd::bench::run(args, iodig_runner::Phase::Load),

@@ -43,11 +43,14 @@ pub struct Holder {
 
 impl Holder {
     fn of(pid: u32) -> Self {
+        // Shown in an error message: another process's secrets (`-p …password=…`) stay out.
         let command = std::fs::read(format!("/proc/{pid}/cmdline"))
             .map(|b| {
-                b.split(|c| *c == 0)
+                let args: Vec<String> = b
+                    .split(|c| *c == 0)
                     .map(|p| String::from_utf8_lossy(p).into_owned())
-                    .collect::<Vec<_>>()
+                    .collect();
+                iodig_model::secret::redact_args(&args)
                     .join(" ")
                     .trim()
                     .to_string()
@@ -209,5 +212,23 @@ mod tests {
         let _ = child.wait();
         assert!(recognized);
         assert!(!Holder::of(std::process::id()).is_cassandra());
+    }
+
+    #[test]
+    fn another_processs_password_is_not_shown() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30", "sh", "-p", "cassandra.password=S3cr3t"])
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut command = String::new();
+        while !command.contains("sleep") && std::time::Instant::now() < deadline {
+            command = Holder::of(child.id()).command;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(command.contains("cassandra.password=***"), "{command}");
+        assert!(!command.contains("S3cr3t"), "{command}");
     }
 }

@@ -6,7 +6,15 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
-/// Writes `bytes` to `path` through a temporary sibling file, fsync and rename.
+/// Whether a file name is one of [`write_atomic`]'s temporary files (`.NAME.PID.tmp`): what a
+/// killed writer can leave behind, and the only thing a clean-up may delete.
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.ends_with(".tmp")
+}
+
+/// Writes `bytes` to `path` through a temporary sibling file, fsync and rename. The temporary
+/// file carries the pid, so two processes writing the same file never share one; it is removed
+/// when the write fails (a full disk keeps no half file).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
@@ -15,14 +23,47 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .context("atomic write target has no file name")?;
-    let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
+    let tmp = dir.join(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     };
-    write().with_context(|| format!("cannot write {}", path.display()))
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::Error::new(write_error(path, e))
+    })
+}
+
+/// The error of a failed write, naming the path; a full file system or quota says so and how
+/// to go on, since "os error 28" alone does not.
+fn write_error(path: &Path, e: std::io::Error) -> std::io::Error {
+    // ENOSPC 28, EDQUOT 122 on Linux.
+    let full = matches!(e.raw_os_error(), Some(28 | 122));
+    let msg = if full {
+        format!(
+            "cannot write {}: the file system is full ({e}); free space there, or write the results to another file system",
+            path.display()
+        )
+    } else {
+        format!("cannot write {}: {e}", path.display())
+    };
+    std::io::Error::new(e.kind(), msg)
+}
+
+/// Whether an error chain holds a full file system (ENOSPC, EDQUOT).
+pub fn is_disk_full(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+            matches!(io.raw_os_error(), Some(28 | 122))
+                || io.to_string().contains("the file system is full")
+        })
+    })
 }
 
 /// Serialises `value` as pretty JSON and writes it atomically.
@@ -37,4 +78,43 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not a valid iodig file", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_write_names_the_path_and_keeps_no_temporary_file() {
+        let dir = std::env::temp_dir().join(format!("iodig-fsio-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("a.json");
+        write_atomic(&target, b"1").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"1");
+        // A directory in the way of the rename: the write fails, the old file stays.
+        let blocked = dir.join("sub");
+        std::fs::create_dir_all(blocked.join("x")).unwrap();
+        let e = format!("{:#}", write_atomic(&blocked, b"2").unwrap_err());
+        assert!(e.contains(&blocked.display().to_string()), "{e}");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| is_temp_name(n)), "{names:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_full_disk_says_so() {
+        let e = write_error(
+            Path::new("/r/run.json"),
+            std::io::Error::from_raw_os_error(28),
+        );
+        assert!(
+            e.to_string()
+                .contains("/r/run.json: the file system is full"),
+            "{e}"
+        );
+        assert!(is_disk_full(&anyhow::Error::new(e)));
+    }
 }

@@ -15,9 +15,12 @@ pub mod cluster;
 pub mod events;
 pub mod fsio;
 pub mod props;
+pub mod reading;
 pub mod run;
+pub mod secret;
 pub mod sys;
 pub mod trace;
+pub mod writer;
 
 pub use run::*;
 

@@ -1,6 +1,7 @@
 //! YCSB-style properties: `-P` files (later ones win) and `-p key=value` overrides, with typed
 //! getters whose errors name the property and the fix.
 
+use crate::secret::redact_value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::str::FromStr;
@@ -138,7 +139,8 @@ impl Properties {
             None => Ok(default),
             Some(v) => v.trim().parse::<T>().map_err(|_| {
                 PropertyError(format!(
-                    "property {key}={v} (from {}): expected {expected}",
+                    "property {key}={} (from {}): expected {expected}",
+                    redact_value(key, v),
                     self.origin(key).unwrap_or("?")
                 ))
             }),
@@ -166,7 +168,8 @@ impl Properties {
             Some(v) if v == "true" => Ok(true),
             Some(v) if v == "false" => Ok(false),
             Some(v) => Err(PropertyError(format!(
-                "property {key}={v}: expected true or false"
+                "property {key}={}: expected true or false",
+                redact_value(key, &v)
             ))),
         }
     }
@@ -183,7 +186,8 @@ impl Properties {
             Ok(v)
         } else {
             Err(PropertyError(format!(
-                "property {key}={v}: unknown value; use one of {}",
+                "property {key}={}: unknown value; use one of {}",
+                redact_value(key, v),
                 choices.join(", ")
             )))
         }
@@ -195,6 +199,14 @@ impl Properties {
 
     pub fn to_map(&self) -> BTreeMap<String, String> {
         self.map.clone()
+    }
+
+    /// The properties as they may be recorded (run.json, reports): secret values replaced by
+    /// [`crate::secret::REDACTED`].
+    pub fn to_redacted_map(&self) -> BTreeMap<String, String> {
+        let mut m = self.map.clone();
+        crate::secret::redact_properties(&mut m);
+        m
     }
 }
 
@@ -262,6 +274,24 @@ mod tests {
             .0
             .contains("-p noequals"));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn errors_about_a_secret_property_do_not_show_its_value() {
+        let mut p = Properties::new();
+        p.apply_override("db.password=S3cr3t").unwrap();
+        for e in [
+            p.get_u64("db.password", 0).unwrap_err().0,
+            p.get_bool("db.password", false).unwrap_err().0,
+            p.get_choice("db.password", "a", &["a"]).unwrap_err().0,
+        ] {
+            assert!(
+                e.contains("db.password=***") && !e.contains("S3cr3t"),
+                "{e}"
+            );
+        }
+        assert_eq!(p.to_redacted_map()["db.password"], "***");
+        assert_eq!(p.get("db.password"), Some("S3cr3t"));
     }
 
     #[test]

@@ -13,7 +13,8 @@ pub struct RunDoc {
     pub started_unix_ms: u64,
     /// Unix time in milliseconds of the last update of this file.
     pub updated_unix_ms: u64,
-    /// `running`, `completed`, `interrupted` (Ctrl-C / SIGTERM) or `failed`.
+    /// `running`, `completed`, `interrupted` (Ctrl-C / SIGTERM), `failed`, or `killed` (its
+    /// iodig was gone while it said `running`; see [`crate::reading`]).
     pub status: String,
     pub config: RunConfig,
     pub environment: Environment,
@@ -26,13 +27,17 @@ pub struct RunDoc {
     /// SSH; absent for an embedded database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<crate::cluster::ClusterDoc>,
+    /// The iodig process writing the run, so a reader can tell a run still going from a killed
+    /// one. Absent in runs of older iodig versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<crate::writer::Writer>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
-    /// The command line as typed.
+    /// The command line as typed, secret values replaced by `***` ([`crate::secret`]).
     pub command_line: Vec<String>,
     /// Git revision the binary was built from (`-modified`: the tree differed from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -46,7 +51,8 @@ pub struct RunConfig {
     pub db: String,
     /// Workload files given with `-P`, in order.
     pub property_files: Vec<String>,
-    /// The effective properties after files, `-p` overrides and iodig's defaults.
+    /// The effective properties after files, `-p` overrides and iodig's defaults, secret
+    /// values replaced by `***` ([`crate::secret`]).
     pub properties: BTreeMap<String, String>,
     /// Thread counts of the sweep.
     pub threads: Vec<u64>,

@@ -4,9 +4,10 @@
 
 use anyhow::{bail, Context, Result};
 use iodig_model::files;
+use iodig_model::reading::{read_run_doc, settle};
 use iodig_model::sys::SysDoc;
 use iodig_model::trace::TraceDoc;
-use iodig_model::{RunDoc, Sample, StepHistograms, StepSummary, SCHEMA_VERSION};
+use iodig_model::{RunDoc, Sample, StepHistograms, StepSummary};
 
 use std::path::{Path, PathBuf};
 
@@ -104,6 +105,9 @@ pub struct RunData {
     pub path: PathBuf,
     pub doc: RunDoc,
     pub steps: Vec<StepData>,
+    /// How the run ended when it did not complete (killed, failed, interrupted, still running),
+    /// with the step: the report's first finding.
+    pub state: Option<String>,
 }
 
 impl RunData {
@@ -143,6 +147,20 @@ pub fn load_run(path: &Path) -> Result<RunData> {
         );
     }
     let run_json = path.join(files::RUN);
+    let unfinished_first_write = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with(".run.json.") && iodig_model::fsio::is_temp_name(&name)
+        });
+    if !run_json.is_file() && unfinished_first_write {
+        bail!(
+            "{}: its iodig was killed before it wrote run.json the first time: nothing was measured here; remove the directory",
+            path.display()
+        );
+    }
     if !run_json.is_file() {
         bail!(
             "{}: not a run directory (no {} inside); give the directory that `iodig run` printed",
@@ -150,21 +168,17 @@ pub fn load_run(path: &Path) -> Result<RunData> {
             files::RUN
         );
     }
-    let raw: serde_json::Value = iodig_model::fsio::read_json(&run_json)?;
-    let version = raw
-        .get("schema_version")
-        .and_then(serde_json::Value::as_u64);
-    match version {
-        Some(v) if v <= u64::from(SCHEMA_VERSION) => {}
-        Some(v) => bail!(
-            "{}: schema version {v} is newer than this iodig reads ({SCHEMA_VERSION}); report it with the iodig version that wrote it ({})",
-            run_json.display(),
-            raw.pointer("/tool/version").and_then(|v| v.as_str()).unwrap_or("unknown")
-        ),
-        None => bail!("{}: no schema_version; this is not a run.json written by iodig", run_json.display()),
-    }
-    let doc: RunDoc = serde_json::from_value(raw)
-        .with_context(|| format!("{} is not a valid iodig run.json", run_json.display()))?;
+    // Schema checked, secrets redacted even in an older iodig's file; a run that says
+    // `running` but whose iodig is gone is shown as killed, with the step it died in.
+    let mut doc = read_run_doc(path)?;
+    let state = match settle(&mut doc).note() {
+        Some(note) => {
+            // Said once, as the first finding, rather than again among the notes.
+            doc.notes.remove(0);
+            Some(note.to_string())
+        }
+        None => status_sentence(&doc),
+    };
     let mut steps = Vec::with_capacity(doc.steps.len());
     for s in &doc.steps {
         let dir = path.join(&s.dir);
@@ -195,5 +209,67 @@ pub fn load_run(path: &Path) -> Result<RunData> {
         path: path.to_path_buf(),
         doc,
         steps,
+        state,
     })
+}
+
+/// The sentence for a run that ended without completing, as run.json records it.
+fn status_sentence(doc: &RunDoc) -> Option<String> {
+    let n = doc.steps.len();
+    let intact = match n {
+        0 => "no step had finished".to_string(),
+        1 => "its finished step (0) is intact".to_string(),
+        n => format!("its finished steps (0–{}) are intact", n - 1),
+    };
+    match doc.status.as_str() {
+        "killed" => Some(format!("The run was killed during step {n}; {intact}.")),
+        "failed" => Some(format!(
+            "The run failed during step {n} (iodig stopped on an error); {intact}."
+        )),
+        "interrupted" => Some(format!(
+            "The run was interrupted (Ctrl-C or SIGTERM) after {n} step(s); the steps it did not reach are missing."
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_killed_before_its_first_run_json_says_so() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join(".run.json.4242.tmp"), "{").unwrap();
+        let e = format!("{:#}", load_run(d.path()).unwrap_err());
+        assert!(e.contains("killed before it wrote run.json"), "{e}");
+        std::fs::remove_file(d.path().join(".run.json.4242.tmp")).unwrap();
+        let e = format!("{:#}", load_run(d.path()).unwrap_err());
+        assert!(e.contains("not a run directory"), "{e}");
+    }
+
+    #[test]
+    fn a_run_that_did_not_complete_says_how_it_ended_and_where() {
+        let mut doc: RunDoc = serde_json::from_value(serde_json::json!({
+            "schema_version": 1,
+            "tool": {"name": "iodig", "version": "0", "command_line": []},
+            "started_unix_ms": 0, "updated_unix_ms": 0, "status": "killed",
+            "config": {"db": "basic", "property_files": [], "properties": {}, "threads": [1],
+                       "target_ops_per_sec": null, "warmup_secs": 0.0, "seed": 1, "trace": "off"},
+            "environment": {"hostname": "", "kernel": "", "cpu_model": "", "cpus": 1,
+                            "memory_bytes": 0, "data_dir": null, "storage": null},
+            "steps": []
+        }))
+        .unwrap();
+        assert_eq!(
+            status_sentence(&doc).unwrap(),
+            "The run was killed during step 0; no step had finished."
+        );
+        doc.status = "failed".into();
+        assert!(status_sentence(&doc)
+            .unwrap()
+            .contains("failed during step 0"));
+        doc.status = "completed".into();
+        assert_eq!(status_sentence(&doc), None);
+    }
 }

@@ -166,7 +166,7 @@ fn unlike_runs_are_said_before_any_ratio() {
         "Target rates differ: as fast as possible in slow, 2,000 ops/s in capped.",
         "Dataset properties differ: recordcount 5000 in slow, 20000 in capped.",
         "Workload and other properties differ: readproportion unset in slow, 0.95 in capped.",
-        "capped ended interrupted (not completed)",
+        "capped: The run was interrupted (Ctrl-C or SIGTERM)",
         "capped: step 0 (workloada × 8 threads) ended early (interrupted)",
     ] {
         assert!(has(&r.caveats, said), "{said:?} not in {:#?}", r.caveats);

@@ -6,11 +6,16 @@
 //! compression is not the one a run with `rocksdb.compression=none` means to measure). A run
 //! whose workload inserts (D, E, or any `insertproportion`) grows the dataset past the load; the
 //! marker then records that, and the next run does not mistake it for a fresh load.
+//!
+//! While a load runs, the marker names the loading process instead: a load killed halfway
+//! leaves iodig's own half-loaded data, which the next run may wipe and load again (saying so),
+//! rather than refuse as data iodig did not load.
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use iodig_model::props::{Properties, DATASET_PROPERTIES};
+use iodig_model::writer::{Writer, WriterState};
 use serde_json::{Map, Value};
 
 /// File name of the marker inside the data directory.
@@ -29,6 +34,8 @@ const LAYOUT_PROPERTIES: [&str; 7] = [
 
 /// Marker key naming the step whose inserts grew the dataset past its load.
 const GROWN_BY: &str = "grown_by";
+/// Marker key of a load in progress: the loading process.
+const LOADING_BY: &str = "loading_by";
 
 /// What a data directory's marker says about the dataset a run asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,9 +69,36 @@ pub fn signature(props: &Properties) -> Value {
     Value::Object(map)
 }
 
-/// Reads the marker in `dir` and compares it with the dataset `props` describe.
+/// Reads the marker in `dir` and compares it with the dataset `props` describe. A load that
+/// never finished is another dataset (to be wiped and loaded again), said when its iodig died.
 pub fn state(dir: &Path, props: &Properties) -> MarkerState {
+    if let Some(loader) = loading_by(dir) {
+        if let WriterState::Gone(why) = loader.state() {
+            iodig_model::eprintln_lossy!(
+                "iodig: {} holds a load an earlier iodig did not finish ({why}); it is iodig's own data, so it is wiped and loaded again",
+                dir.display()
+            );
+        }
+        return MarkerState::Other;
+    }
     compare(dir, &signature(props))
+}
+
+/// The process a load-in-progress marker names, if the marker is one.
+fn loading_by(dir: &Path) -> Option<Writer> {
+    let marker: Value = serde_json::from_slice(&std::fs::read(dir.join(MARKER)).ok()?).ok()?;
+    serde_json::from_value(marker.get(LOADING_BY)?.clone()).ok()
+}
+
+/// Records, before a load starts, that this process is loading into `dir`.
+pub fn mark_loading(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut m = Map::new();
+    m.insert(
+        LOADING_BY.into(),
+        serde_json::to_value(Writer::current()).unwrap_or(Value::Null),
+    );
+    iodig_model::fsio::write_json_atomic(&dir.join(MARKER), &Value::Object(m))
 }
 
 /// The marker in `dir` against a dataset's signature.
@@ -166,6 +200,18 @@ mod tests {
         );
         mark_loaded(dir.path(), &p).unwrap();
         assert_eq!(state(dir.path(), &p), MarkerState::Same);
+    }
+
+    #[test]
+    fn a_load_in_progress_is_another_dataset_until_it_is_marked_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = props(&[("recordcount", "10")]);
+        mark_loading(dir.path()).unwrap();
+        assert_eq!(state(dir.path(), &p), MarkerState::Other);
+        assert_eq!(loading_by(dir.path()), Some(Writer::current()));
+        mark_loaded(dir.path(), &p).unwrap();
+        assert_eq!(state(dir.path(), &p), MarkerState::Same);
+        assert_eq!(loading_by(dir.path()), None);
     }
 
     #[test]

@@ -144,6 +144,7 @@ fn create_run_dir<F: DbFactory>(
         steps: Vec::new(),
         notes,
         cluster: None,
+        writer: None, // RunDir::create names this process
     };
     let run = RunDir::create(
         &plan.req.out_dir,

@@ -15,7 +15,8 @@ use hdrhistogram::serialization::interval_log::{
 };
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use iodig_model::fsio::read_json;
-use iodig_model::{files, ClientStep, RunDoc, Sample, StepHistograms, StepSummary, SCHEMA_VERSION};
+use iodig_model::reading::{read_run_doc, settle};
+use iodig_model::{files, ClientStep, RunDoc, Sample, StepHistograms, StepSummary};
 use iodig_report::ycsb;
 use iodig_stats::{new_histogram, summarize, Histogram, SeriesSet};
 use std::collections::BTreeMap;
@@ -69,11 +70,19 @@ pub fn merge_clients(clients: &[ClientRun], out: &Path, notes: Vec<String>) -> R
     let first = &docs[0];
     let mut doc = first.clone();
     doc.steps.clear();
-    doc.status = if docs.iter().all(|d| d.status == "completed") {
-        "completed".into()
+    let status = if docs.iter().all(|d| d.status == "completed") {
+        "completed"
     } else {
-        "interrupted".into()
+        "interrupted"
     };
+    // `running` until every step is merged: a merge stopped halfway says so.
+    doc.status = "running".into();
+    doc.notes.extend(
+        runs.iter()
+            .zip(&docs)
+            .filter(|(_, d)| d.status != "completed")
+            .map(|(r, d)| format!("client run {} ended {}", r.display(), d.status)),
+    );
     doc.updated_unix_ms = unix_ms(SystemTime::now());
     doc.notes.push(format!(
         "merged from {} clients: {}; each client's block-IO trace, system samples, events and observed nodes are in the step's clients/<i>/",
@@ -117,7 +126,7 @@ pub fn merge_clients(clients: &[ClientRun], out: &Path, notes: Vec<String>) -> R
         }
         merge_step(&mut merged, index, &steps, &dirs, clients)?;
     }
-    merged.finish(&merged.doc.status.clone())?;
+    merged.finish(status)?;
     Ok(merged.path.clone())
 }
 
@@ -143,14 +152,12 @@ fn read_run(dir: &Path) -> Result<RunDoc> {
         ))
         .into());
     }
-    let doc: RunDoc = read_json(&path)?;
-    if doc.schema_version > SCHEMA_VERSION {
-        return Err(UsageError(format!(
-            "{}: schema version {} is newer than this iodig understands ({SCHEMA_VERSION}); use a newer iodig",
-            path.display(),
-            doc.schema_version
-        ))
-        .into());
+    // Another schema, or an unreadable run.json, is bad input: the message names it.
+    let mut doc = read_run_doc(dir).map_err(|e| UsageError(format!("{e:#}")))?;
+    if let Some(note) = settle(&mut doc).note() {
+        iodig_model::eprintln_lossy!("iodig merge: {}: {note}", dir.display());
+        // The merged run names its clients' states itself ("client run … ended killed").
+        doc.notes.remove(0);
     }
     Ok(doc)
 }

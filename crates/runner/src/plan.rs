@@ -12,6 +12,7 @@ use crate::request::{RunRequest, WorkloadRun};
 use crate::step::{unix_ms, Phase};
 use anyhow::Result;
 use iodig_model::props::{nearest, Properties, DATASET_PROPERTIES};
+use iodig_model::secret::redact_args;
 use iodig_model::RunConfig;
 use iodig_report::ycsb;
 use iodig_stats::IntervalMode;
@@ -70,7 +71,9 @@ impl Plan {
             .iter()
             .map(|w| resolve_workload(req, w))
             .collect::<Result<Vec<_>>>()?;
-        let req = with_target_property(req, &workloads[0])?;
+        let mut req = with_target_property(req, &workloads[0])?;
+        // The command line is recorded (run.json, reports): a `-p cassandra.password=…` must not.
+        req.command_line = redact_args(&req.command_line);
         let mut props = workloads[0].props.clone();
         let label = if workloads.len() == 1 {
             workloads[0].label.clone()
@@ -187,7 +190,7 @@ impl Plan {
                 .iter()
                 .flat_map(|w| w.property_files.clone())
                 .collect(),
-            properties: self.props.to_map(),
+            properties: self.props.to_redacted_map(),
             threads: threads.to_vec(),
             target_ops_per_sec: self.req.target,
             warmup_secs: self.req.warmup.as_secs_f64(),
@@ -474,4 +477,25 @@ fn default_load_threads() -> u64 {
         .map(|n| n.get() as u64)
         .unwrap_or(2);
     (cores * 2).max(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iodig_model::secret::is_secret_name;
+
+    /// The secret rule goes by name: no property iodig knows may be caught by it by accident
+    /// (its value would vanish from run.json), and the password must be.
+    #[test]
+    fn only_secret_properties_look_like_secrets() {
+        let mut known: Vec<&str> = CORE_PROPERTIES.to_vec();
+        known.extend(iodig_db::known_properties());
+        known.extend_from_slice(RUNNER_PROPERTIES);
+        let secrets: Vec<&str> = known.into_iter().filter(|k| is_secret_name(k)).collect();
+        assert!(
+            secrets.iter().all(|k| *k == "cassandra.password"),
+            "{secrets:?}"
+        );
+        assert!(is_secret_name("cassandra.password"));
+    }
 }

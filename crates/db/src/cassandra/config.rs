@@ -6,6 +6,7 @@ use std::time::Duration;
 use scylla::statement::Consistency;
 
 use crate::{DbError, Properties};
+use iodig_model::secret::Secret;
 
 /// Property names this binding reads, for the unknown-property check.
 pub const PROPERTIES: &[&str] = &[
@@ -16,6 +17,7 @@ pub const PROPERTIES: &[&str] = &[
     "cassandra.writeconsistencylevel",
     "cassandra.username",
     "cassandra.password",
+    "cassandra.password.file",
     "cassandra.connecttimeoutmillis",
     "cassandra.readtimeoutmillis",
     "cassandra.useSSL",
@@ -27,6 +29,10 @@ pub const PROPERTIES: &[&str] = &[
     "cassandra.coreconnections",
     "cassandra.tracing",
 ];
+
+/// Environment variable holding the password, so it need not be on the command line (where
+/// `ps` shows it to every user) nor in a file.
+pub const PASSWORD_ENV: &str = "IODIG_CASSANDRA_PASSWORD";
 
 /// Consistency level of reads and writes when not given. YCSB master uses QUORUM (0.17.0 used
 /// ONE); QUORUM is what the briefs' RF=3 clusters ran.
@@ -43,7 +49,9 @@ pub struct CassandraConfig {
     pub read_consistency: Consistency,
     pub write_consistency: Consistency,
     pub username: Option<String>,
-    pub password: Option<String>,
+    /// From `cassandra.password`, `cassandra.password.file` or [`PASSWORD_ENV`]; prints as
+    /// `***`, so the config can be logged.
+    pub password: Option<Secret>,
     pub connect_timeout: Duration,
     /// How long a request may go unanswered before it is an ERROR; None
     /// (`cassandra.readtimeoutmillis=0`) waits forever, as the Java driver's 0 does. Operations
@@ -101,6 +109,42 @@ pub(super) fn check_identifier(what: &str, name: &str) -> Result<(), DbError> {
             "{what}={name:?}: not a plain CQL name; use letters, digits and _ (starting with a letter, at most 48)"
         )))
     }
+}
+
+/// The password from `cassandra.password`, else the first line of `cassandra.password.file`,
+/// else `env` ([`PASSWORD_ENV`]) when a user name is given (a variable left in a shell must not
+/// turn a run without login into a failed one). Errors name the property, never the secret.
+fn password(
+    props: &Properties,
+    has_user: bool,
+    env: Option<String>,
+) -> Result<Option<Secret>, DbError> {
+    let inline = props.get("cassandra.password");
+    let file = props.get("cassandra.password.file");
+    if let (Some(_), Some(f)) = (inline, file) {
+        return Err(cfg_err(format!(
+            "properties cassandra.password and cassandra.password.file={f} both give the password; keep one (the file keeps it off the command line)"
+        )));
+    }
+    if let Some(p) = inline {
+        return Ok(Some(Secret::new(p)));
+    }
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f).map_err(|e| {
+            cfg_err(format!(
+                "property cassandra.password.file={f}: cannot read the password file ({e}); give a readable file holding the password on its first line"
+            ))
+        })?;
+        // The first line, without its line ending: `echo pw > file` must work.
+        let line = text.lines().next().unwrap_or("");
+        if line.is_empty() {
+            return Err(cfg_err(format!(
+                "property cassandra.password.file={f}: the file is empty; put the password on its first line"
+            )));
+        }
+        return Ok(Some(Secret::new(line)));
+    }
+    Ok(env.filter(|p| has_user && !p.is_empty()).map(Secret::new))
 }
 
 impl CassandraConfig {
@@ -208,11 +252,13 @@ impl CassandraConfig {
             format!("{{{}}}", parts.join(", "))
         };
         let username = props.get("cassandra.username").map(str::to_string);
-        let password = props.get("cassandra.password").map(str::to_string);
+        let password = password(props, username.is_some(), std::env::var(PASSWORD_ENV).ok())?;
         if username.is_some() != password.is_some() {
-            return Err(cfg_err(
-                "properties cassandra.username and cassandra.password go together; give both or neither".into(),
-            ));
+            return Err(cfg_err(format!(
+                "properties cassandra.username and cassandra.password go together; give both or neither \
+                 (the password as -p cassandra.password.file=PATH, in the environment as {PASSWORD_ENV}, \
+                 or as -p cassandra.password=…, which ps shows to other users)"
+            )));
         }
         let connections = props
             .get_u64("cassandra.maxconnections", 0)
@@ -308,6 +354,78 @@ mod tests {
         assert!(e.contains("property hosts"), "{e}");
         let e = error(&[("hosts", "h"), ("cassandra.keyspace", "a;drop")]);
         assert!(e.contains("cassandra.keyspace"), "{e}");
+    }
+
+    #[test]
+    fn the_password_comes_from_the_property_a_file_or_the_environment() {
+        let user = [("hosts", "h"), ("cassandra.username", "u")];
+        let with = |extra: &[(&str, &str)], env: Option<&str>| {
+            let mut all = user.to_vec();
+            all.extend_from_slice(extra);
+            password(&props(&all), true, env.map(String::from))
+        };
+        let got = |r: Result<Option<Secret>, DbError>| r.unwrap().map(|s| s.expose().to_string());
+        assert_eq!(
+            got(with(&[("cassandra.password", "p1")], Some("env"))),
+            Some("p1".into())
+        );
+        let dir = std::env::temp_dir().join(format!("iodig-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pw");
+        std::fs::write(&file, "S3cr3t-file\nignored\n").unwrap();
+        let f = file.display().to_string();
+        assert_eq!(
+            got(with(&[("cassandra.password.file", &f)], Some("env"))),
+            Some("S3cr3t-file".into())
+        );
+        assert_eq!(
+            got(with(&[], Some("S3cr3t-env"))),
+            Some("S3cr3t-env".into())
+        );
+        // Without a user the variable is not a login.
+        assert!(password(&props(&[("hosts", "h")]), false, Some("x".into()))
+            .unwrap()
+            .is_none());
+
+        let e = with(
+            &[
+                ("cassandra.password", "S3cr3t"),
+                ("cassandra.password.file", &f),
+            ],
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("keep one") && !e.contains("S3cr3t"), "{e}");
+        std::fs::write(&file, "").unwrap();
+        let e = with(&[("cassandra.password.file", &f)], None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cassandra.password.file") && e.contains("empty"),
+            "{e}"
+        );
+        let missing = dir.join("none").display().to_string();
+        let e = with(&[("cassandra.password.file", &missing)], None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&missing) && e.contains("cannot read"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+
+        // A user without any password names every way to give one.
+        let e = error(&[("hosts", "h"), ("cassandra.username", "u")]);
+        assert!(
+            e.contains("cassandra.password.file") && e.contains(PASSWORD_ENV),
+            "{e}"
+        );
+        // The config prints the password as the marker.
+        let c = CassandraConfig::from_props(&props(&[
+            ("hosts", "h"),
+            ("cassandra.username", "u"),
+            ("cassandra.password", "S3cr3t"),
+        ]))
+        .unwrap();
+        assert!(!format!("{c:?}").contains("S3cr3t"));
     }
 
     #[test]

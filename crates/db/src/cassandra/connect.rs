@@ -67,7 +67,7 @@ pub(super) async fn connect(config: CassandraConfig) -> Result<Shared, DbError> 
         .default_execution_profile_handle(profile.into_handle())
         .tls_context(tls_context(&config)?);
     if let (Some(u), Some(p)) = (&config.username, &config.password) {
-        builder = builder.user(u, p);
+        builder = builder.user(u, p.expose());
     }
     if let Some(n) = config.connections_per_host {
         if let Some(n) = std::num::NonZeroUsize::new(n) {

@@ -102,7 +102,11 @@ pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
         v.cluster_nodes = cluster::step_nodes(run, s);
         v.findings.extend(cluster::node_findings(&v.cluster_nodes));
     }
-    let findings = findings::run_findings(&steps, &sweeps);
+    let mut findings = findings::run_findings(&steps, &sweeps);
+    // A run that did not complete says so before anything it measured.
+    if let Some(state) = &run.state {
+        findings.insert(0, state.clone());
+    }
     Report {
         run_name: run.name(),
         op: op.clone(),

@@ -125,11 +125,17 @@ fn run_differences(runs: &[RunData]) -> Vec<String> {
 fn step_problems(r: &RunData) -> Vec<String> {
     let mut c = Vec::new();
     if r.doc.status != "completed" {
-        c.push(format!(
-            "{} ended {} (not completed): steps it did not run are missing from the comparison.",
-            r.name(),
-            r.doc.status
-        ));
+        c.push(match &r.state {
+            Some(state) => format!(
+                "{}: {state} Steps it did not run are missing from the comparison.",
+                r.name()
+            ),
+            None => format!(
+                "{} ended {} (not completed): steps it did not run are missing from the comparison.",
+                r.name(),
+                r.doc.status
+            ),
+        });
     }
     let interrupted: Vec<String> = r
         .steps

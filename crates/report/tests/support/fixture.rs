@@ -597,6 +597,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
         steps,
         notes: Vec::new(),
         cluster: None,
+        writer: None,
     };
     write_json_atomic(&run_dir.join(files::RUN), &doc)?;
     Ok(doc)

@@ -62,7 +62,7 @@ impl DataDir {
             .map(|mut d| d.next().is_some())
             .unwrap_or(false);
         let wipe_ok = marker != MarkerState::Missing || !has_data;
-        match (plan.req.phase, plan.req.load) {
+        let load = match (plan.req.phase, plan.req.load) {
             (Phase::Load, _) => Ok(true),
             (_, LoadPolicy::Never) => Ok(false),
             (_, LoadPolicy::Auto) if same => {
@@ -80,7 +80,12 @@ impl DataDir {
                 }
                 Ok(true)
             }
+        };
+        if let Ok(true) = load {
+            // A load killed halfway then leaves data the next run knows as iodig's own.
+            dataset::mark_loading(&dir)?;
         }
+        load
     }
 }
 
