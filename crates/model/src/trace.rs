@@ -299,6 +299,12 @@ pub struct OpSecond {
     /// Device latency (issue → completion) of IOs completed in this second (eBPF only).
     pub lat_max_ns: Option<u64>,
     pub lat_p99_ns: Option<u64>,
+    /// OS time (request allocation → issue to the driver) of the same IOs, ±12 % buckets: p99
+    /// and the top bucket's upper bound (eBPF only; none from tracers before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_p99_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_max_ns: Option<u64>,
     /// iostat's await in ms (diskstats mode: includes OS queueing).
     #[serde(default)]
     pub await_ms: Option<f64>,
