@@ -671,9 +671,11 @@ pub fn band_label(lower: u64, upper: u64) -> String {
     if upper == 0 {
         return "0 B".to_string();
     }
+    // The unit of the upper bound, unless the band is narrower than a sixteenth of it: a 4 KiB
+    // bucket at 1 MiB reads "1024–1028 KiB", not "1.00–1.01 MiB".
     let unit = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
         .into_iter()
-        .find(|(u, _)| upper >= *u)
+        .find(|(u, _)| upper >= *u && (upper - lower >= u / 16 || *u == 1 << 10))
         .unwrap_or((1, "B"));
     let f = |v: u64| {
         let x = v as f64 / unit.0 as f64;
@@ -753,7 +755,7 @@ mod tests {
         let bands = narrow_bands(&count, &bytes, 1);
         assert_eq!(bands.len(), 2, "top by volume and top by count: {bands:?}");
         assert_eq!(bands[0].label, "508–512 KiB");
-        let all_bytes = (600 * 4 + 35 * 506 + 100 * 512) as f64;
+        let all_bytes = f64::from(600 * 4 + 35 * 506 + 100 * 512);
         assert!((bands[0].pct_bytes - 100.0 * 51200.0 / all_bytes).abs() < 1e-9);
         assert!((bands[0].pct_ios - 100.0 * 100.0 / 735.0).abs() < 1e-9);
         assert_eq!(bands[1].label, "0–4 KiB");
@@ -827,6 +829,8 @@ mod tests {
     fn labels() {
         assert_eq!(band_label(0, 0), "0 B");
         assert_eq!(band_label(2 << 20, (2 << 20) + (1 << 18)), "2–2.25 MiB");
+        assert_eq!(band_label(1 << 20, (1 << 20) + 4096), "1024–1028 KiB");
+        assert_eq!(band_label(508 << 10, 512 << 10), "508–512 KiB");
         assert_eq!(human_bytes(3 << 29), "1.50 GiB");
     }
 }

@@ -594,7 +594,9 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
                 model: Some("Generated NVMe SSD".into()),
                 rotational: Some(false),
                 scheduler: Some("none".into()),
+                ..Default::default()
             }),
+            ..Default::default()
         },
         steps,
         notes: Vec::new(),

@@ -1,0 +1,177 @@
+//! The briefs' figures from a real traced RocksDB run: size bands at the trace's 4 KiB
+//! resolution, system level vs device level per second, and the configuration the briefs
+//! tabulate, each checked in report.md against the run's own trace.json and run.json.
+
+mod common;
+
+use common::*;
+use iodig_model::trace::band_label;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Runs a short traced RocksDB workload (updates through a 1 MiB memtable: flushes and
+/// compactions inside the step) on the VM's disk; returns the run and its run step's trace.
+fn traced_rocksdb_run(dir: &std::path::Path) -> (Run, Value) {
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "requestdistribution=uniform",
+        "-p",
+        "rocksdb.writebuffersize=1M",
+        "--threads",
+        "4",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][1];
+    assert_eq!(step["phase"], "run");
+    let trace = read_json(
+        &r.run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("trace.json"),
+    );
+    assert_eq!(trace["mode"], "ebpf");
+    (r, trace)
+}
+
+/// One op's size histogram merged over devices: (lower, upper) → count.
+fn hist(trace: &Value, op: &str, key: &str) -> BTreeMap<(u64, u64), u64> {
+    let mut m = BTreeMap::new();
+    for d in trace["devices"].as_array().unwrap() {
+        for b in d["ops"][op][key].as_array().into_iter().flatten() {
+            let k = (b["lower"].as_u64().unwrap(), b["upper"].as_u64().unwrap());
+            *m.entry(k).or_insert(0) += b["count"].as_u64().unwrap();
+        }
+    }
+    m
+}
+
+/// The run step's section of report.md (the load step's comes first).
+fn run_step_section(md: &str) -> &str {
+    let at = md.rfind("\n## Step").expect("a step section");
+    &md[at..]
+}
+
+#[test]
+fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
+    // On the VM's disk: a tmpfs /tmp has no block device underneath.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (r, trace) = traced_rocksdb_run(dir.path());
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let section = run_step_section(&md);
+
+    // Size bands: the write bucket holding most bytes, at the trace's own 4 KiB resolution.
+    let count = hist(&trace, "write", "size_hist");
+    let bytes = hist(&trace, "write", "size_bytes_hist");
+    let (ios_all, bytes_all): (u64, u64) = (count.values().sum(), bytes.values().sum());
+    assert!(ios_all > 0, "the step wrote");
+    let (&(lo, hi), &b) = bytes.iter().max_by_key(|(_, b)| **b).unwrap();
+    assert!(hi - lo <= 4096 || hi > 2 << 20, "4 KiB buckets up to 2 MiB");
+    let row = format!(
+        "| write | {} | {:.1}% | {:.1}% |",
+        band_label(lo, hi),
+        100.0 * count[&(lo, hi)] as f64 / ios_all as f64,
+        100.0 * b as f64 / bytes_all as f64
+    );
+    assert!(
+        section.contains("### Size bands at the trace's 4 KiB resolution"),
+        "{section}"
+    );
+    assert!(section.contains(&row), "{row} not in:\n{section}");
+    let pct_bytes = 100.0 * b as f64 / bytes_all as f64;
+    if ios_all >= 100 && pct_bytes >= 25.0 {
+        let finding = format!(
+            "Write sizes at 4 KiB resolution: {pct_bytes:.0}% of write bytes in {}",
+            band_label(lo, hi)
+        );
+        assert!(section.contains(&finding), "{finding} not in:\n{section}");
+    }
+
+    // System level vs device level: per second, the OS queue and device p99 of the writes.
+    let mut per_sec: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for d in trace["devices"].as_array().unwrap() {
+        for s in d["seconds"].as_array().unwrap() {
+            let o = &s["ops"]["write"];
+            if let (Some(q), Some(l)) = (o["queue_p99_ns"].as_u64(), o["lat_p99_ns"].as_u64()) {
+                let e = per_sec.entry(s["unix_ms"].as_u64().unwrap()).or_default();
+                *e = (e.0.max(q), e.1.max(l));
+            }
+        }
+    }
+    assert!(!per_sec.is_empty(), "per-second OS time of the writes");
+    let (_, &(q, l)) = per_sec
+        .iter()
+        .max_by_key(|(t, (q, l))| (*q.max(l), **t))
+        .unwrap();
+    let (os_ms, dev_ms) = (q as f64 / 1e6, l as f64 / 1e6);
+    let table_row = section
+        .lines()
+        .skip_while(|l| !l.starts_with("### System level vs device level"))
+        .find(|l| l.starts_with("| write | "))
+        .unwrap_or_else(|| panic!("no write row in the system/device table:\n{section}"));
+    assert!(
+        table_row.contains(&format!("| {os_ms:.3} | {dev_ms:.3} |")),
+        "{table_row}: want OS {os_ms:.3} ms, device {dev_ms:.3} ms"
+    );
+    let level = if os_ms >= 2.0 * dev_ms {
+        "system level"
+    } else if dev_ms >= 2.0 * os_ms {
+        "device level"
+    } else {
+        "both system and device level"
+    };
+    assert!(table_row.contains(level), "{table_row}: want {level}");
+    assert_eq!(
+        section.contains("Write p99 spikes are"),
+        os_ms.max(dev_ms) >= 1.0,
+        "the finding fires exactly when the worst second reaches 1 ms:\n{section}"
+    );
+
+    // Configuration: run.json's environment against the machine, and the report's header.
+    let run = r.run_json();
+    let env = &run["environment"];
+    let storage = &env["storage"];
+    let dev = storage["device"].as_str().unwrap();
+    let sectors: u64 = std::fs::read_to_string(format!("/sys/block/{dev}/size"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(storage["capacity_bytes"].as_u64(), Some(sectors * 512));
+    let ra: u64 = std::fs::read_to_string(format!("/sys/block/{dev}/queue/read_ahead_kb"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(storage["read_ahead_kb"].as_u64(), Some(ra));
+    assert!(storage["mount_options"].as_str().unwrap().contains("rw"));
+    let dirty = std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap();
+    assert_eq!(env["kernel_settings"]["vm.dirty_ratio"], dirty.trim());
+    assert!(
+        md.contains(&format!("vm.dirty_ratio {}", dirty.trim())),
+        "{md}"
+    );
+    assert!(md.contains(&format!("read-ahead {ra} KiB")), "{md}");
+    let stats = storage["device_latency_stats"].as_str().unwrap();
+    if !dev.starts_with("nvme") && storage["members"].as_array().is_none() {
+        assert_eq!(
+            stats,
+            format!("not available: {dev} is not an NVMe device (no device-side latency log)")
+        );
+    }
+    assert!(md.contains(stats), "{md}");
+}
