@@ -175,3 +175,79 @@ fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
     }
     assert!(md.contains(stats), "{md}");
 }
+
+#[test]
+fn rocksdb_run_from_memory_is_said_not_storage_bound() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    // A small dataset read through the page cache (no direct reads) and a large block cache:
+    // after the load, the reads barely reach the device.
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloads/workloadc",
+        "-p",
+        "recordcount=5000",
+        "-p",
+        "rocksdb.directreads=false",
+        "-p",
+        "rocksdb.blockcachesize=64M",
+        "--threads",
+        "2",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][1];
+    assert_eq!(step["phase"], "run");
+    let db_reads = step["series"]["READ"]["count"].as_u64().unwrap();
+    let trace = read_json(
+        &r.run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("trace.json"),
+    );
+    let device_reads: u64 = trace["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["ops"]["read"]["ios"].as_u64())
+        .sum();
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let section = run_step_section(&md);
+    let ratio = device_reads as f64 / db_reads as f64;
+    let row = format!(
+        "| {} | {} | {ratio:.3} |",
+        thousands(db_reads),
+        thousands(device_reads)
+    );
+    assert!(section.contains("### Storage-bound or not"), "{section}");
+    assert!(section.contains(&row), "{row} not in:\n{section}");
+    assert!(db_reads >= 1000, "enough reads to tell: {db_reads}");
+    assert!(
+        ratio < 0.1,
+        "a 5,000-record dataset in the page cache: {device_reads} device reads for {db_reads}"
+    );
+    let finding = format!("Not storage-bound: {ratio:.3} device reads per database read");
+    assert!(section.contains(&finding), "{finding} not in:\n{section}");
+}
+
+/// 1234567 → "1,234,567", as the report prints counts.
+fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -18,12 +18,13 @@ pub type StepRule = fn(&StepData, &StepView) -> Vec<String>;
 pub type SweepRule = fn(&WorkloadSweep) -> Vec<String>;
 
 /// The step rules, in the order their sentences are listed.
-pub const STEP_RULES: [StepRule; 9] = [
+pub const STEP_RULES: [StepRule; 10] = [
     io_bursts,
     queue_depth_peak,
     device_latency_outliers,
     system_vs_device,
     size_bands,
+    not_storage_bound,
     latency_during_db_events,
     cpu_pressure,
     who_issued_io,
@@ -179,6 +180,14 @@ fn device_latency_outliers(step: &StepData, _: &StepView) -> Vec<String> {
 /// Where reads' and writes' worst per-second p99 lives: in the OS queue or on the device.
 fn system_vs_device(_: &StepData, v: &StepView) -> Vec<String> {
     super::levels::findings(&v.levels)
+}
+
+/// Reads mostly served from memory: few device reads per database read.
+fn not_storage_bound(_: &StepData, v: &StepView) -> Vec<String> {
+    v.storage
+        .as_ref()
+        .map(super::storage::findings)
+        .unwrap_or_default()
 }
 
 /// The blog's size bands: an op (with ≥ 100 IOs) one 4 KiB-wide bucket of which holds ≥ 25 % of

@@ -10,6 +10,7 @@
 //! - [`background`]: the client's latency and each class's queue and device time with and
 //!   without flush/compaction IO, and the depth each class held;
 //! - [`levels`]: system level vs device level (per-second OS and device time of reads, writes);
+//! - [`storage`]: storage-bound or not (device reads per database read, page cache, memory);
 //! - [`findings`]: every findings rule — a new finding goes there (its module doc says how).
 
 pub mod attribution;
@@ -21,6 +22,7 @@ pub mod io;
 pub mod levels;
 pub mod op;
 pub mod step;
+pub mod storage;
 pub mod sweep;
 
 pub use bend::{find_bend, Bend, BEND_OPS_GAIN, BEND_P99_FACTOR};

@@ -56,6 +56,8 @@ pub struct StepView {
     pub bands: Vec<OpBands>,
     /// Reads' and writes' per-second OS time against device time.
     pub levels: Vec<super::levels::LevelRow>,
+    /// Device reads per database read, page cache and memory (traced steps that read).
+    pub storage: Option<super::storage::StorageBound>,
     pub trace_mode: String,
     pub trace_note: Option<String>,
     /// What the return codes say (all failed, NOT_FOUND): listed up front whatever the run's length.
@@ -131,6 +133,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
             .map(op_bands)
             .unwrap_or_default(),
         levels: Vec::new(),
+        storage: super::storage::storage_bound(step),
         trace_mode,
         trace_note,
         findings: Vec::new(),

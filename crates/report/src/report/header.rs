@@ -14,6 +14,7 @@ pub(super) fn section(doc: &mut Doc, run: &RunData, report: &Report) {
     facts.extend(host_facts(run));
     facts.extend(device_facts(run));
     facts.extend(kernel_facts(run));
+    facts.extend(dataset_fact(run));
     if let Some(dd) = &run.doc.environment.data_dir {
         facts.push(("data directory".into(), dd.clone()));
     }
@@ -215,6 +216,38 @@ fn drive_facts(s: &iodig_model::StorageInfo) -> Vec<Fact> {
         facts.push(("device latency statistics".into(), l.clone()));
     }
     facts
+}
+
+/// The dataset's logical size (records × fields × field length, YCSB's defaults 10 × 100 B
+/// where not set) against memory: the briefs insist the dataset dwarfs memory. Not the size on
+/// disk (compression, keys and the database's own overhead change that).
+fn dataset_fact(run: &RunData) -> Option<Fact> {
+    let p = &run.doc.config.properties;
+    let num = |k: &str, d: u64| {
+        p.get(k)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(d)
+    };
+    let records = p.get("recordcount")?.trim().parse::<u64>().ok()?;
+    let (fields, len) = (num("fieldcount", 10), num("fieldlength", 100));
+    let bytes = records.saturating_mul(fields).saturating_mul(len);
+    let mem = run.doc.environment.memory_bytes;
+    let vs = if mem > 0 {
+        format!(
+            " against {:.1} GiB memory ({:.2}×)",
+            mem as f64 / (1u64 << 30) as f64,
+            bytes as f64 / mem as f64
+        )
+    } else {
+        String::new()
+    };
+    Some((
+        "dataset (logical)".into(),
+        format!(
+            "{:.3} GB = {records} records × {fields} fields × {len} B{vs}",
+            bytes as f64 / 1e9
+        ),
+    ))
 }
 
 /// The vm and THP settings in effect, as the briefs tabulate them.

@@ -8,6 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn tables(doc: &mut Doc, s: &StepView) {
     summary(doc, s);
+    if let Some(sb) = &s.storage {
+        storage_bound(doc, sb);
+    }
     if !s.bands.is_empty() {
         bands(doc, s);
     }
@@ -40,6 +43,32 @@ fn summary(doc: &mut Doc, s: &StepView) {
         }
         doc.table(t);
     }
+}
+
+/// Storage-bound or not: the database's reads against the device's.
+fn storage_bound(doc: &mut Doc, sb: &crate::analysis::storage::StorageBound) {
+    doc.h(3, "Storage-bound or not");
+    let gib = |b: f64| format!("{:.2}", b / (1u64 << 30) as f64);
+    let mut t = Table::new(&[
+        "database reads",
+        "device reads",
+        "device reads per database read",
+        "device read GB",
+        "page cache mean GiB",
+        "page cache max GiB",
+        "memory GiB",
+    ]);
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+    t.row(vec![
+        thousands(sb.db_reads as f64),
+        thousands(sb.device_reads as f64),
+        format!("{:.3}", sb.ratio()),
+        format!("{:.3}", sb.device_read_bytes as f64 / 1e9),
+        or_dash(sb.page_cache_mean_bytes.map(gib)),
+        or_dash(sb.page_cache_max_bytes.map(|b| gib(b as f64))),
+        or_dash(sb.memory_bytes.map(|b| gib(b as f64))),
+    ]);
+    doc.table(t);
 }
 
 /// The dominant buckets at the trace's own resolution: "74 % by volume in 508–512 KiB".
