@@ -8,6 +8,7 @@
 
 pub mod dist;
 pub mod events;
+mod fault;
 pub mod local;
 mod nodetool;
 mod ports;
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use dist::{Distribution, DEFAULT_VERSION};
 pub use events::DbEvent;
+pub use fault::{inject, NodeFault};
 
 /// Name of the state file `up` writes into the node directory.
 pub const STATE_FILE: &str = "iodig-cassandra.json";
@@ -321,68 +323,14 @@ pub fn restart(dir: &Path) -> Result<Cluster> {
     Ok(cluster)
 }
 
-/// A fault to inject into one managed node during a run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NodeFault {
-    /// SIGKILL: a crash; the node stays down until restarted.
-    Kill,
-    /// SIGSTOP for the duration, then SIGCONT: a stall.
-    Pause(Duration),
-    /// SIGTERM with Cassandra's drain, SIGKILL after 30 s: a graceful stop.
-    Stop,
-    /// Start a node that is down again, with its data, and wait until it serves CQL.
-    Restart,
-}
-
-/// Injects `fault` into the node at `address` of the cluster in `dir`; returns what was done.
-pub fn inject(dir: &Path, address: &str, fault: &NodeFault) -> Result<String> {
-    let mut cluster = Cluster::load(dir)?;
-    let Some(pos) = cluster.nodes.iter().position(|n| n.address == address) else {
-        return Err(Error::Other(format!(
-            "no managed node {address} in {} (nodes: {})",
-            dir.display(),
-            cluster.hosts()
-        )));
-    };
-    let node = cluster.nodes[pos].clone();
-    let done = match fault {
-        NodeFault::Kill => format!("{} pid {}", proc::kill(&node), node.pid),
-        NodeFault::Pause(d) => format!(
-            "{} pid {} for {:.1} s",
-            proc::pause(&node, *d),
-            node.pid,
-            d.as_secs_f64()
-        ),
-        NodeFault::Stop => format!(
-            "stopped ({}) pid {}",
-            proc::stop(&node, Duration::from_secs(30)),
-            node.pid
-        ),
-        NodeFault::Restart => {
-            if proc::node_alive(&node) {
-                return Err(Error::Other(format!(
-                    "node {address} (pid {}) is running; a restart follows a kill or stop",
-                    node.pid
-                )));
-            }
-            let java = dist::find_java()?;
-            let dist = Distribution {
-                lib_dir: cluster.lib_dir.clone(),
-                version: cluster.options.cassandra_version.clone(),
-            };
-            let started = start_node(&java, &dist, &cluster.options, node.index)?;
-            cluster.nodes[pos] = started.clone();
-            cluster.save()?;
-            wait_ready(&started, cluster.options.ready_timeout)?;
-            format!("restarted as pid {} (was {})", started.pid, node.pid)
-        }
-    };
-    Ok(done)
-}
-
 /// Writes a node's configuration and launches its JVM in its own process group (so a Ctrl-C
 /// meant for iodig does not kill the database mid-write).
-fn start_node(java: &Path, dist: &Distribution, opts: &UpOptions, index: u32) -> Result<NodeInfo> {
+pub(crate) fn start_node(
+    java: &Path,
+    dist: &Distribution,
+    opts: &UpOptions,
+    index: u32,
+) -> Result<NodeInfo> {
     let node_dir = opts.dir.join(format!("node{index}"));
     for sub in [
         "data",
@@ -463,7 +411,7 @@ fn start_node(java: &Path, dist: &Distribution, opts: &UpOptions, index: u32) ->
 }
 
 /// Waits for the log line that says CQL is being served, then for a TCP connect to the port.
-fn wait_ready(node: &NodeInfo, timeout: Duration) -> Result<()> {
+pub(crate) fn wait_ready(node: &NodeInfo, timeout: Duration) -> Result<()> {
     let deadline = Instant::now() + timeout;
     let needle = format!(
         "Starting listening for CQL clients on /{}:{}",
