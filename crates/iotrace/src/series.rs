@@ -2,7 +2,7 @@
 //! /proc/diskstats samples (fallback mode). Pure functions, so the arithmetic is unit-tested.
 
 use crate::diskstats::Stat;
-use crate::hist::{lat_bounds, quantile, to_buckets, SEC_SUB_BITS};
+use crate::hist::{lat_bounds, quantile, to_buckets, SEC_BUCKETS, SEC_SUB_BITS};
 use iodig_model::trace::{DeviceSecond, OpSecond, OPS};
 use std::collections::BTreeMap;
 
@@ -136,9 +136,16 @@ fn finish_second(
             o.avg_size_bytes = Some(o.bytes as f64 / o.ios as f64);
         }
         if let Some(h) = sec_lat.get(&(sec, i)) {
-            let b = to_buckets(h, |j| lat_bounds(j, SEC_SUB_BITS));
+            let (dev, os) = h.split_at(h.len().min(SEC_BUCKETS));
+            let b = to_buckets(dev, |j| lat_bounds(j, SEC_SUB_BITS));
             let p99 = quantile(&b, 0.99);
             o.lat_p99_ns = (p99 > 0).then(|| p99.min(o.lat_max_ns.unwrap_or(u64::MAX)));
+            // OS time (allocation → issue) of the same IOs, where the allocation was seen.
+            let q = to_buckets(os, |j| lat_bounds(j, SEC_SUB_BITS));
+            if q.iter().any(|b| b.count > 0) {
+                o.queue_p99_ns = Some(quantile(&q, 0.99));
+                o.queue_max_ns = q.last().map(|b| b.upper);
+            }
         }
     }
     d.clone()

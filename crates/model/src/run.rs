@@ -80,6 +80,14 @@ pub struct Environment {
     /// The database's data directory, when it is local.
     pub data_dir: Option<String>,
     pub storage: Option<StorageInfo>,
+    /// Kernel settings that shape storage IO, as read from /proc/sys/vm and /sys/kernel/mm:
+    /// `vm.dirty_ratio`, `vm.dirty_background_ratio`, `vm.dirty_bytes`,
+    /// `vm.dirty_background_bytes`, `vm.dirty_expire_centisecs`,
+    /// `vm.dirty_writeback_centisecs`, `vm.swappiness`, `transparent_hugepage.enabled`,
+    /// `transparent_hugepage.defrag`; a key is absent when it could not be read (and in run.json
+    /// files from before it was kept).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel_settings: BTreeMap<String, String>,
 }
 
 /// The file system and block device under the data directory.
@@ -95,6 +103,32 @@ pub struct StorageInfo {
     pub model: Option<String>,
     pub rotational: Option<bool>,
     pub scheduler: Option<String>,
+    /// Fields below: none in run.json files from before they were kept.
+    /// The drive's firmware revision (`device/firmware_rev`, `device/rev`), when it tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
+    /// Capacity of the whole disk in bytes (`size` × 512).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    /// Mount options of the file system (`rw,relatime,…` from /proc/self/mountinfo, the mount's
+    /// own then the super block's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_options: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_ahead_kb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_requests: Option<u64>,
+    /// `write back` or `write through` (queue/write_cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_cache: Option<String>,
+    /// Members of an md or dm device (its `slaves`), each with its model when known:
+    /// `nvme0n1 (Samsung PM1733)`; empty for a plain disk.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// Whether the device reports its own latency statistics, and why not when it does not:
+    /// e.g. `not available: vda is not an NVMe device`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_latency_stats: Option<String>,
 }
 
 /// One step's result as stored in `run.json`; the step directory holds the details.
@@ -286,5 +320,25 @@ impl OpKind {
     /// inner read/update of a read-modify-write, nor verification or cleanup).
     pub fn is_workload_op(self) -> bool {
         !matches!(self, OpKind::Verify | OpKind::Cleanup)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_from_before_the_configuration_fields_still_reads() {
+        let old = r#"{"hostname":"h","kernel":"6.1","cpu_model":"c","cpus":2,
+            "memory_bytes":1024,"data_dir":"/d","storage":{"mount_point":"/","fs_type":"ext4",
+            "source":"/dev/vda","device":"vda","dev_t":"254:0","model":null,
+            "rotational":false,"scheduler":"none"}}"#;
+        let e: Environment = serde_json::from_str(old).unwrap();
+        let s = e.storage.as_ref().unwrap();
+        assert_eq!((s.firmware.as_ref(), s.capacity_bytes), (None, None));
+        assert!(s.members.is_empty() && e.kernel_settings.is_empty());
+        // Written back, absent facts stay absent.
+        let back = serde_json::to_string(&e).unwrap();
+        assert!(!back.contains("kernel_settings") && !back.contains("firmware"));
     }
 }

@@ -2,6 +2,7 @@
 //! result always says what it measured.
 
 use iodig_model::{Environment, StorageInfo};
+use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -37,6 +38,101 @@ pub fn describe(data_dir: Option<&Path>) -> Environment {
             .map_or(0, |kb| kb * 1024),
         data_dir: data_dir.map(|d| d.display().to_string()),
         storage: data_dir.and_then(storage_of),
+        kernel_settings: kernel_settings(Path::new("/proc/sys/vm"), Path::new("/sys/kernel/mm")),
+    }
+}
+
+/// The vm and transparent-huge-page settings that shape storage IO (see
+/// [`Environment::kernel_settings`]), read under `vm` (/proc/sys/vm) and `mm` (/sys/kernel/mm).
+pub fn kernel_settings(vm: &Path, mm: &Path) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for key in [
+        "dirty_ratio",
+        "dirty_background_ratio",
+        "dirty_bytes",
+        "dirty_background_bytes",
+        "dirty_expire_centisecs",
+        "dirty_writeback_centisecs",
+        "swappiness",
+    ] {
+        if let Some(v) = read_trim(vm.join(key)) {
+            m.insert(format!("vm.{key}"), v);
+        }
+    }
+    for key in ["enabled", "defrag"] {
+        // "always [madvise] never": the bracketed word is the one in effect.
+        if let Some(v) = read_trim(mm.join("transparent_hugepage").join(key)) {
+            m.insert(format!("transparent_hugepage.{key}"), bracketed(&v));
+        }
+    }
+    m
+}
+
+/// The bracketed choice of a sysfs list (`none [mq-deadline] kyber` → `mq-deadline`).
+fn bracketed(v: &str) -> String {
+    v.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .unwrap_or(v)
+        .to_string()
+}
+
+/// Firmware, capacity, queue settings, md/dm members and device latency statistics of the
+/// whole disk at `disk` (its /sys/block directory).
+fn disk_facts(info: &mut StorageInfo, disk: &Path) {
+    info.firmware = ["device/firmware_rev", "device/rev"]
+        .iter()
+        .find_map(|f| read_trim(disk.join(f)));
+    info.capacity_bytes = read_trim(disk.join("size"))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|sectors| sectors * 512);
+    let num = |f: &str| read_trim(disk.join(f)).and_then(|v| v.parse::<u64>().ok());
+    info.read_ahead_kb = num("queue/read_ahead_kb");
+    info.nr_requests = num("queue/nr_requests");
+    info.write_cache = read_trim(disk.join("queue/write_cache"));
+    let mut members: Vec<String> = std::fs::read_dir(disk.join("slaves"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            // A member may be a partition: its model is its disk's.
+            let sys = std::fs::canonicalize(e.path()).unwrap_or_else(|_| e.path());
+            let model = read_trim(sys.join("device/model"))
+                .or_else(|| sys.parent().and_then(|p| read_trim(p.join("device/model"))));
+            match model {
+                Some(m) => format!("{name} ({m})"),
+                None => name,
+            }
+        })
+        .collect();
+    members.sort();
+    info.members = members;
+    let name = info.device.clone().unwrap_or_default();
+    info.device_latency_stats = Some(latency_stats(&name, &info.members));
+}
+
+/// Whether the device reports latency statistics of its own (NVMe SMART / OCP latency
+/// monitor), worded for the report; iodig states it and never invents figures.
+pub fn latency_stats(device: &str, members: &[String]) -> String {
+    let cli = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("nvme").is_file()));
+    latency_stats_with(device, members, cli)
+}
+
+/// [`latency_stats`] given whether the `nvme` CLI is installed.
+fn latency_stats_with(device: &str, members: &[String], cli: bool) -> String {
+    let nvme = device.starts_with("nvme") || members.iter().any(|m| m.starts_with("nvme"));
+    if !nvme {
+        return format!(
+            "not available: {device} is not an NVMe device (no device-side latency log)"
+        );
+    }
+    if cli {
+        "NVMe: the nvme CLI can read SMART / OCP latency-monitor logs; iodig does not read them \
+         yet, so only the trace's figures are shown"
+            .to_string()
+    } else {
+        "not available: NVMe device but the nvme CLI (nvme-cli) is not installed".to_string()
     }
 }
 
@@ -48,25 +144,32 @@ pub fn storage_of(path: &Path) -> Option<StorageInfo> {
     let want = format!("{major}:{minor}");
     let canonical = std::fs::canonicalize(path).ok()?;
     // The longest mount point containing the path, among mounts of this device.
-    let (mount_point, fs_type, source) = mountinfo
+    let (mount_point, fs_type, source, options) = mountinfo
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
             let sep = f.iter().position(|x| *x == "-")?;
             (f.get(2) == Some(&want.as_str())).then(|| {
+                let mut options = f.get(5).copied().unwrap_or_default().to_string();
+                if let Some(sb) = f.get(sep + 3).filter(|o| !o.is_empty()) {
+                    options.push_str(" · super block ");
+                    options.push_str(sb);
+                }
                 (
                     f[4].to_string(),
                     f[sep + 1].to_string(),
                     f[sep + 2].to_string(),
+                    options,
                 )
             })
         })
-        .filter(|(mp, _, _)| canonical.starts_with(mp))
-        .max_by_key(|(mp, _, _)| mp.len())?;
+        .filter(|(mp, _, _, _)| canonical.starts_with(mp))
+        .max_by_key(|(mp, _, _, _)| mp.len())?;
     let mut info = StorageInfo {
         mount_point,
         fs_type,
         source,
+        mount_options: Some(options).filter(|o| !o.is_empty()),
         ..Default::default()
     };
     // /sys/dev/block/MAJ:MIN resolves to the partition or the disk; a partition's parent is its disk.
@@ -82,6 +185,7 @@ pub fn storage_of(path: &Path) -> Option<StorageInfo> {
             info.model = read_trim(disk.join("device/model"));
             info.rotational = read_trim(disk.join("queue/rotational")).map(|r| r == "1");
             info.scheduler = read_trim(disk.join("queue/scheduler"));
+            disk_facts(&mut info, &disk);
         }
     }
     Some(info)
@@ -96,6 +200,44 @@ mod tests {
         let s = storage_of(&std::env::temp_dir()).expect("the temp dir is on some mount");
         assert!(s.mount_point.starts_with('/'));
         assert!(!s.fs_type.is_empty());
+    }
+
+    #[test]
+    fn kernel_settings_read_the_files_and_the_bracketed_choice() {
+        let dir = tempfile::tempdir().unwrap();
+        let (vm, mm) = (dir.path().join("vm"), dir.path().join("mm"));
+        std::fs::create_dir_all(&vm).unwrap();
+        std::fs::create_dir_all(mm.join("transparent_hugepage")).unwrap();
+        std::fs::write(vm.join("dirty_ratio"), "20\n").unwrap();
+        std::fs::write(vm.join("dirty_background_ratio"), "10\n").unwrap();
+        std::fs::write(
+            mm.join("transparent_hugepage/enabled"),
+            "always [madvise] never\n",
+        )
+        .unwrap();
+        let k = kernel_settings(&vm, &mm);
+        assert_eq!(k["vm.dirty_ratio"], "20");
+        assert_eq!(k["vm.dirty_background_ratio"], "10");
+        assert_eq!(k["transparent_hugepage.enabled"], "madvise");
+        assert!(
+            !k.contains_key("vm.swappiness"),
+            "unreadable keys are absent"
+        );
+        assert_eq!(bracketed("none [mq-deadline] kyber"), "mq-deadline");
+    }
+
+    #[test]
+    fn latency_stats_are_said_unavailable_off_nvme() {
+        assert_eq!(
+            latency_stats("vda", &[]),
+            "not available: vda is not an NVMe device (no device-side latency log)"
+        );
+        let members = ["nvme0n1 (X)".to_string()];
+        assert!(latency_stats_with("md0", &members, true).starts_with("NVMe: the nvme CLI"));
+        assert_eq!(
+            latency_stats_with("nvme1n1", &[], false),
+            "not available: NVMe device but the nvme CLI (nvme-cli) is not installed"
+        );
     }
 
     #[test]

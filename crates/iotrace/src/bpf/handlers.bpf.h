@@ -226,7 +226,8 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 		timed = true;
 		qd = FN(leave)(d, st, s, off);
 		hist_add(d, op, H_LAT_DEVICE, lat_idx(dev_ns, LAT_SUB_BITS), 1);
-		sec_lat_add(d, op, now + unix_offset_ns, dev_ns);
+		sec_lat_add(d, op, now + unix_offset_ns, dev_ns,
+			    start && start <= issue ? issue - start : ~0ULL);
 		if (s && dev_ns > s->op[op].lat_max_ns)
 			s->op[op].lat_max_ns = dev_ns;
 		if (t && dev_ns > t->lat_max_ns)

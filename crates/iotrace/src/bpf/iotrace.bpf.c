@@ -72,6 +72,14 @@ struct {
 	__type(value, struct sec_lat);
 } seclat SEC(".maps");
 
+/* The same IOs' OS time (request allocation -> issue), keyed as seclat. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SEC_RING * NOPS); /* resized to SEC_RING * ndevs * NOPS */
+	__type(key, __u32);
+	__type(value, struct sec_lat);
+} seclatq SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, NOPS * NKINDS); /* resized to ndevs * NOPS * NKINDS */
@@ -251,7 +259,8 @@ static __always_inline struct slot *slot_get(__u32 d, __u64 unix_ns, __u64 *off)
 	return s;
 }
 
-static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 ns)
+/* `q` = OS time (allocation -> issue), ~0 when the allocation time is unknown. */
+static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 ns, __u64 q)
 {
 	__u64 sec = unix_ns / 1000000000ULL;
 	__u32 key = ((__u32)(sec % SEC_RING) * ndevs + d) * NOPS + op;
@@ -264,6 +273,18 @@ static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 
 		__builtin_memset(s, 0, sizeof(*s));
 		s->id = sec;
 	}
+	if (i < SEC_BUCKETS)
+		s->hist[i] += 1;
+	if (q == ~0ULL)
+		return;
+	s = bpf_map_lookup_elem(&seclatq, &key);
+	if (!s)
+		return;
+	if (s->id != sec) {
+		__builtin_memset(s, 0, sizeof(*s));
+		s->id = sec;
+	}
+	i = lat_idx(q, SEC_SUB_BITS);
 	if (i < SEC_BUCKETS)
 		s->hist[i] += 1;
 }

@@ -21,6 +21,7 @@ pub const SPLIT_OPS: usize = 2;
 #[derive(Debug, Default)]
 pub struct DevRaw {
     pub slots: BTreeMap<u64, SlotRec>,
+    /// Per (second, op): device-time buckets, then OS-time buckets (2 × SEC_BUCKETS).
     pub sec_lat: BTreeMap<(u64, usize), Vec<u64>>,
     /// [op][kind] bucket counts (kinds as H_* in iotrace.h).
     pub hists: Vec<Vec<Vec<u64>>>,
@@ -90,16 +91,22 @@ pub fn drain_seconds(skel: &IotraceSkel<'_>, devs: &mut [DevRaw], from: u64, to:
         for (d, dev) in devs.iter_mut().enumerate() {
             for op in 0..NOPS {
                 let key = (((sec % SEC_RING) * n + d as u64) * NOPS as u64 + op as u64) as u32;
-                let mut acc = vec![0u64; SEC_BUCKETS];
+                let mut acc = vec![0u64; 2 * SEC_BUCKETS];
                 let mut seen = false;
-                for s in percpu::<types::sec_lat>(&skel.maps.seclat, key)
-                    .iter()
-                    .filter(|s| s.id == sec)
+                for (half, map) in [&skel.maps.seclat, &skel.maps.seclatq]
+                    .into_iter()
+                    .enumerate()
                 {
-                    seen = true;
-                    acc.iter_mut()
-                        .zip(s.hist.iter())
-                        .for_each(|(a, b)| *a += u64::from(*b));
+                    for s in percpu::<types::sec_lat>(map, key)
+                        .iter()
+                        .filter(|s| s.id == sec)
+                    {
+                        seen = true;
+                        acc[half * SEC_BUCKETS..]
+                            .iter_mut()
+                            .zip(s.hist.iter())
+                            .for_each(|(a, b)| *a += u64::from(*b));
+                    }
                 }
                 if seen {
                     dev.sec_lat.insert((sec, op), acc);

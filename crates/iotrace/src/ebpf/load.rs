@@ -116,6 +116,7 @@ fn configure(
     let m = &mut open.maps;
     m.slots.set_max_entries(SLOT_RING * n)?;
     m.seclat.set_max_entries(SEC_RING * n * NOPS)?;
+    m.seclatq.set_max_entries(SEC_RING * n * NOPS)?;
     m.hists.set_max_entries(n * NOPS * NKINDS)?;
     m.totals.set_max_entries(n * NOPS)?;
     m.rqstate.set_max_entries(n * STATE_PER_DEV)?;

@@ -18,10 +18,13 @@ pub type StepRule = fn(&StepData, &StepView) -> Vec<String>;
 pub type SweepRule = fn(&WorkloadSweep) -> Vec<String>;
 
 /// The step rules, in the order their sentences are listed.
-pub const STEP_RULES: [StepRule; 7] = [
+pub const STEP_RULES: [StepRule; 10] = [
     io_bursts,
     queue_depth_peak,
     device_latency_outliers,
+    system_vs_device,
+    size_bands,
+    not_storage_bound,
     latency_during_db_events,
     cpu_pressure,
     who_issued_io,
@@ -168,6 +171,54 @@ fn device_latency_outliers(step: &StepData, _: &StepView) -> Vec<String> {
                 lat_ms(max as f64 / 1e6),
                 lat_ms(p99 as f64 / 1e6),
                 max as f64 / p99 as f64
+            ));
+        }
+    }
+    f
+}
+
+/// Where reads' and writes' worst per-second p99 lives: in the OS queue or on the device.
+fn system_vs_device(_: &StepData, v: &StepView) -> Vec<String> {
+    super::levels::findings(&v.levels)
+}
+
+/// Reads mostly served from memory: few device reads per database read.
+fn not_storage_bound(_: &StepData, v: &StepView) -> Vec<String> {
+    v.storage
+        .as_ref()
+        .map(super::storage::findings)
+        .unwrap_or_default()
+}
+
+/// The blog's size bands: an op (with ≥ 100 IOs) one 4 KiB-wide bucket of which holds ≥ 25 % of
+/// its bytes or of its IOs.
+fn size_bands(_: &StepData, v: &StepView) -> Vec<String> {
+    let mut f = Vec::new();
+    for ob in v.bands.iter().filter(|b| b.ios >= 100 && b.op != "flush") {
+        let by = |key: fn(&iodig_model::trace::NarrowBand) -> f64| {
+            ob.bands.iter().max_by(|a, b| key(a).total_cmp(&key(b)))
+        };
+        let (Some(vol), Some(cnt)) = (by(|b| b.pct_bytes), by(|b| b.pct_ios)) else {
+            continue;
+        };
+        let mut parts = Vec::new();
+        if vol.pct_bytes >= 25.0 {
+            parts.push(format!(
+                "{:.0}% of {} bytes in {} ({:.0}% of its IOs)",
+                vol.pct_bytes, ob.op, vol.label, vol.pct_ios
+            ));
+        }
+        if cnt.pct_ios >= 25.0 && cnt.label != vol.label {
+            parts.push(format!(
+                "{:.0}% of {} IOs in {} ({:.0}% of its bytes)",
+                cnt.pct_ios, ob.op, cnt.label, cnt.pct_bytes
+            ));
+        }
+        if !parts.is_empty() {
+            f.push(format!(
+                "{} sizes at 4 KiB resolution: {}.",
+                capitalise(&ob.op),
+                parts.join("; ")
             ));
         }
     }

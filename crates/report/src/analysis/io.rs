@@ -2,7 +2,7 @@
 //! step's time axis, queue depth, the blog's IO summary rows and the block-size histograms.
 
 use super::Line;
-use iodig_model::trace::{merge_buckets, Bucket, TraceDoc};
+use iodig_model::trace::{merge_buckets, Bucket, NarrowBand, TraceDoc};
 use std::collections::BTreeMap;
 
 /// An op's figures on the step's time axis, summed (rates, depth) or maxed (latency) over devices.
@@ -13,6 +13,32 @@ pub struct IoLines {
     pub iops: Line,
     pub lat_max_ms: Line,
     pub lat_p99_ms: Line,
+    /// OS time (request allocation → issue) of the same IOs: per-second p99 and top bucket.
+    pub os_p99_ms: Line,
+    pub os_max_ms: Line,
+}
+
+/// An op's dominant size buckets at the trace's own resolution (4 KiB up to 2 MiB).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpBands {
+    pub op: String,
+    pub ios: u64,
+    pub bands: Vec<NarrowBand>,
+}
+
+/// Per op with IO, its three largest buckets by volume and by IO count.
+pub(super) fn op_bands(trace: &TraceDoc) -> Vec<OpBands> {
+    iodig_model::trace::OPS
+        .iter()
+        .filter_map(|op| {
+            let bands = trace.narrow_bands(op, 3);
+            (!bands.is_empty()).then(|| OpBands {
+                op: op.to_string(),
+                ios: trace.op_totals(op).0,
+                bands,
+            })
+        })
+        .collect()
 }
 
 /// One row of the blog's IO summary.
@@ -56,6 +82,7 @@ pub(super) fn io_lines(trace: &TraceDoc) -> (BTreeMap<String, IoLines>, Line, Li
         if trace.op_totals(op).0 == 0 {
             continue;
         }
+        let (mut osp99, mut osmax) = (BTreeMap::new(), BTreeMap::new());
         let (mut mb, mut mbmax, mut iops, mut lmax, mut lp99) = (
             BTreeMap::new(),
             BTreeMap::new(),
@@ -77,6 +104,12 @@ pub(super) fn io_lines(trace: &TraceDoc) -> (BTreeMap<String, IoLines>, Line, Li
                 if let Some(v) = o.lat_p99_ns {
                     max_at(&mut lp99, x, v as f64 / 1e6);
                 }
+                if let Some(v) = o.queue_p99_ns {
+                    max_at(&mut osp99, x, v as f64 / 1e6);
+                }
+                if let Some(v) = o.queue_max_ns {
+                    max_at(&mut osmax, x, v as f64 / 1e6);
+                }
             }
         }
         out.insert(
@@ -87,6 +120,8 @@ pub(super) fn io_lines(trace: &TraceDoc) -> (BTreeMap<String, IoLines>, Line, Li
                 iops: line(iops),
                 lat_max_ms: line(lmax),
                 lat_p99_ms: line(lp99),
+                os_p99_ms: line(osp99),
+                os_max_ms: line(osmax),
             },
         );
     }

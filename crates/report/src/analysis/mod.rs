@@ -9,6 +9,8 @@
 //!   did to the reads' per-second device latency;
 //! - [`background`]: the client's latency and each class's queue and device time with and
 //!   without flush/compaction IO, and the depth each class held;
+//! - [`levels`]: system level vs device level (per-second OS and device time of reads, writes);
+//! - [`storage`]: storage-bound or not (device reads per database read, page cache, memory);
 //! - [`findings`]: every findings rule — a new finding goes there (its module doc says how).
 
 pub mod attribution;
@@ -17,13 +19,16 @@ pub mod bend;
 pub mod cluster;
 pub mod findings;
 pub mod io;
+pub mod levels;
 pub mod op;
 pub mod step;
+pub mod storage;
 pub mod sweep;
 
 pub use bend::{find_bend, Bend, BEND_OPS_GAIN, BEND_P99_FACTOR};
 pub use findings::{lat_ms, rate};
-pub use io::{io_rows, pow2_bin, IoLines, IoRow, SizeHist};
+pub use io::{io_rows, pow2_bin, IoLines, IoRow, OpBands, SizeHist};
+pub use levels::LevelRow;
 pub use op::{measured_ops, LatencyOp, OP_CHOICES};
 pub use step::StepView;
 pub use sweep::{sweeps, sweeps_of, NotTested, Point, WorkloadSweep};

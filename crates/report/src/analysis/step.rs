@@ -4,7 +4,7 @@
 use super::attribution::{check_sentence, class_shares, node_shares, ShareRow};
 use super::background::{background, Background};
 use super::findings::step_findings;
-use super::io::{io_lines, io_rows, size_hists, IoLines, IoRow, SizeHist};
+use super::io::{io_lines, io_rows, op_bands, size_hists, IoLines, IoRow, OpBands, SizeHist};
 use super::{is_primary_series, Line};
 use crate::data::{DbEvent, StepData};
 use crate::outcome::Outcome;
@@ -52,6 +52,12 @@ pub struct StepView {
     /// What flush and compaction IO did to the client and to the other classes' IO.
     pub background: Option<Background>,
     pub size_hists: Vec<SizeHist>,
+    /// Dominant size buckets per op at the trace's 4 KiB resolution.
+    pub bands: Vec<OpBands>,
+    /// Reads' and writes' per-second OS time against device time.
+    pub levels: Vec<super::levels::LevelRow>,
+    /// Device reads per database read, page cache and memory (traced steps that read).
+    pub storage: Option<super::storage::StorageBound>,
     pub trace_mode: String,
     pub trace_note: Option<String>,
     /// What the return codes say (all failed, NOT_FOUND): listed up front whatever the run's length.
@@ -120,10 +126,19 @@ pub(super) fn step_view(step: &StepData) -> StepView {
             .filter(|t| t.histograms)
             .map(size_hists)
             .unwrap_or_default(),
+        bands: step
+            .trace
+            .as_ref()
+            .filter(|t| t.histograms)
+            .map(op_bands)
+            .unwrap_or_default(),
+        levels: Vec::new(),
+        storage: super::storage::storage_bound(step),
         trace_mode,
         trace_note,
         findings: Vec::new(),
     };
+    v.levels = super::levels::levels(&v.io);
     v.findings = step_findings(step, &v);
     v
 }

@@ -3,7 +3,7 @@
 
 use super::step::{line, Timeline};
 use crate::analysis::StepView;
-use crate::doc::Doc;
+use crate::doc::{Doc, Table};
 
 const OP_COLORS: [(&str, usize); 5] = [
     ("read", 0),
@@ -57,8 +57,62 @@ pub(super) fn charts(doc: &mut Doc, s: &StepView, t: &Timeline) {
             .push(line(format!("{op} p99"), &l.lat_p99_ms, op_color(op), true));
     }
     doc.line_chart(c);
+    levels(doc, s, t);
     let mut c = t.chart("Queue depth (requests in flight)", "queue depth (requests)");
     c.series.push(line("mean", &s.qd_mean, 0, false));
     c.series.push(line("max", &s.qd_max, 1, false));
     doc.line_chart(c);
+}
+
+/// System level vs device level: reads' and writes' per-second p99 in the OS queue (solid)
+/// and on the device (dashed), and a table of each op's worst second.
+fn levels(doc: &mut Doc, s: &StepView, t: &Timeline) {
+    if s.levels.is_empty() {
+        return;
+    }
+    let mut c = t.chart(
+        "System level vs device level: per-second p99 in the OS queue (solid, allocation → issue) and on the device (dashed, issue → completion)",
+        "latency (ms)",
+    );
+    for r in &s.levels {
+        let l = &s.io[&r.op];
+        c.series.push(line(
+            format!("{} OS p99", r.op),
+            &l.os_p99_ms,
+            op_color(&r.op),
+            false,
+        ));
+        c.series.push(line(
+            format!("{} device p99", r.op),
+            &l.lat_p99_ms,
+            op_color(&r.op),
+            true,
+        ));
+    }
+    doc.line_chart(c);
+    doc.h(3, "System level vs device level");
+    let mut tb = Table::new(&[
+        "op",
+        "worst second (UTC)",
+        "OS queue p99 ms",
+        "device p99 ms",
+        "where",
+        "OS p99 peak ms",
+        "device p99 peak ms",
+        "seconds",
+    ])
+    .text_columns(&[1, 4]);
+    for r in &s.levels {
+        tb.row(vec![
+            r.op.clone(),
+            crate::svg::clock(r.worst_x),
+            format!("{:.3}", r.worst_os_ms),
+            format!("{:.3}", r.worst_device_ms),
+            r.level().to_string(),
+            format!("{:.3}", r.os_peak_ms),
+            format!("{:.3}", r.device_peak_ms),
+            r.seconds.to_string(),
+        ]);
+    }
+    doc.table(tb);
 }

@@ -13,6 +13,8 @@ pub(super) fn section(doc: &mut Doc, run: &RunData, report: &Report) {
     let mut facts = config_facts(run, report);
     facts.extend(host_facts(run));
     facts.extend(device_facts(run));
+    facts.extend(kernel_facts(run));
+    facts.extend(dataset_fact(run));
     if let Some(dd) = &run.doc.environment.data_dir {
         facts.push(("data directory".into(), dd.clone()));
     }
@@ -30,7 +32,13 @@ fn config_facts(run: &RunData, report: &Report) -> Vec<Fact> {
     let c = &d.config;
     let mut facts = vec![
         ("run".into(), format!("{} ({})", report.run_name, d.status)),
-        ("tool".into(), format!("{} {}", d.tool.name, d.tool.version)),
+        (
+            "tool".into(),
+            match &d.tool.revision {
+                Some(r) => format!("{} {} (revision {r})", d.tool.name, d.tool.version),
+                None => format!("{} {}", d.tool.name, d.tool.version),
+            },
+        ),
         ("command".into(), d.tool.command_line.join(" ")),
         ("database".into(), c.db.clone()),
         ("workload files".into(), workload_files(run)),
@@ -115,10 +123,14 @@ fn device_facts(run: &RunData) -> Vec<Fact> {
                 s.scheduler.as_deref(),
             ),
         ));
+        facts.extend(drive_facts(s));
         facts.push((
             "file system".into(),
             format!("{} on {} ({})", s.fs_type, s.mount_point, s.source),
         ));
+        if let Some(o) = &s.mount_options {
+            facts.push(("mount options".into(), o.clone()));
+        }
         // `--device` can add devices beyond the one under the data directory.
         if traced.iter().any(|(n, _)| *n != name) {
             facts.push(("traced devices".into(), traced_list(&traced)));
@@ -170,6 +182,89 @@ fn workload_files(run: &RunData) -> String {
 }
 
 /// "nvme0n1 (Samsung SSD) · non-rotational · scheduler none".
+/// Firmware and capacity, md/dm members, queue settings and the device's own latency
+/// statistics (run.json files from before they were kept have none: nothing is shown).
+fn drive_facts(s: &iodig_model::StorageInfo) -> Vec<Fact> {
+    let mut facts = Vec::new();
+    let mut drive = Vec::new();
+    if let Some(f) = &s.firmware {
+        drive.push(format!("firmware {f}"));
+    }
+    if let Some(c) = s.capacity_bytes {
+        drive.push(format!("capacity {:.1} GB", c as f64 / 1e9));
+    }
+    if !drive.is_empty() {
+        facts.push(("drive".into(), drive.join(" · ")));
+    }
+    if !s.members.is_empty() {
+        facts.push(("members".into(), s.members.join(", ")));
+    }
+    let mut queue = Vec::new();
+    if let Some(r) = s.read_ahead_kb {
+        queue.push(format!("read-ahead {r} KiB"));
+    }
+    if let Some(n) = s.nr_requests {
+        queue.push(format!("nr_requests {n}"));
+    }
+    if let Some(w) = &s.write_cache {
+        queue.push(format!("write cache {w}"));
+    }
+    if !queue.is_empty() {
+        facts.push(("block queue".into(), queue.join(" · ")));
+    }
+    if let Some(l) = &s.device_latency_stats {
+        facts.push(("device latency statistics".into(), l.clone()));
+    }
+    facts
+}
+
+/// The dataset's logical size (records × fields × field length, YCSB's defaults 10 × 100 B
+/// where not set) against memory: the briefs insist the dataset dwarfs memory. Not the size on
+/// disk (compression, keys and the database's own overhead change that).
+fn dataset_fact(run: &RunData) -> Option<Fact> {
+    let p = &run.doc.config.properties;
+    let num = |k: &str, d: u64| {
+        p.get(k)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(d)
+    };
+    let records = p.get("recordcount")?.trim().parse::<u64>().ok()?;
+    let (fields, len) = (num("fieldcount", 10), num("fieldlength", 100));
+    let bytes = records.saturating_mul(fields).saturating_mul(len);
+    let mem = run.doc.environment.memory_bytes;
+    let vs = if mem > 0 {
+        format!(
+            " against {:.1} GiB memory ({:.2}×)",
+            mem as f64 / (1u64 << 30) as f64,
+            bytes as f64 / mem as f64
+        )
+    } else {
+        String::new()
+    };
+    Some((
+        "dataset (logical)".into(),
+        format!(
+            "{:.3} GB = {records} records × {fields} fields × {len} B{vs}",
+            bytes as f64 / 1e9
+        ),
+    ))
+}
+
+/// The vm and THP settings in effect, as the briefs tabulate them.
+fn kernel_facts(run: &RunData) -> Vec<Fact> {
+    let k = &run.doc.environment.kernel_settings;
+    if k.is_empty() {
+        return Vec::new();
+    }
+    vec![(
+        "kernel settings".into(),
+        k.iter()
+            .map(|(n, v)| format!("{n} {v}"))
+            .collect::<Vec<_>>()
+            .join(" · "),
+    )]
+}
+
 fn describe_device(
     name: &str,
     model: Option<&str>,

@@ -8,6 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn tables(doc: &mut Doc, s: &StepView) {
     summary(doc, s);
+    if let Some(sb) = &s.storage {
+        storage_bound(doc, sb);
+    }
+    if !s.bands.is_empty() {
+        bands(doc, s);
+    }
     if !s.size_hists.is_empty() {
         size_histograms(doc, s);
     }
@@ -37,6 +43,62 @@ fn summary(doc: &mut Doc, s: &StepView) {
         }
         doc.table(t);
     }
+}
+
+/// Storage-bound or not: the database's reads against the device's.
+fn storage_bound(doc: &mut Doc, sb: &crate::analysis::storage::StorageBound) {
+    doc.h(3, "Storage-bound or not");
+    let gib = |b: f64| format!("{:.2}", b / (1u64 << 30) as f64);
+    let mut t = Table::new(&[
+        "database reads",
+        "device reads",
+        "device reads per database read",
+        "device read GB",
+        "page cache mean GiB",
+        "page cache max GiB",
+        "memory GiB",
+    ]);
+    let or_dash = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+    t.row(vec![
+        thousands(sb.db_reads as f64),
+        thousands(sb.device_reads as f64),
+        format!("{:.3}", sb.ratio()),
+        format!("{:.3}", sb.device_read_bytes as f64 / 1e9),
+        or_dash(sb.page_cache_mean_bytes.map(gib)),
+        or_dash(sb.page_cache_max_bytes.map(|b| gib(b as f64))),
+        or_dash(sb.memory_bytes.map(|b| gib(b as f64))),
+    ]);
+    doc.table(t);
+}
+
+/// The dominant buckets at the trace's own resolution: "74 % by volume in 508–512 KiB".
+fn bands(doc: &mut Doc, s: &StepView) {
+    doc.h(3, "Size bands at the trace's 4 KiB resolution");
+    doc.p(
+        "Each op's three largest size buckets by volume and by IO count, one bucket each \
+           (4 KiB wide up to 2 MiB, a sixteenth of a power of two above): the blog's \
+           \"74 % 508 KB–512 KB\".",
+    );
+    let mut t = Table::new(&[
+        "op",
+        "size band",
+        "% of the op's IOs",
+        "% of the op's bytes",
+        "IOs",
+    ])
+    .text_columns(&[1]);
+    for ob in &s.bands {
+        for b in &ob.bands {
+            t.row(vec![
+                ob.op.clone(),
+                b.label.clone(),
+                format!("{:.1}%", b.pct_ios),
+                format!("{:.1}%", b.pct_bytes),
+                thousands(b.ios as f64),
+            ]);
+        }
+    }
+    doc.table(t);
 }
 
 /// Power-of-two bins (the union over ops), drawn as two bar charts and listed as a table.

@@ -271,6 +271,8 @@ fn trace(spec: &FixtureSpec, start: u64, secs: u64, events: &[DbEvent], rng: &mu
                         iops_max: max_i as f64 * 10.0,
                         lat_max_ns: (ios > 0).then_some(sec_lat_max[s][i]),
                         lat_p99_ns: (ios > 0).then(|| quantile(&sec_lat[s][i], 0.99)),
+                        queue_p99_ns: None,
+                        queue_max_ns: None,
                         await_ms: None,
                         avg_size_bytes: (ios > 0).then(|| bytes as f64 / ios as f64),
                     },
@@ -592,7 +594,9 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
                 model: Some("Generated NVMe SSD".into()),
                 rotational: Some(false),
                 scheduler: Some("none".into()),
+                ..Default::default()
             }),
+            ..Default::default()
         },
         steps,
         notes: Vec::new(),

@@ -1,0 +1,140 @@
+//! System level vs device level: per second, the OS time of reads and writes (request
+//! allocation → issue to the driver) beside their device time (issue → completion), and
+//! where the worst second's p99 lives (the blog's "the spikes were system level").
+
+use super::io::IoLines;
+use std::collections::BTreeMap;
+
+/// One op's per-second OS and device p99 over a step, and its worst second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelRow {
+    pub op: String,
+    /// Seconds with both figures.
+    pub seconds: usize,
+    /// The second (drawn at its middle, unix ms) whose larger p99 of the two is the highest.
+    pub worst_x: f64,
+    pub worst_os_ms: f64,
+    pub worst_device_ms: f64,
+    /// The highest per-second p99 of each over the step.
+    pub os_peak_ms: f64,
+    pub device_peak_ms: f64,
+}
+
+impl LevelRow {
+    /// "system level" when the OS time is ≥ 2× the device time in the worst second,
+    /// "device level" for the converse, else "both".
+    pub fn level(&self) -> &'static str {
+        if self.worst_os_ms >= 2.0 * self.worst_device_ms {
+            "system level"
+        } else if self.worst_device_ms >= 2.0 * self.worst_os_ms {
+            "device level"
+        } else {
+            "both system and device level"
+        }
+    }
+}
+
+/// Reads and writes with per-second OS time (traces from before it was kept have none).
+pub(super) fn levels(io: &BTreeMap<String, IoLines>) -> Vec<LevelRow> {
+    ["read", "write"]
+        .iter()
+        .filter_map(|op| level_row(op, io.get(*op)?))
+        .collect()
+}
+
+fn level_row(op: &str, l: &IoLines) -> Option<LevelRow> {
+    let dev: BTreeMap<u64, f64> = l.lat_p99_ms.iter().map(|p| (p.0 as u64, p.1)).collect();
+    let both: Vec<(f64, f64, f64)> = l
+        .os_p99_ms
+        .iter()
+        .filter_map(|&(x, os)| Some((x, os, *dev.get(&(x as u64))?)))
+        .collect();
+    let worst = both
+        .iter()
+        .max_by(|a, b| a.1.max(a.2).total_cmp(&b.1.max(b.2)))?;
+    Some(LevelRow {
+        op: op.to_string(),
+        seconds: both.len(),
+        worst_x: worst.0,
+        worst_os_ms: worst.1,
+        worst_device_ms: worst.2,
+        os_peak_ms: both.iter().map(|b| b.1).fold(0.0, f64::max),
+        device_peak_ms: both.iter().map(|b| b.2).fold(0.0, f64::max),
+    })
+}
+
+/// The finding: where an op's worst second lives, when its p99 there reaches 1 ms.
+pub(super) fn findings(rows: &[LevelRow]) -> Vec<String> {
+    use super::findings::{capitalise, lat_ms};
+    rows.iter()
+        .filter(|r| r.worst_os_ms.max(r.worst_device_ms) >= 1.0)
+        .map(|r| {
+            format!(
+                "{} p99 spikes are {}: in the worst second ({} UTC) {} in the OS queue \
+                 (allocation → issue) against {} on the device (issue → completion); \
+                 per-second p99 peaks at {} in the OS and {} on the device over {} s.",
+                capitalise(&r.op),
+                r.level(),
+                crate::svg::clock(r.worst_x),
+                lat_ms(r.worst_os_ms),
+                lat_ms(r.worst_device_ms),
+                lat_ms(r.os_peak_ms),
+                lat_ms(r.device_peak_ms),
+                r.seconds
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io(os: &[(f64, f64)], dev: &[(f64, f64)]) -> BTreeMap<String, IoLines> {
+        let mut m = BTreeMap::new();
+        m.insert(
+            "read".to_string(),
+            IoLines {
+                os_p99_ms: os.to_vec(),
+                lat_p99_ms: dev.to_vec(),
+                ..Default::default()
+            },
+        );
+        m
+    }
+
+    #[test]
+    fn worst_second_in_the_os_is_system_level() {
+        let rows = levels(&io(
+            &[(500.0, 0.2), (1500.0, 38.0), (2500.0, 0.3)],
+            &[(500.0, 0.9), (1500.0, 1.2), (2500.0, 1.5)],
+        ));
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!(
+            (r.worst_x, r.worst_os_ms, r.worst_device_ms),
+            (1500.0, 38.0, 1.2)
+        );
+        assert_eq!((r.os_peak_ms, r.device_peak_ms, r.seconds), (38.0, 1.5, 3));
+        assert_eq!(r.level(), "system level");
+        let f = findings(&rows);
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].starts_with("Read p99 spikes are system level: in the worst second"),
+            "{}",
+            f[0]
+        );
+        assert!(f[0].contains("38.0 ms in the OS queue") && f[0].contains("1.2 ms on the device"));
+    }
+
+    #[test]
+    fn device_level_and_quiet_steps() {
+        let rows = levels(&io(&[(500.0, 0.1)], &[(500.0, 4.0)]));
+        assert_eq!(rows[0].level(), "device level");
+        assert_eq!(findings(&rows).len(), 1);
+        // Under 1 ms in the worst second: no finding; no OS time at all: no row.
+        let rows = levels(&io(&[(500.0, 0.1)], &[(500.0, 0.4)]));
+        assert!(findings(&rows).is_empty());
+        assert!(levels(&io(&[], &[(500.0, 4.0)])).is_empty());
+    }
+}

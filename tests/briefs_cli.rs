@@ -1,0 +1,273 @@
+//! The briefs' figures from a real traced RocksDB run: size bands at the trace's 4 KiB
+//! resolution, system level vs device level per second, and the configuration the briefs
+//! tabulate, each checked in report.md against the run's own trace.json and run.json.
+
+mod common;
+
+use common::*;
+use iodig_model::trace::band_label;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Two traced RocksDB runs at once on 2 cores would time each other: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs a short traced RocksDB workload (updates through a 1 MiB memtable: flushes and
+/// compactions inside the step) on the VM's disk; returns the run and its run step's trace.
+fn traced_rocksdb_run(dir: &std::path::Path) -> (Run, Value) {
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "requestdistribution=uniform",
+        "-p",
+        "rocksdb.writebuffersize=1M",
+        "--threads",
+        "4",
+        "--duration",
+        "4s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][1];
+    assert_eq!(step["phase"], "run");
+    let trace = read_json(
+        &r.run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("trace.json"),
+    );
+    assert_eq!(trace["mode"], "ebpf");
+    (r, trace)
+}
+
+/// One op's size histogram merged over devices: (lower, upper) → count.
+fn hist(trace: &Value, op: &str, key: &str) -> BTreeMap<(u64, u64), u64> {
+    let mut m = BTreeMap::new();
+    for d in trace["devices"].as_array().unwrap() {
+        for b in d["ops"][op][key].as_array().into_iter().flatten() {
+            let k = (b["lower"].as_u64().unwrap(), b["upper"].as_u64().unwrap());
+            *m.entry(k).or_insert(0) += b["count"].as_u64().unwrap();
+        }
+    }
+    m
+}
+
+/// The run step's section of report.md (the load step's comes first).
+fn run_step_section(md: &str) -> &str {
+    let at = md.rfind("\n## Step").expect("a step section");
+    &md[at..]
+}
+
+#[test]
+fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
+    let _serial = serial();
+    // On the VM's disk: a tmpfs /tmp has no block device underneath.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (r, trace) = traced_rocksdb_run(dir.path());
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let section = run_step_section(&md);
+
+    // Size bands: the write bucket holding most bytes, at the trace's own 4 KiB resolution.
+    let count = hist(&trace, "write", "size_hist");
+    let bytes = hist(&trace, "write", "size_bytes_hist");
+    let (ios_all, bytes_all): (u64, u64) = (count.values().sum(), bytes.values().sum());
+    assert!(ios_all > 0, "the step wrote");
+    let (&(lo, hi), &b) = bytes.iter().max_by_key(|(_, b)| **b).unwrap();
+    assert!(hi - lo <= 4096 || hi > 2 << 20, "4 KiB buckets up to 2 MiB");
+    let row = format!(
+        "| write | {} | {:.1}% | {:.1}% |",
+        band_label(lo, hi),
+        100.0 * count[&(lo, hi)] as f64 / ios_all as f64,
+        100.0 * b as f64 / bytes_all as f64
+    );
+    assert!(
+        section.contains("### Size bands at the trace's 4 KiB resolution"),
+        "{section}"
+    );
+    assert!(section.contains(&row), "{row} not in:\n{section}");
+    let pct_bytes = 100.0 * b as f64 / bytes_all as f64;
+    if ios_all >= 100 && pct_bytes >= 25.0 {
+        let finding = format!(
+            "Write sizes at 4 KiB resolution: {pct_bytes:.0}% of write bytes in {}",
+            band_label(lo, hi)
+        );
+        assert!(section.contains(&finding), "{finding} not in:\n{section}");
+    }
+
+    // System level vs device level: per second, the OS queue and device p99 of the writes.
+    // Each figure is the worst device's of its second, as the report takes it.
+    let (mut os, mut device): (BTreeMap<u64, u64>, BTreeMap<u64, u64>) = Default::default();
+    for d in trace["devices"].as_array().unwrap() {
+        for s in d["seconds"].as_array().unwrap() {
+            let (t, o) = (s["unix_ms"].as_u64().unwrap(), &s["ops"]["write"]);
+            if let Some(q) = o["queue_p99_ns"].as_u64() {
+                let e = os.entry(t).or_default();
+                *e = (*e).max(q);
+            }
+            if let Some(l) = o["lat_p99_ns"].as_u64() {
+                let e = device.entry(t).or_default();
+                *e = (*e).max(l);
+            }
+        }
+    }
+    let per_sec: BTreeMap<u64, (u64, u64)> = os
+        .iter()
+        .filter_map(|(t, q)| Some((*t, (*q, *device.get(t)?))))
+        .collect();
+    assert!(!per_sec.is_empty(), "per-second OS time of the writes");
+    let (_, &(q, l)) = per_sec
+        .iter()
+        .max_by_key(|(t, (q, l))| (*q.max(l), **t))
+        .unwrap();
+    let (os_ms, dev_ms) = (q as f64 / 1e6, l as f64 / 1e6);
+    let table_row = section
+        .lines()
+        .skip_while(|l| !l.starts_with("### System level vs device level"))
+        .find(|l| l.starts_with("| write | "))
+        .unwrap_or_else(|| panic!("no write row in the system/device table:\n{section}"));
+    assert!(
+        table_row.contains(&format!("| {os_ms:.3} | {dev_ms:.3} |")),
+        "{table_row}: want OS {os_ms:.3} ms, device {dev_ms:.3} ms"
+    );
+    let level = if os_ms >= 2.0 * dev_ms {
+        "system level"
+    } else if dev_ms >= 2.0 * os_ms {
+        "device level"
+    } else {
+        "both system and device level"
+    };
+    assert!(table_row.contains(level), "{table_row}: want {level}");
+    assert_eq!(
+        section.contains("Write p99 spikes are"),
+        os_ms.max(dev_ms) >= 1.0,
+        "the finding fires exactly when the worst second reaches 1 ms:\n{section}"
+    );
+
+    // Configuration: run.json's environment against the machine, and the report's header.
+    let run = r.run_json();
+    let env = &run["environment"];
+    let storage = &env["storage"];
+    let dev = storage["device"].as_str().unwrap();
+    let sectors: u64 = std::fs::read_to_string(format!("/sys/block/{dev}/size"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(storage["capacity_bytes"].as_u64(), Some(sectors * 512));
+    let ra: u64 = std::fs::read_to_string(format!("/sys/block/{dev}/queue/read_ahead_kb"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(storage["read_ahead_kb"].as_u64(), Some(ra));
+    assert!(storage["mount_options"].as_str().unwrap().contains("rw"));
+    let dirty = std::fs::read_to_string("/proc/sys/vm/dirty_ratio").unwrap();
+    assert_eq!(env["kernel_settings"]["vm.dirty_ratio"], dirty.trim());
+    assert!(
+        md.contains(&format!("vm.dirty_ratio {}", dirty.trim())),
+        "{md}"
+    );
+    assert!(md.contains(&format!("read-ahead {ra} KiB")), "{md}");
+    let stats = storage["device_latency_stats"].as_str().unwrap();
+    if !dev.starts_with("nvme") && storage["members"].as_array().is_none() {
+        assert_eq!(
+            stats,
+            format!("not available: {dev} is not an NVMe device (no device-side latency log)")
+        );
+    }
+    assert!(md.contains(stats), "{md}");
+}
+
+#[test]
+fn rocksdb_run_from_memory_is_said_not_storage_bound() {
+    let _serial = serial();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    // A small dataset read through the page cache (no direct reads) and a large block cache:
+    // after the load, the reads barely reach the device.
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloads/workloadc",
+        "-p",
+        "recordcount=5000",
+        "-p",
+        "rocksdb.directreads=false",
+        "-p",
+        "rocksdb.blockcachesize=64M",
+        "--threads",
+        "2",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][1];
+    assert_eq!(step["phase"], "run");
+    let db_reads = step["series"]["READ"]["count"].as_u64().unwrap();
+    let trace = read_json(
+        &r.run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("trace.json"),
+    );
+    let device_reads: u64 = trace["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["ops"]["read"]["ios"].as_u64())
+        .sum();
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let section = run_step_section(&md);
+    let ratio = device_reads as f64 / db_reads as f64;
+    let row = format!(
+        "| {} | {} | {ratio:.3} |",
+        thousands(db_reads),
+        thousands(device_reads)
+    );
+    assert!(section.contains("### Storage-bound or not"), "{section}");
+    assert!(section.contains(&row), "{row} not in:\n{section}");
+    assert!(db_reads >= 1000, "enough reads to tell: {db_reads}");
+    assert!(
+        ratio < 0.1,
+        "a 5,000-record dataset in the page cache: {device_reads} device reads for {db_reads}"
+    );
+    let finding = format!("Not storage-bound: {ratio:.3} device reads per database read");
+    assert!(section.contains(&finding), "{finding} not in:\n{section}");
+}
+
+/// 1234567 → "1,234,567", as the report prints counts.
+fn thousands(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
