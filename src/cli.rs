@@ -35,6 +35,9 @@ pub enum Command {
     Report(crate::cmd::report::ReportArgs),
     /// Compare runs with the first: advantage tables, latency ratios, significance, regressions.
     Compare(crate::cmd::compare::CompareArgs),
+    /// Read back every key a run's versioned writes acknowledged (-p versionedwrites=true) and
+    /// count missing, stale and corrupt ones; exit 1 if any.
+    Verify(crate::cmd::verify::VerifyArgs),
     /// Start, stop and inspect local Apache Cassandra nodes.
     Cassandra(crate::cmd::cassandra::CassandraArgs),
     /// The observer `run --observe` starts on another host over SSH (requests on stdin).
@@ -196,6 +199,11 @@ pub struct BenchArgs {
     /// p90, p95, p99, p99.9, p99.99, max; > >= < <=). The thread counts left are "(not tested)".
     #[arg(long, value_name = "RULE", value_parser = iodig_runner::StopRule::parse)]
     pub stop_when: Option<iodig_runner::StopRule>,
+
+    /// After the last step, read back every key the run's versioned writes acknowledged
+    /// (-p versionedwrites=true) and count missing, stale and corrupt ones (exit 1 if any).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// Parses `30s`, `500ms`, `2m` (or `2min`), `1h` or plain seconds (`10`, `0.5`).

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
         cli::Command::Merge(args) => cmd::merge::run(args),
         cli::Command::Report(args) => cmd::report::run(args),
         cli::Command::Compare(args) => cmd::compare::run(args),
+        cli::Command::Verify(args) => cmd::verify::run(args),
         cli::Command::Agent(args) => cmd::agent::run(args),
     };
     match result {

@@ -58,6 +58,8 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         client: args.client,
         start_at: args.start_at,
         stop_when: args.stop_when.clone(),
+        verify: args.verify,
+        verify_only: None,
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };
@@ -93,11 +95,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
     }
     let stop = iodig_runner::install_stop_handler()?;
     let outcome = iodig_runner::execute(&req, &stop)?;
-    Ok(if outcome.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(outcome.exit_code())
 }
 
 /// A start time that has passed cannot line clients up: refused before anything starts.
@@ -151,6 +149,12 @@ fn run_clients(
         ))
         .into());
     }
+    if req.verify {
+        return Err(UsageError(
+            "--verify with --clients: each client keeps the versions of its own writes, and keys written by several clients cannot be judged from one; verify a single-client run".into(),
+        )
+        .into());
+    }
     let hosts = iodig_runner::remote::parse_hosts("--clients", hosts)?;
     let n = hosts.len() as u64;
     // The clients' plan, resolved here as client 1 would: a bad property or file is refused
@@ -159,6 +163,12 @@ fn run_clients(
     check.client = Some((1, n));
     check.start_at = None;
     let plan = iodig_runner::plan::Plan::resolve(&check)?;
+    if plan.workloads.iter().any(|w| w.spec.versioned_writes) {
+        return Err(UsageError(
+            "versionedwrites=true with --clients: keys written by several clients cannot be judged from one client's ledger; run versioned writes from a single client".into(),
+        )
+        .into());
+    }
     let (client_args, files) = client_command(args, phase)?;
     let stop = iodig_runner::install_stop_handler()?;
     let outcome = clients::run_clients(
@@ -225,6 +235,7 @@ fn client_command(
         start_at: _,
         seed: _,
         stop_when: _,
+        verify: _,
     } = args;
     let mut a: Vec<String> = vec![match phase {
         Phase::Load => "load".into(),
@@ -348,6 +359,7 @@ fn apply_experiment_file(
         req.faults = file.faults.clone();
     }
     req.stop_when = file.stop_rule().or(req.stop_when.take());
+    req.verify |= file.verify;
     Ok(file.clients)
 }
 

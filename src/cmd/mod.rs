@@ -7,3 +7,4 @@ pub mod compare;
 pub mod merge;
 pub mod report;
 pub mod trace;
+pub mod verify;

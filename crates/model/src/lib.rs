@@ -14,6 +14,7 @@ macro_rules! eprintln_lossy {
 pub mod cluster;
 pub mod events;
 pub mod fsio;
+pub mod integrity;
 pub mod props;
 pub mod reading;
 pub mod run;

@@ -165,6 +165,7 @@ mod tests {
             notes: vec![],
             cluster: None,
             writer,
+            integrity: None,
         }
     }
 

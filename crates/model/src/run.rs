@@ -31,6 +31,9 @@ pub struct RunDoc {
     /// one. Absent in runs of older iodig versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<crate::writer::Writer>,
+    /// The read-back of every acknowledged versioned write (`versionedwrites`), when checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<crate::integrity::IntegrityDoc>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -18,8 +18,10 @@ use anyhow::Result;
 use iodig_db::DbFactory;
 use iodig_iotrace::{TraceMode, TraceOptions};
 use iodig_model::{RunDoc, ToolInfo, SCHEMA_VERSION};
+use iodig_workload::integrity::Ledger;
 use iodig_workload::CoreWorkload;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Runs the request end to end.
@@ -42,6 +44,8 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     remote: Option<RemoteHosts>,
     /// `--start-at`: when each step begins, common to all clients.
     schedule: Option<StartSchedule>,
+    /// The acknowledged versioned writes of every step (`versionedwrites`), saved after each.
+    ledger: Option<Arc<Ledger>>,
 }
 
 /// Loads when `load` says so, runs every step, finishes the run directory and writes the report.
@@ -52,6 +56,9 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
     load: bool,
     stop: &AtomicBool,
 ) -> Result<RunOutcome> {
+    if let Some(run_dir) = &plan.req.verify_only {
+        return verify_existing(plan, factory, run_dir);
+    }
     let data_dir = factory.data_dir();
     let trace_opts = trace_options(&plan.req.trace, data_dir.as_deref());
     let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
@@ -82,6 +89,10 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         stop,
         remote,
         schedule: plan.req.start_at.map(StartSchedule::new),
+        ledger: plan
+            .spec()
+            .versioned_writes
+            .then(|| Arc::new(Ledger::new())),
     };
     let mut interrupted = false;
     if load {
@@ -145,6 +156,7 @@ fn create_run_dir<F: DbFactory>(
         notes,
         cluster: None,
         writer: None, // RunDir::create names this process
+        integrity: None,
     };
     let run = RunDir::create(
         &plan.req.out_dir,
@@ -224,7 +236,8 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
 
     /// Runs one step under observation and records it; returns whether the run must stop.
     fn step(&mut self, w: &ResolvedWorkload, step: &StepPlan, name: &str) -> Result<bool> {
-        let workload = CoreWorkload::new(w.spec.clone(), self.plan.seed);
+        let workload =
+            CoreWorkload::with_ledger(w.spec.clone(), self.plan.seed, self.ledger.clone());
         // Clients started together wait for the step's common start (--start-at) first.
         if let Some(late) = self.schedule.as_ref().and_then(|s| s.wait(name, self.stop)) {
             self.run.doc.notes.push(late);
@@ -276,6 +289,9 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 events,
             },
         )?;
+        if let Some(ledger) = &self.ledger {
+            crate::verify::save_ledger(&self.run.path, ledger)?;
+        }
         if let Some(e) = &result.error {
             return Err(anyhow::anyhow!("step {name} failed: {e}"));
         }
@@ -284,6 +300,21 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
 
     /// Closes the binding, marks the run finished and writes the report.
     fn finish(mut self, interrupted: bool) -> Result<RunOutcome> {
+        let integrity = match (&self.ledger, self.plan.req.verify) {
+            (Some(ledger), true) if !interrupted => {
+                let doc = check_integrity(self.plan, self.factory, ledger, "run")?;
+                self.run.doc.integrity = Some(doc.clone());
+                Some(doc)
+            }
+            (Some(_), true) => {
+                iodig_model::eprintln_lossy!(
+                    "note: the run was interrupted, so its writes were not read back; check them with iodig verify {}",
+                    self.run.path.display()
+                );
+                None
+            }
+            _ => None,
+        };
         let closed = self.factory.close();
         self.run.finish(if interrupted {
             "interrupted"
@@ -307,6 +338,66 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         Ok(RunOutcome {
             run_dir: path,
             interrupted,
+            integrity,
         })
     }
+}
+
+/// Reads back every key of `ledger` and says what was found.
+fn check_integrity<F: DbFactory>(
+    plan: &Plan,
+    factory: &F,
+    ledger: &Ledger,
+    checked_by: &str,
+) -> Result<iodig_model::integrity::IntegrityDoc> {
+    let read_with = match plan.props.get("cassandra.readconsistencylevel") {
+        Some(level) if F::NAME == "cassandra" => format!("cassandra at {level}"),
+        _ => F::NAME.to_string(),
+    };
+    iodig_model::eprintln_lossy!(
+        "verify: reading back {} keys written by the run ({read_with})",
+        ledger.keys().len()
+    );
+    let doc = crate::verify::check(factory, plan.spec(), ledger, checked_by, read_with)?;
+    let verdict = if doc.clean() { "ok" } else { "FAILED" };
+    iodig_model::eprintln_lossy!("integrity {verdict}: {}", doc.summary());
+    for e in &doc.examples {
+        iodig_model::eprintln_lossy!(
+            "  {} {}{}{}: acknowledged version {}{}",
+            e.verdict,
+            e.key,
+            if e.field.is_empty() { "" } else { " " },
+            e.field,
+            e.acknowledged_version,
+            e.found_version
+                .map(|v| format!(", found {v}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(doc)
+}
+
+/// `iodig verify RUN_DIR`: checks the ledger of a finished run against the database as it is
+/// now, and records the result in that run directory.
+fn verify_existing<F: DbFactory>(
+    plan: &Plan,
+    factory: &F,
+    run_dir: &std::path::Path,
+) -> Result<RunOutcome> {
+    let ledger = crate::verify::load_ledger(run_dir)?;
+    let doc = check_integrity(plan, factory, &ledger, "verify")?;
+    let closed = factory.close();
+    let run_json = run_dir.join(iodig_model::files::RUN);
+    let mut run: RunDoc = iodig_model::fsio::read_json(&run_json)?;
+    run.integrity = Some(doc.clone());
+    iodig_model::fsio::write_json_atomic(&run_json, &run)?;
+    closed.map_err(db_error)?;
+    if let Err(e) = iodig_report::write_report(run_dir) {
+        iodig_model::eprintln_lossy!("warning: the report could not be written: {e:#}");
+    }
+    Ok(RunOutcome {
+        run_dir: run_dir.to_path_buf(),
+        interrupted: false,
+        integrity: Some(doc),
+    })
 }

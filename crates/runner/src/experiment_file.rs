@@ -41,6 +41,9 @@ pub struct ExperimentFile {
     pub clients: Vec<String>,
     /// The sweep's stop rule (`--stop-when`), e.g. `stop_when = "read.p99 > 50ms"`.
     pub stop_when: Option<String>,
+    /// Read back every acknowledged versioned write after the last step (`--verify`).
+    #[serde(default)]
+    pub verify: bool,
     /// Properties of every workload (the dataset belongs here).
     #[serde(default)]
     pub properties: BTreeMap<String, toml::Value>,

@@ -7,7 +7,8 @@
 //! `step` (workers and collector) with `timed` and `pacer`, `observe` (tracer and samplers),
 //! `recording` (the step's files) into `rundir`; `remote` observes nodes on other hosts over
 //! SSH (and is the agent iodig runs there) and starts clients on other hosts (`--clients`);
-//! `start_at` lines up the steps of clients on several machines.
+//! `start_at` lines up the steps of clients on several machines; `verify` keeps the ledger of
+//! versioned writes and reads them back.
 
 pub mod dataset;
 pub mod deployment;
@@ -31,6 +32,7 @@ pub mod start_at;
 pub mod step;
 pub mod stop_rule;
 pub mod timed;
+pub mod verify;
 
 pub use errors::{exit_code_of, PrivilegeError, UsageError};
 pub use experiment::execute;

@@ -105,6 +105,7 @@ impl Plan {
             }
         }
         check_same_dataset(&workloads)?;
+        check_versioned_writes(&req, &workloads)?;
         check_nodes(&req, &props)?;
         let observe = remote::parse_hosts("--observe", &req.observe)?;
         let faults = check_faults(&req, &props, &workloads)?;
@@ -219,6 +220,33 @@ fn check_flags(req: &RunRequest) -> Result<()> {
         return Err(UsageError(
             "no workload to run; give -P FILE or a [[workload]] in the experiment file".into(),
         )
+        .into());
+    }
+    Ok(())
+}
+
+/// Versioned writes are all or nothing within a run (an unversioned write would leave values
+/// the check must call corrupt), come from one client, and are what `--verify` checks.
+fn check_versioned_writes(req: &RunRequest, workloads: &[ResolvedWorkload]) -> Result<()> {
+    let versioned = workloads.iter().filter(|w| w.spec.versioned_writes).count();
+    if versioned > 0 && versioned < workloads.len() {
+        let plain = workloads.iter().find(|w| !w.spec.versioned_writes);
+        return Err(UsageError(format!(
+            "versionedwrites=true in some workloads only ({} has none): give it in the experiment's [properties] so every write carries its version",
+            plain.map_or("one", |w| w.label.as_str())
+        ))
+        .into());
+    }
+    if versioned == 0 && req.verify && req.verify_only.is_none() {
+        return Err(UsageError(
+            "--verify checks versioned writes; add -p versionedwrites=true (or verify = true needs versionedwrites = true in [properties])".into(),
+        )
+        .into());
+    }
+    if let (Some((i, n)), true) = (req.client, versioned > 0) {
+        return Err(UsageError(format!(
+            "versionedwrites=true with --client {i}/{n}: keys written by several clients cannot be judged from one client's ledger; run versioned writes from a single client"
+        ))
         .into());
     }
     Ok(())

@@ -53,6 +53,11 @@ pub struct RunRequest {
     pub start_at: Option<std::time::SystemTime>,
     /// `--stop-when`: a workload's sweep ends at the first step that meets it.
     pub stop_when: Option<crate::stop_rule::StopRule>,
+    /// `--verify`: read back every acknowledged versioned write after the last step.
+    pub verify: bool,
+    /// `iodig verify RUN_DIR`: no step runs; the run's ledger is checked against the database
+    /// and the result written into that run directory.
+    pub verify_only: Option<PathBuf>,
     pub command_line: Vec<String>,
     /// Git revision of the binary, recorded in run.json.
     pub revision: Option<String>,
@@ -71,4 +76,19 @@ pub struct WorkloadRun {
 pub struct RunOutcome {
     pub run_dir: PathBuf,
     pub interrupted: bool,
+    /// The read-back of the versioned writes, when one was asked for.
+    pub integrity: Option<iodig_model::integrity::IntegrityDoc>,
+}
+
+impl RunOutcome {
+    /// 130 for an interrupted run, 1 when the read-back found a lost or damaged write, else 0.
+    pub fn exit_code(&self) -> std::process::ExitCode {
+        if self.interrupted {
+            std::process::ExitCode::from(130)
+        } else if self.integrity.as_ref().is_some_and(|i| !i.clean()) {
+            std::process::ExitCode::FAILURE
+        } else {
+            std::process::ExitCode::SUCCESS
+        }
+    }
 }

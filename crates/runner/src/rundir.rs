@@ -339,6 +339,7 @@ mod tests {
             notes: vec![],
             cluster: None,
             writer: None,
+            integrity: None,
         }
     }
 

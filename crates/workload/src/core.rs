@@ -5,6 +5,7 @@ use crate::generators::{
     AcknowledgedCounter, Counter, Discrete, Exponential, Hotspot, ScrambledZipfian, Sequential,
     SkewedLatest, TooManyUnacknowledged, Uniform, Zipfian,
 };
+use crate::integrity::{self, Ledger, Verdict, WriteTicket, ALL_FIELDS};
 use crate::keys::KeyNamer;
 use crate::rng::Rng;
 use crate::spec::{LengthDistribution, RequestDistribution, WorkloadSpec};
@@ -132,10 +133,19 @@ pub struct CoreWorkload {
     field_length: LengthGen,
     scan_length: LengthGen,
     seed: u64,
+    /// The run's acknowledged writes, with `versionedwrites`.
+    ledger: Option<Arc<Ledger>>,
 }
 
 impl CoreWorkload {
     pub fn new(spec: WorkloadSpec, seed: u64) -> Arc<Self> {
+        Self::with_ledger(spec, seed, None)
+    }
+
+    /// A phase whose versioned writes go into `ledger`, shared with the run's other phases (a
+    /// fresh ledger when `None` and the spec asks for versioned writes).
+    pub fn with_ledger(spec: WorkloadSpec, seed: u64, ledger: Option<Arc<Ledger>>) -> Arc<Self> {
+        let ledger = ledger.or_else(|| spec.versioned_writes.then(|| Arc::new(Ledger::new())));
         let lb = spec.insert_start;
         let ub = (spec.insert_start + spec.insert_count).saturating_sub(1);
         let key_chooser = match spec.request_distribution {
@@ -191,7 +201,13 @@ impl CoreWorkload {
             ),
             seed,
             spec,
+            ledger,
         })
+    }
+
+    /// The ledger of versioned writes, when the spec asks for them.
+    pub fn ledger(&self) -> Option<&Arc<Ledger>> {
+        self.ledger.as_ref()
     }
 
     pub fn key_namer(&self) -> KeyNamer {
@@ -206,7 +222,7 @@ impl CoreWorkload {
             key: String::with_capacity(32),
             values: Record::new(),
             // Only `dataintegrity` looks at what a read returns; otherwise count, don't copy.
-            result: if self.spec.data_integrity {
+            result: if self.spec.data_integrity || self.ledger.is_some() {
                 Record::new()
             } else {
                 Record::counting()
@@ -282,11 +298,17 @@ impl Worker {
         &self.key
     }
 
-    /// Appends the value of `field` for the current key to `values`.
-    fn build_value(&mut self, field: usize) {
+    /// Appends the value of `field` for the current key to `values`, carrying `version` when
+    /// writes are versioned.
+    fn build_value(&mut self, field: usize, version: Option<u64>) {
         let shared = &self.shared;
         let name = &shared.field_names[field];
-        if shared.spec.data_integrity {
+        if let Some(v) = version {
+            let len = shared.field_length.next(&mut self.rng) as usize;
+            let key = &self.key;
+            self.values
+                .push_with(name, |buf| integrity::encode(key, name, v, len, buf));
+        } else if shared.spec.data_integrity {
             let size = shared.spec.field_length as usize;
             let key = &self.key;
             self.values
@@ -300,19 +322,94 @@ impl Worker {
     }
 
     /// YCSB's `buildValues`: every field, in HashMap order.
-    fn build_all_values(&mut self) {
+    fn build_all_values(&mut self, version: Option<u64>) {
         self.values.clear();
         for i in 0..self.shared.field_order.len() {
             let field = self.shared.field_order[i];
-            self.build_value(field);
+            self.build_value(field, version);
         }
     }
 
     /// YCSB's `buildSingleValue`: one uniformly chosen field.
-    fn build_single_value(&mut self) {
+    fn build_single_value(&mut self, version: Option<u64>) {
         self.values.clear();
         let field = self.random_field();
-        self.build_value(field);
+        self.build_value(field, version);
+    }
+
+    /// The values of an update (YCSB's `writeallfields` decides all or one), versioned when
+    /// the run keeps a ledger: the write's ticket is returned for [`Worker::end_write`].
+    fn build_update_values(&mut self, keynum: u64) -> Option<WriteTicket> {
+        let Some(ledger) = self.shared.ledger.clone() else {
+            if self.spec().write_all_fields {
+                self.build_all_values(None);
+            } else {
+                self.build_single_value(None);
+            }
+            return None;
+        };
+        if self.spec().write_all_fields {
+            let ticket = ledger.begin(keynum, ALL_FIELDS);
+            self.build_all_values(Some(ticket.version));
+            Some(ticket)
+        } else {
+            self.values.clear();
+            let field = self.random_field();
+            let ticket = ledger.begin(keynum, field as u16);
+            self.build_value(field, Some(ticket.version));
+            Some(ticket)
+        }
+    }
+
+    /// The values of an insert (every field), versioned when the run keeps a ledger.
+    fn build_insert_values(&mut self, keynum: u64) -> Option<WriteTicket> {
+        let ticket = self
+            .shared
+            .ledger
+            .as_ref()
+            .map(|l| l.begin(keynum, ALL_FIELDS));
+        self.build_all_values(ticket.map(|t| t.version));
+        ticket
+    }
+
+    /// Records whether a versioned write was acknowledged.
+    fn end_write(&self, ticket: Option<WriteTicket>, status: Status) {
+        if let (Some(ledger), Some(t)) = (&self.shared.ledger, ticket) {
+            ledger.end(t, status.is_ok());
+        }
+    }
+
+    /// With versioned writes, judges what a read returned against the writes acknowledged
+    /// before it began (`expected`), counts it and records it as `VERIFY`.
+    fn check_versions<M: MeasuredDb>(
+        &self,
+        db: &mut M,
+        expected: Option<integrity::KeyExpectation>,
+    ) {
+        let (Some(ledger), Some(expected)) = (&self.shared.ledger, expected) else {
+            return;
+        };
+        let start = Instant::now();
+        let mut worst = Verdict::Ok;
+        for (name, value) in self.result.iter() {
+            let Some(field) = self.shared.field_names.iter().position(|n| n == name) else {
+                worst = Verdict::Corrupt;
+                continue;
+            };
+            let Some(e) = expected.field(field as u16) else {
+                continue;
+            };
+            let verdict = integrity::judge(&e, integrity::decode(&self.key, name, value), false);
+            if matches!(verdict, Verdict::Stale | Verdict::Corrupt) && worst != Verdict::Corrupt {
+                worst = verdict;
+            }
+        }
+        ledger.count_read(worst);
+        let status = match worst {
+            Verdict::Ok | Verdict::Unacknowledged => Status::Ok,
+            Verdict::Stale | Verdict::Corrupt => Status::UnexpectedState,
+        };
+        db.record(OpKind::Verify, status, start, Instant::now());
     }
 
     fn random_field(&mut self) -> usize {
@@ -346,18 +443,19 @@ impl Worker {
     pub async fn do_insert<M: MeasuredDb>(&mut self, db: &mut M) -> bool {
         let keynum = self.shared.key_sequence.next();
         self.shared.namer.build(keynum, &mut self.key);
-        self.build_all_values();
+        let ticket = self.build_insert_values(keynum);
         let mut retries = 0;
         loop {
-            if db
+            let status = db
                 .insert(&self.shared.spec.table, &self.key, &self.values)
-                .await
-                .is_ok()
-            {
+                .await;
+            if status.is_ok() {
+                self.end_write(ticket, status);
                 return true;
             }
             retries += 1;
             if retries > self.spec().insertion_retry_limit {
+                self.end_write(ticket, status);
                 return false;
             }
             // YCSB sleeps the interval ×[0.8, 1.2) so retrying clients do not move in lock step.
@@ -388,11 +486,15 @@ impl Worker {
         self.shared.namer.build(keynum, &mut self.key);
         let choice = self.choose_read_fields();
         let fields = choice.fields(&self.shared.field_names, &self.one_field);
+        let expected = self.shared.ledger.as_ref().and_then(|l| l.expect(keynum));
         let status = db
             .read(&self.shared.spec.table, &self.key, fields, &mut self.result)
             .await;
         if self.shared.spec.data_integrity && status.is_ok() {
             self.verify(db);
+        }
+        if status.is_ok() {
+            self.check_versions(db, expected);
         }
     }
 
@@ -418,21 +520,21 @@ impl Worker {
     async fn do_update<M: MeasuredDb>(&mut self, db: &mut M) {
         let keynum = self.next_keynum();
         self.shared.namer.build(keynum, &mut self.key);
-        if self.spec().write_all_fields {
-            self.build_all_values();
-        } else {
-            self.build_single_value();
-        }
-        db.update(&self.shared.spec.table, &self.key, &self.values)
+        let ticket = self.build_update_values(keynum);
+        let status = db
+            .update(&self.shared.spec.table, &self.key, &self.values)
             .await;
+        self.end_write(ticket, status);
     }
 
     async fn do_tx_insert<M: MeasuredDb>(&mut self, db: &mut M) -> Result<(), WorkloadError> {
         let keynum = self.shared.insert_sequence.next();
         self.shared.namer.build(keynum, &mut self.key);
-        self.build_all_values();
-        db.insert(&self.shared.spec.table, &self.key, &self.values)
+        let ticket = self.build_insert_values(keynum);
+        let status = db
+            .insert(&self.shared.spec.table, &self.key, &self.values)
             .await;
+        self.end_write(ticket, status);
         // Acknowledged whatever the outcome, as YCSB does in `finally`.
         self.shared.insert_sequence.acknowledge(keynum)?;
         Ok(())
@@ -460,19 +562,23 @@ impl Worker {
         let keynum = self.next_keynum();
         self.shared.namer.build(keynum, &mut self.key);
         let choice = self.choose_read_fields();
-        if self.spec().write_all_fields {
-            self.build_all_values();
-        } else {
-            self.build_single_value();
-        }
+        let expected = self.shared.ledger.as_ref().and_then(|l| l.expect(keynum));
+        let start = Instant::now();
+        // The write's version is taken when it begins, after the read, like a client that
+        // reads, modifies and writes back.
         let table = &self.shared.spec.table;
         let fields = choice.fields(&self.shared.field_names, &self.one_field);
-        let start = Instant::now();
         let read = db.read(table, &self.key, fields, &mut self.result).await;
+        let ticket = self.build_update_values(keynum);
+        let table = &self.shared.spec.table;
         let update = db.update(table, &self.key, &self.values).await;
         let end = Instant::now();
+        self.end_write(ticket, update);
         if self.shared.spec.data_integrity && read.is_ok() {
             self.verify(db);
+        }
+        if read.is_ok() {
+            self.check_versions(db, expected);
         }
         let status = if read.is_ok() { update } else { read };
         db.record(OpKind::ReadModifyWrite, status, start, end);

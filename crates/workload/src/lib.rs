@@ -4,6 +4,7 @@
 
 pub mod core;
 pub mod generators;
+pub mod integrity;
 pub mod keys;
 pub mod rng;
 pub mod spec;

@@ -24,6 +24,7 @@ pub const CORE_PROPERTIES: &[&str] = &[
     "readallfieldsbyname",
     "writeallfields",
     "dataintegrity",
+    "versionedwrites",
     "readproportion",
     "updateproportion",
     "insertproportion",
@@ -86,6 +87,9 @@ pub struct WorkloadSpec {
     pub read_all_fields_by_name: bool,
     pub write_all_fields: bool,
     pub data_integrity: bool,
+    /// `versionedwrites`: every written value carries its write's version, kept in a ledger
+    /// so reads and `iodig verify` can tell lost, stale and corrupt values (iodig's own).
+    pub versioned_writes: bool,
     /// READ, UPDATE, INSERT, SCAN, READMODIFYWRITE, in YCSB's order.
     pub proportions: [f64; 5],
     pub request_distribution: RequestDistribution,
@@ -153,6 +157,18 @@ impl WorkloadSpec {
                 "property dataintegrity=true needs fieldlengthdistribution=constant (values are rebuilt to be checked)".into(),
             ));
         }
+        let versioned_writes = p.get_bool(crate::integrity::PROPERTY, false)?;
+        if versioned_writes {
+            check_versioned_writes(
+                data_integrity,
+                field_count,
+                match field_length_distribution {
+                    LengthDistribution::Constant => field_length,
+                    _ => min_field_length,
+                },
+            )
+            .map_err(err)?;
+        }
         let insertorder = p.get_choice("insertorder", "hashed", &["hashed", "ordered"])?;
         let zero_padding = p.get_u64("zeropadding", 1)?;
         let (proportions, notes) = proportions(p)?;
@@ -171,6 +187,7 @@ impl WorkloadSpec {
             read_all_fields_by_name: p.get_bool("readallfieldsbyname", false)?,
             write_all_fields: p.get_bool("writeallfields", false)?,
             data_integrity,
+            versioned_writes,
             proportions,
             request_distribution: request_distribution(p)?,
             min_scan_length,
@@ -232,6 +249,30 @@ fn fraction(p: &Properties, key: &str, default: f64) -> Result<f64, PropertyErro
             "property {key}={v}: expected a fraction between 0 and 1"
         )))
     }
+}
+
+/// Versioned writes decide the values themselves and need room for the version in each.
+fn check_versioned_writes(
+    data_integrity: bool,
+    field_count: u64,
+    shortest_field: u64,
+) -> Result<(), String> {
+    use crate::integrity::{ALL_FIELDS, HEADER_LEN};
+    if data_integrity {
+        return Err("properties dataintegrity=true and versionedwrites=true both decide the values written; choose one (versionedwrites also checks every read, and iodig verify checks every key afterwards)".into());
+    }
+    if shortest_field < HEADER_LEN as u64 {
+        return Err(format!(
+            "property versionedwrites=true needs every value at least {HEADER_LEN} bytes long (the version takes {HEADER_LEN}); the shortest field here is {shortest_field}: raise fieldlength (or minfieldlength)"
+        ));
+    }
+    if field_count >= u64::from(ALL_FIELDS) {
+        return Err(format!(
+            "property versionedwrites=true supports up to {} fields; fieldcount={field_count} is more",
+            ALL_FIELDS - 1
+        ));
+    }
+    Ok(())
 }
 
 fn length_distribution(

@@ -602,6 +602,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
         notes: Vec::new(),
         cluster: None,
         writer: None,
+        integrity: None,
     };
     write_json_atomic(&run_dir.join(files::RUN), &doc)?;
     Ok(doc)

@@ -27,6 +27,12 @@ const LOADED_SNAPSHOT: &str = "iodig-loaded";
 /// Runs against external hosts when `hosts` is given, else against managed nodes.
 pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
     let handle = crate::step::async_runtime()?.handle().clone();
+    let managed_before = verified_run_on_managed_nodes(&plan);
+    if let Some(nodes) = managed_before {
+        // `iodig verify` of a run on managed nodes: start them again, as that run did.
+        plan.props.remove("hosts");
+        plan.req.nodes = Some(nodes);
+    }
     if plan.props.contains("hosts") {
         if plan.req.restore_each_step {
             return Err(UsageError(
@@ -46,6 +52,15 @@ pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
     let factory = iodig_db::cassandra::open_with_handle(&plan.props, &handle).map_err(db_error)?;
     let load = nodes.load_decision(&plan, &factory)?;
     sweep(&plan, &factory, &nodes, load, stop)
+}
+
+/// The node count when `iodig verify` checks a run whose `hosts` were the managed nodes under
+/// its `--out` (run.json records the hosts the managed nodes had).
+fn verified_run_on_managed_nodes(plan: &Plan) -> Option<u32> {
+    plan.req.verify_only.as_ref()?;
+    let dir = plan.req.out_dir.join("data").join("cassandra");
+    let cluster = iodig_cassandra::Cluster::load(&dir).ok()?;
+    (plan.props.get("hosts") == Some(cluster.hosts().as_str())).then_some(cluster.options.nodes)
 }
 
 /// Cassandra on hosts iodig did not start: no marker, no snapshot; the dataset is probed.

@@ -1,0 +1,529 @@
+//! Versioned writes (`versionedwrites=true`): every written value carries the version of its
+//! write, and the [`Ledger`] remembers, per key and field, the last acknowledged version and the
+//! oldest version that may still legitimately be the stored one. A value read back is then
+//! judged ok, stale, corrupt or from a write that was never acknowledged ([`Verdict`]).
+//!
+//! Versions are microseconds since the epoch, made strictly increasing within the process, so
+//! a later write always has a higher version. Two writes to one key that overlap in time may
+//! land in either order; the ledger keeps, with each acknowledged write, the oldest write that
+//! was still in flight on that key when it was issued (its *floor*), and accepts any version
+//! from the floor up. Anything older was acknowledged before the last acknowledged write began:
+//! reading it back is a lost update.
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// The property that turns versioned writes on.
+pub const PROPERTY: &str = "versionedwrites";
+/// Bytes of a value taken by its version: 16 hex digits and `:`.
+pub const HEADER_LEN: usize = 17;
+/// Field index of a write that set every field (inserts, `writeallfields` updates).
+pub const ALL_FIELDS: u16 = u16::MAX;
+
+/// The first line of a ledger file names its format.
+const FORMAT: &str = "iodig-ledger 1";
+/// Shards of the key map: enough that 1,024 workers rarely wait on one another.
+const SHARDS: usize = 256;
+
+/// Writes the value of `field` of `key` at `version`, `len` bytes long (at least
+/// [`HEADER_LEN`]): the version in hex, then printable bytes derived from key, field and
+/// version, so a value moved, cut or garbled no longer checks.
+pub fn encode(key: &str, field: &str, version: u64, len: usize, out: &mut Vec<u8>) {
+    let start = out.len();
+    let _ = write!(out, "{version:016x}:");
+    let mut state = seed(key, field, version, len);
+    while out.len() - start < len {
+        // xorshift64*: cheap, and every byte depends on the seed.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let bits = state.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        for k in 0..8 {
+            if out.len() - start == len {
+                break;
+            }
+            out.push(b'!' + ((bits >> (8 * k)) as u8 % 90));
+        }
+    }
+}
+
+/// The version a value carries, or `None` when it is not a value [`encode`] wrote for this key
+/// and field (corrupt).
+pub fn decode(key: &str, field: &str, value: &[u8]) -> Option<u64> {
+    if value.len() < HEADER_LEN || value[HEADER_LEN - 1] != b':' {
+        return None;
+    }
+    let hex = std::str::from_utf8(&value[..HEADER_LEN - 1]).ok()?;
+    let version = u64::from_str_radix(hex, 16).ok()?;
+    let mut expected = Vec::with_capacity(value.len());
+    encode(key, field, version, value.len(), &mut expected);
+    (expected == value).then_some(version)
+}
+
+/// FNV-1a of key, field, version and length (so a cut value no longer checks), never 0
+/// (xorshift's fixed point).
+fn seed(key: &str, field: &str, version: u64, len: usize) -> u64 {
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    for b in key
+        .bytes()
+        .chain([0])
+        .chain(field.bytes())
+        .chain(version.to_le_bytes())
+        .chain((len as u64).to_le_bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    h | 1
+}
+
+/// One write in flight: what [`Ledger::end`] needs to record its outcome.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteTicket {
+    pub keynum: u64,
+    pub field: u16,
+    pub version: u64,
+    floor: u64,
+}
+
+/// What is known of one field of one key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldState {
+    pub field: u16,
+    /// The highest acknowledged version, 0 when no write of it was acknowledged.
+    pub acked: u64,
+    /// The oldest version that may be stored after the `acked` write (overlapping writes).
+    pub floor: u64,
+}
+
+#[derive(Debug, Default)]
+struct KeyState {
+    /// Versions issued on this key and not yet answered.
+    in_flight: Vec<u64>,
+    fields: Vec<FieldState>,
+    /// The highest version of a write that failed or timed out: it may have landed anyway.
+    unacked_max: u64,
+}
+
+/// What is expected of one field when it is read: the stronger of its own writes and the
+/// writes of every field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expectation {
+    pub acked: u64,
+    pub floor: u64,
+    pub unacked_max: u64,
+}
+
+/// The judgement of one value read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The last acknowledged version, or one that overlapped it.
+    Ok,
+    /// Newer than every acknowledged write: a write that failed or timed out landed anyway.
+    Unacknowledged,
+    /// Older than the last acknowledged write allows: an acknowledged update was lost.
+    Stale,
+    /// Not a value written to this key and field, or a version never issued for it.
+    Corrupt,
+}
+
+/// Judges the version `read` (or `None` for a value that does not decode) against `expected`.
+/// `settled` says no write can be in flight any more (a check after the run), so a version
+/// newer than any issued is corrupt rather than a write still under way.
+pub fn judge(expected: &Expectation, read: Option<u64>, settled: bool) -> Verdict {
+    let Some(v) = read else {
+        return Verdict::Corrupt;
+    };
+    if v == expected.acked || (v >= expected.floor && v < expected.acked) {
+        Verdict::Ok
+    } else if v > expected.acked {
+        if !settled || v <= expected.unacked_max {
+            Verdict::Unacknowledged
+        } else {
+            Verdict::Corrupt
+        }
+    } else {
+        Verdict::Stale
+    }
+}
+
+/// Counts of values judged during the run's own reads.
+#[derive(Debug, Default)]
+struct ReadCounts {
+    checked: AtomicU64,
+    stale: AtomicU64,
+    corrupt: AtomicU64,
+}
+
+/// The acknowledged writes of a run, shared by every worker of every step.
+pub struct Ledger {
+    shards: Box<[Mutex<HashMap<u64, KeyState>>]>,
+    clock: AtomicU64,
+    reads: ReadCounts,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Ledger {
+    pub fn new() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            clock: AtomicU64::new(0),
+            reads: ReadCounts::default(),
+        }
+    }
+
+    fn shard(&self, keynum: u64) -> std::sync::MutexGuard<'_, HashMap<u64, KeyState>> {
+        // Keys are spread by the hash in their names already; keynums are dense, so mix them.
+        let i = (keynum.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % SHARDS;
+        self.shards[i]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A new version: the wall clock in microseconds, strictly above every earlier one.
+    fn next_version(&self) -> u64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let mut last = self.clock.load(Ordering::Relaxed);
+        loop {
+            let v = now.max(last + 1);
+            match self
+                .clock
+                .compare_exchange_weak(last, v, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return v,
+                Err(seen) => last = seen,
+            }
+        }
+    }
+
+    /// Starts a write of `field` (or [`ALL_FIELDS`]) of `keynum`: its version, to be written
+    /// into the values, and the ticket [`Ledger::end`] takes.
+    pub fn begin(&self, keynum: u64, field: u16) -> WriteTicket {
+        let mut shard = self.shard(keynum);
+        let state = shard.entry(keynum).or_default();
+        // The version is taken under the key's lock, so versions of one key are issued in
+        // the order the key's writes begin.
+        let version = self.next_version();
+        state.in_flight.push(version);
+        let floor = state.in_flight.iter().copied().min().unwrap_or(version);
+        WriteTicket {
+            keynum,
+            field,
+            version,
+            floor,
+        }
+    }
+
+    /// Records the outcome of a write: acknowledged or not (failed, timed out, unknown).
+    pub fn end(&self, ticket: WriteTicket, acknowledged: bool) {
+        let mut shard = self.shard(ticket.keynum);
+        let state = shard.entry(ticket.keynum).or_default();
+        if let Some(i) = state.in_flight.iter().position(|&v| v == ticket.version) {
+            state.in_flight.swap_remove(i);
+        }
+        if !acknowledged {
+            state.unacked_max = state.unacked_max.max(ticket.version);
+            return;
+        }
+        let entry = match state.fields.iter_mut().find(|f| f.field == ticket.field) {
+            Some(f) => f,
+            None => {
+                state.fields.push(FieldState {
+                    field: ticket.field,
+                    acked: 0,
+                    floor: 0,
+                });
+                state.fields.last_mut().expect("just pushed")
+            }
+        };
+        if ticket.version > entry.acked {
+            entry.acked = ticket.version;
+            entry.floor = ticket.floor;
+        }
+    }
+
+    /// What a read of `keynum` must find, per field index; `None` when the run never wrote it.
+    pub fn expect(&self, keynum: u64) -> Option<KeyExpectation> {
+        let shard = self.shard(keynum);
+        shard.get(&keynum).map(|s| KeyExpectation {
+            fields: s.fields.clone(),
+            unacked_max: s.unacked_max,
+        })
+    }
+
+    /// Counts a value judged during a run's read.
+    pub fn count_read(&self, verdict: Verdict) {
+        self.reads.checked.fetch_add(1, Ordering::Relaxed);
+        match verdict {
+            Verdict::Stale => {
+                self.reads.stale.fetch_add(1, Ordering::Relaxed);
+            }
+            Verdict::Corrupt => {
+                self.reads.corrupt.fetch_add(1, Ordering::Relaxed);
+            }
+            Verdict::Ok | Verdict::Unacknowledged => {}
+        }
+    }
+
+    /// Values checked, stale and corrupt among the run's own reads.
+    pub fn read_counts(&self) -> (u64, u64, u64) {
+        (
+            self.reads.checked.load(Ordering::Relaxed),
+            self.reads.stale.load(Ordering::Relaxed),
+            self.reads.corrupt.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Keys with at least one write, in ascending order.
+    pub fn keys(&self) -> Vec<u64> {
+        let mut keys: Vec<u64> = self
+            .shards
+            .iter()
+            .flat_map(|s| {
+                s.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .keys()
+                    .copied()
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Writes the ledger: a line naming the format and the run's read counts, then one
+    /// little-endian record per key (keynum, unacked_max, field count, then field, acked and
+    /// floor per field). Writes in flight are not saved: they have no outcome yet.
+    pub fn save(&self, out: &mut impl Write) -> io::Result<()> {
+        let (checked, stale, corrupt) = self.read_counts();
+        writeln!(
+            out,
+            "{FORMAT} reads_checked={checked} stale_reads={stale} corrupt_reads={corrupt}"
+        )?;
+        for keynum in self.keys() {
+            let shard = self.shard(keynum);
+            let Some(s) = shard.get(&keynum) else {
+                continue;
+            };
+            out.write_all(&keynum.to_le_bytes())?;
+            out.write_all(&s.unacked_max.to_le_bytes())?;
+            out.write_all(&(s.fields.len() as u16).to_le_bytes())?;
+            for f in &s.fields {
+                out.write_all(&f.field.to_le_bytes())?;
+                out.write_all(&f.acked.to_le_bytes())?;
+                out.write_all(&f.floor.to_le_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a ledger [`Ledger::save`] wrote.
+    pub fn load(input: &mut impl BufRead) -> io::Result<Ledger> {
+        let bad = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_string());
+        let mut line = String::new();
+        input.read_line(&mut line)?;
+        let rest = line
+            .trim_end()
+            .strip_prefix(FORMAT)
+            .ok_or_else(|| bad("not an iodig ledger (its first line does not name the format)"))?;
+        let ledger = Ledger::new();
+        for pair in rest.split_whitespace() {
+            let (name, value) = pair.split_once('=').ok_or_else(|| bad("bad header"))?;
+            let value: u64 = value.parse().map_err(|_| bad("bad header count"))?;
+            match name {
+                "reads_checked" => ledger.reads.checked.store(value, Ordering::Relaxed),
+                "stale_reads" => ledger.reads.stale.store(value, Ordering::Relaxed),
+                "corrupt_reads" => ledger.reads.corrupt.store(value, Ordering::Relaxed),
+                _ => {}
+            }
+        }
+        let mut u64_buf = [0u8; 8];
+        let mut u16_buf = [0u8; 2];
+        loop {
+            match input.read_exact(&mut u64_buf) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+                Err(e) => return Err(e),
+            }
+            let keynum = u64::from_le_bytes(u64_buf);
+            let truncated = |_| bad("the ledger is cut short");
+            input.read_exact(&mut u64_buf).map_err(truncated)?;
+            let unacked_max = u64::from_le_bytes(u64_buf);
+            input.read_exact(&mut u16_buf).map_err(truncated)?;
+            let n = u16::from_le_bytes(u16_buf);
+            let mut fields = Vec::with_capacity(usize::from(n));
+            for _ in 0..n {
+                input.read_exact(&mut u16_buf).map_err(truncated)?;
+                let field = u16::from_le_bytes(u16_buf);
+                input.read_exact(&mut u64_buf).map_err(truncated)?;
+                let acked = u64::from_le_bytes(u64_buf);
+                input.read_exact(&mut u64_buf).map_err(truncated)?;
+                let floor = u64::from_le_bytes(u64_buf);
+                fields.push(FieldState {
+                    field,
+                    acked,
+                    floor,
+                });
+            }
+            ledger.shard(keynum).insert(
+                keynum,
+                KeyState {
+                    in_flight: Vec::new(),
+                    fields,
+                    unacked_max,
+                },
+            );
+        }
+        Ok(ledger)
+    }
+}
+
+/// A key's acknowledged writes, as a read must find them.
+#[derive(Debug, Clone)]
+pub struct KeyExpectation {
+    fields: Vec<FieldState>,
+    unacked_max: u64,
+}
+
+impl KeyExpectation {
+    /// What field `field` must hold: the later of its own last acknowledged write and the last
+    /// one that set every field. `None` when neither was acknowledged.
+    pub fn field(&self, field: u16) -> Option<Expectation> {
+        let own = self.fields.iter().find(|f| f.field == field);
+        let all = self.fields.iter().find(|f| f.field == ALL_FIELDS);
+        let best = match (own, all) {
+            (Some(a), Some(b)) => {
+                if a.acked >= b.acked {
+                    a
+                } else {
+                    b
+                }
+            }
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => return None,
+        };
+        (best.acked > 0).then_some(Expectation {
+            acked: best.acked,
+            floor: best.floor,
+            unacked_max: self.unacked_max,
+        })
+    }
+
+    /// Whether some write of this key was acknowledged (so the record must exist).
+    pub fn any_acknowledged(&self) -> bool {
+        self.fields.iter().any(|f| f.acked > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_and_catch_tampering() {
+        let mut v = Vec::new();
+        encode("user42", "field3", 0x1234_5678_9abc, 100, &mut v);
+        assert_eq!(v.len(), 100);
+        assert!(v.starts_with(b"000012345678"));
+        assert_eq!(decode("user42", "field3", &v), Some(0x1234_5678_9abc));
+        // Another key, another field, a cut value or one flipped byte do not check.
+        assert_eq!(decode("user43", "field3", &v), None);
+        assert_eq!(decode("user42", "field4", &v), None);
+        assert_eq!(
+            decode("user42", "field3", &v[..99]),
+            None,
+            "cut values are corrupt"
+        );
+        let mut flipped = v.clone();
+        flipped[60] ^= 1;
+        assert_eq!(decode("user42", "field3", &flipped), None);
+        assert_eq!(decode("user42", "field3", b"short"), None);
+    }
+
+    #[test]
+    fn a_lost_acknowledged_update_is_stale_and_overlapping_writes_are_not() {
+        let ledger = Ledger::new();
+        let first = ledger.begin(7, 0);
+        ledger.end(first, true);
+        let second = ledger.begin(7, 0);
+        ledger.end(second, true);
+        let e = ledger.expect(7).unwrap().field(0).unwrap();
+        assert_eq!(judge(&e, Some(second.version), true), Verdict::Ok);
+        assert_eq!(judge(&e, Some(first.version), true), Verdict::Stale);
+        assert_eq!(judge(&e, None, true), Verdict::Corrupt);
+        assert_eq!(judge(&e, Some(second.version + 5), true), Verdict::Corrupt);
+        assert_eq!(
+            judge(&e, Some(second.version + 5), false),
+            Verdict::Unacknowledged
+        );
+
+        // Two writes in flight together: either may be the one stored.
+        let a = ledger.begin(8, 1);
+        let b = ledger.begin(8, 1);
+        ledger.end(b, true);
+        ledger.end(a, true);
+        let e = ledger.expect(8).unwrap().field(1).unwrap();
+        assert_eq!(e.acked, b.version);
+        assert_eq!(judge(&e, Some(a.version), true), Verdict::Ok);
+        assert_eq!(judge(&e, Some(b.version), true), Verdict::Ok);
+    }
+
+    #[test]
+    fn writes_of_every_field_and_failed_writes_count() {
+        let ledger = Ledger::new();
+        let insert = ledger.begin(1, ALL_FIELDS);
+        ledger.end(insert, true);
+        let update = ledger.begin(1, 2);
+        ledger.end(update, true);
+        let failed = ledger.begin(1, 3);
+        ledger.end(failed, false);
+        let k = ledger.expect(1).unwrap();
+        assert!(k.any_acknowledged());
+        // Field 2 was updated after the insert; field 3 still holds the insert's version.
+        assert_eq!(k.field(2).unwrap().acked, update.version);
+        assert_eq!(k.field(3).unwrap().acked, insert.version);
+        let e3 = k.field(3).unwrap();
+        assert_eq!(
+            judge(&e3, Some(failed.version), true),
+            Verdict::Unacknowledged
+        );
+        // A key only ever written by failed writes may be absent.
+        let lost = ledger.begin(2, ALL_FIELDS);
+        ledger.end(lost, false);
+        assert!(!ledger.expect(2).unwrap().any_acknowledged());
+        assert!(ledger.expect(3).is_none());
+    }
+
+    #[test]
+    fn the_ledger_survives_a_save_and_load() {
+        let ledger = Ledger::new();
+        for k in 0..100 {
+            let t = ledger.begin(k, ALL_FIELDS);
+            ledger.end(t, k % 7 != 0);
+        }
+        ledger.count_read(Verdict::Stale);
+        ledger.count_read(Verdict::Ok);
+        let mut bytes = Vec::new();
+        ledger.save(&mut bytes).unwrap();
+        let back = Ledger::load(&mut bytes.as_slice()).unwrap();
+        assert_eq!(back.keys(), ledger.keys());
+        assert_eq!(back.read_counts(), (2, 1, 0));
+        for k in 0..100 {
+            assert_eq!(
+                back.expect(k).unwrap().field(0),
+                ledger.expect(k).unwrap().field(0)
+            );
+        }
+        assert!(Ledger::load(&mut &b"something else\n"[..]).is_err());
+        assert!(Ledger::load(&mut &bytes[..bytes.len() - 3]).is_err());
+    }
+}
