@@ -503,3 +503,65 @@ fn faults_that_do_not_fit_are_refused_before_anything_starts() {
         .join("cassandra")
         .exists());
 }
+
+#[test]
+fn versioned_writes_that_cannot_be_kept_or_verified_are_refused_up_front() {
+    let (_d, out) = out_dir();
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "-p",
+            "versionedwrites=true",
+            "-p",
+            "dataintegrity=true",
+            "--out",
+            &out,
+        ],
+        &["dataintegrity=true", "versionedwrites=true", "choose one"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "-p",
+            "versionedwrites=true",
+            "-p",
+            "fieldlength=10",
+            "--out",
+            &out,
+        ],
+        &["versionedwrites=true", "at least 17 bytes", "fieldlength"],
+    );
+    expect_usage_error(
+        &["run", "-p", "recordcount=10", "--verify", "--out", &out],
+        &["--verify", "versionedwrites=true"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "-p",
+            "versionedwrites=true",
+            "--verify",
+            "--out",
+            &out,
+        ],
+        &["--verify with --db basic"],
+    );
+    // A run that wrote no versions has nothing to verify; a path that is no run is named.
+    let plain = run_basic(
+        "workloada",
+        &out,
+        &["-p", "recordcount=5", "--duration", "1s", "--warmup", "0s"],
+    );
+    assert_eq!(plain.code(), 0, "{}", plain.stderr);
+    expect_usage_error(
+        &["verify", plain.run_dir().to_str().unwrap()],
+        &["wrote no versioned values", "versionedwrites=true"],
+    );
+    expect_usage_error(&["verify", &out], &["not a run directory", "run.json"]);
+}

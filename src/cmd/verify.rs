@@ -22,6 +22,7 @@ pub struct VerifyArgs {
 
 pub fn run(args: &VerifyArgs) -> Result<ExitCode> {
     let dir = iodig_runner::verify::run_dir_arg(&args.run_dir)?;
+    iodig_runner::verify::require_ledger(&dir)?;
     let doc = iodig_model::reading::read_run_doc(&dir)?;
     // The run's own properties, less the secrets its record does not keep; then the flags.
     let mut overrides: Vec<String> = doc

@@ -258,6 +258,10 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 observer = observer.with_faults(self.plan.faults.clone(), handler);
             }
         }
+        let saver = self
+            .ledger
+            .as_ref()
+            .map(|l| crate::verify::LedgerSaver::start(Arc::clone(l), self.run.path.clone()));
         let result = run_step(
             self.factory,
             &workload,
@@ -289,6 +293,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 events,
             },
         )?;
+        drop(saver);
         if let Some(ledger) = &self.ledger {
             crate::verify::save_ledger(&self.run.path, ledger)?;
         }

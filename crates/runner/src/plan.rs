@@ -243,6 +243,12 @@ fn check_versioned_writes(req: &RunRequest, workloads: &[ResolvedWorkload]) -> R
         )
         .into());
     }
+    if req.verify && req.db == "basic" {
+        return Err(UsageError(
+            "--verify with --db basic: the basic binding keeps nothing to read back; verify a rocksdb or cassandra run".into(),
+        )
+        .into());
+    }
     if let (Some((i, n)), true) = (req.client, versioned > 0) {
         return Err(UsageError(format!(
             "versionedwrites=true with --client {i}/{n}: keys written by several clients cannot be judged from one client's ledger; run versioned writes from a single client"

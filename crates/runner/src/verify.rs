@@ -32,20 +32,67 @@ pub fn save_ledger(run_dir: &Path, ledger: &Ledger) -> Result<()> {
     iodig_model::fsio::write_atomic(&path, &bytes)
 }
 
+/// Saves the ledger every few seconds while a step runs, so a run killed mid-step still has
+/// the writes acknowledged up to the last save checked. Stops (and saves once more) on drop.
+pub struct LedgerSaver {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// How often the ledger is saved during a step.
+const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl LedgerSaver {
+    pub fn start(ledger: Arc<Ledger>, run_dir: PathBuf) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("iodig-ledger".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    rx.recv_timeout(SAVE_EVERY)
+                {
+                    if let Err(e) = save_ledger(&run_dir, &ledger) {
+                        iodig_model::eprintln_lossy!(
+                            "warning: the ledger of versioned writes could not be saved: {e:#}"
+                        );
+                    }
+                }
+            })
+            .ok();
+        Self {
+            stop: Some(tx),
+            thread,
+        }
+    }
+}
+
+impl Drop for LedgerSaver {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Refuses a run directory that holds no ledger: its run wrote no versioned values.
+pub fn require_ledger(run_dir: &Path) -> Result<()> {
+    if run_dir.join(LEDGER_FILE).is_file() {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "{}: this run wrote no versioned values (no {LEDGER_FILE}); nothing to verify. Run with -p versionedwrites=true to verify a run afterwards",
+        run_dir.display()
+    ))
+    .into())
+}
+
 /// Reads the ledger of `run_dir`, refusing a run that wrote no versioned values.
 pub fn load_ledger(run_dir: &Path) -> Result<Ledger> {
+    require_ledger(run_dir)?;
     let path = run_dir.join(LEDGER_FILE);
-    let file = match std::fs::File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(UsageError(format!(
-                "{}: this run wrote no versioned values (no {LEDGER_FILE}); nothing to verify. Run with -p versionedwrites=true to verify a run afterwards",
-                run_dir.display()
-            ))
-            .into())
-        }
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
+    let file =
+        std::fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
     Ledger::load(&mut std::io::BufReader::new(file))
         .with_context(|| format!("{}: not a ledger iodig can read", path.display()))
 }
@@ -197,7 +244,7 @@ async fn check_keys<D: Db>(
                         None => Some(("missing", None)),
                         Some(value) => {
                             let found = integrity::decode(&key, name, value);
-                            match integrity::judge(&e, found, true) {
+                            match integrity::judge(&e, found) {
                                 Verdict::Ok => None,
                                 Verdict::Unacknowledged => {
                                     unacknowledged = true;

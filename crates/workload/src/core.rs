@@ -399,7 +399,7 @@ impl Worker {
             let Some(e) = expected.field(field as u16) else {
                 continue;
             };
-            let verdict = integrity::judge(&e, integrity::decode(&self.key, name, value), false);
+            let verdict = integrity::judge(&e, integrity::decode(&self.key, name, value));
             if matches!(verdict, Verdict::Stale | Verdict::Corrupt) && worst != Verdict::Corrupt {
                 worst = verdict;
             }

@@ -121,7 +121,8 @@ pub struct Expectation {
 pub enum Verdict {
     /// The last acknowledged version, or one that overlapped it.
     Ok,
-    /// Newer than every acknowledged write: a write that failed or timed out landed anyway.
+    /// Newer than every acknowledged write: a write that failed, timed out or was never
+    /// recorded as acknowledged landed.
     Unacknowledged,
     /// Older than the last acknowledged write allows: an acknowledged update was lost.
     Stale,
@@ -130,20 +131,18 @@ pub enum Verdict {
 }
 
 /// Judges the version `read` (or `None` for a value that does not decode) against `expected`.
-/// `settled` says no write can be in flight any more (a check after the run), so a version
-/// newer than any issued is corrupt rather than a write still under way.
-pub fn judge(expected: &Expectation, read: Option<u64>, settled: bool) -> Verdict {
+/// A value that decodes was written by iodig to this key and field at that version (its bytes
+/// depend on all three), so a version above the last acknowledged one is a write whose
+/// acknowledgement the ledger does not hold: failed, timed out, or after the ledger's last
+/// save in a run that was killed. Only a value that does not decode is corrupt.
+pub fn judge(expected: &Expectation, read: Option<u64>) -> Verdict {
     let Some(v) = read else {
         return Verdict::Corrupt;
     };
-    if v == expected.acked || (v >= expected.floor && v < expected.acked) {
+    if v >= expected.floor && v <= expected.acked {
         Verdict::Ok
     } else if v > expected.acked {
-        if !settled || v <= expected.unacked_max {
-            Verdict::Unacknowledged
-        } else {
-            Verdict::Corrupt
-        }
+        Verdict::Unacknowledged
     } else {
         Verdict::Stale
     }
@@ -457,14 +456,10 @@ mod tests {
         let second = ledger.begin(7, 0);
         ledger.end(second, true);
         let e = ledger.expect(7).unwrap().field(0).unwrap();
-        assert_eq!(judge(&e, Some(second.version), true), Verdict::Ok);
-        assert_eq!(judge(&e, Some(first.version), true), Verdict::Stale);
-        assert_eq!(judge(&e, None, true), Verdict::Corrupt);
-        assert_eq!(judge(&e, Some(second.version + 5), true), Verdict::Corrupt);
-        assert_eq!(
-            judge(&e, Some(second.version + 5), false),
-            Verdict::Unacknowledged
-        );
+        assert_eq!(judge(&e, Some(second.version)), Verdict::Ok);
+        assert_eq!(judge(&e, Some(first.version)), Verdict::Stale);
+        assert_eq!(judge(&e, None), Verdict::Corrupt);
+        assert_eq!(judge(&e, Some(second.version + 5)), Verdict::Unacknowledged);
 
         // Two writes in flight together: either may be the one stored.
         let a = ledger.begin(8, 1);
@@ -473,8 +468,8 @@ mod tests {
         ledger.end(a, true);
         let e = ledger.expect(8).unwrap().field(1).unwrap();
         assert_eq!(e.acked, b.version);
-        assert_eq!(judge(&e, Some(a.version), true), Verdict::Ok);
-        assert_eq!(judge(&e, Some(b.version), true), Verdict::Ok);
+        assert_eq!(judge(&e, Some(a.version)), Verdict::Ok);
+        assert_eq!(judge(&e, Some(b.version)), Verdict::Ok);
     }
 
     #[test]
@@ -492,10 +487,7 @@ mod tests {
         assert_eq!(k.field(2).unwrap().acked, update.version);
         assert_eq!(k.field(3).unwrap().acked, insert.version);
         let e3 = k.field(3).unwrap();
-        assert_eq!(
-            judge(&e3, Some(failed.version), true),
-            Verdict::Unacknowledged
-        );
+        assert_eq!(judge(&e3, Some(failed.version)), Verdict::Unacknowledged);
         // A key only ever written by failed writes may be absent.
         let lost = ledger.begin(2, ALL_FIELDS);
         ledger.end(lost, false);

@@ -112,6 +112,24 @@ pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
     if let Some(state) = &run.state {
         findings.insert(0, state.clone());
     }
+    // Lost acknowledged writes come before any performance figure.
+    if let Some(i) = &run.doc.integrity {
+        let at = usize::from(run.state.is_some());
+        findings.insert(
+            at.min(findings.len()),
+            if i.clean() {
+                format!(
+                    "Integrity: no acknowledged write was lost. {}.",
+                    i.summary()
+                )
+            } else {
+                format!(
+                    "Integrity FAILED: acknowledged writes were lost or damaged. {}.",
+                    i.summary()
+                )
+            },
+        );
+    }
     Report {
         run_name: run.name(),
         op: op.clone(),

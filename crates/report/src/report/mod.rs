@@ -9,6 +9,7 @@ mod cluster;
 mod events;
 mod findings;
 mod header;
+mod integrity;
 mod io_summary;
 mod per_second;
 mod step;
@@ -105,6 +106,7 @@ pub fn report_doc(run: &RunData, report: &Report) -> Doc {
     let mut doc = Doc::new(&format!("iodig report: {}", report.run_name));
     header::section(&mut doc, run, report);
     findings::section(&mut doc, report);
+    integrity::section(&mut doc, run);
     cluster::section(&mut doc, report);
     steps_table::section(&mut doc, report);
     for s in &report.sweeps {
