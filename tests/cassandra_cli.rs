@@ -767,6 +767,7 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
     );
     let run = quorum.run_json();
     let i = &run["integrity"];
+    eprintln!("QUORUM: {i}");
     assert_eq!(i["read_with"], "cassandra at QUORUM", "{i}");
     assert_eq!(i["keys"], 2000, "every loaded key was acknowledged: {i}");
     for bad in ["missing", "stale", "corrupt"] {
@@ -804,6 +805,7 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
         one.stderr
     );
     let i = one.run_json()["integrity"].clone();
+    eprintln!("ONE: {i}");
     assert_eq!(i["read_with"], "cassandra at ONE", "{i}");
     assert_eq!(i["corrupt"], 0, "{i}");
     assert_eq!(
