@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, then every unit and integration test in release mode
-# (one build serves the tests, the benchmarks and the binary). Tests that trace need root; tests
+# (one build serves the tests, the benchmarks and the binary), then the fuzz targets for a
+# bounded time each (scripts/fuzz.sh). Tests that trace need root; tests
 # that need Cassandra start it themselves. Ends with one "N passed, N failed" line over all
 # test binaries.
 set -euo pipefail
@@ -33,4 +34,8 @@ set -e
 passed=$(grep -Eo '^test result: .* ([0-9]+) passed' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '^test result: .* ([0-9]+) failed' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
 echo "tests: $passed passed, $failed failed"
+# Every reader of user input and of run directories, fuzzed 60 s each (kept crashes replay above).
+fuzz_status=0
+scripts/fuzz.sh "${IODIG_FUZZ_SECONDS:-60}" || fuzz_status=$?
+if ((status == 0)); then status=$fuzz_status; fi
 exit "$status"
