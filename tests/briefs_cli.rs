@@ -18,9 +18,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Runs a short traced RocksDB workload (updates through a 1 MiB memtable: flushes and
+/// Runs a short traced RocksDB workload (updates through a small memtable: flushes and
 /// compactions inside the step) on the VM's disk; returns the run and its run step's trace.
-fn traced_rocksdb_run(dir: &std::path::Path) -> (Run, Value) {
+fn traced_rocksdb_run(dir: &std::path::Path, write_buffer: &str) -> (Run, Value) {
+    let write_buffer = format!("rocksdb.writebuffersize={write_buffer}");
     let r = run_iodig(&[
         "run",
         "--db",
@@ -32,7 +33,7 @@ fn traced_rocksdb_run(dir: &std::path::Path) -> (Run, Value) {
         "-p",
         "requestdistribution=uniform",
         "-p",
-        "rocksdb.writebuffersize=1M",
+        &write_buffer,
         "--threads",
         "4",
         "--duration",
@@ -80,7 +81,7 @@ fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
     let _serial = serial();
     // On the VM's disk: a tmpfs /tmp has no block device underneath.
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    let (r, trace) = traced_rocksdb_run(dir.path());
+    let (r, trace) = traced_rocksdb_run(dir.path(), "1M");
     let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
     let section = run_step_section(&md);
 
@@ -270,4 +271,140 @@ fn thousands(v: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// MB/s as the report words it.
+fn rate(mb_s: f64) -> String {
+    if mb_s >= 1000.0 {
+        format!("{:.1} GB/s", mb_s / 1000.0)
+    } else if mb_s >= 10.0 {
+        format!("{mb_s:.0} MB/s")
+    } else {
+        format!("{mb_s:.2} MB/s")
+    }
+}
+
+#[test]
+fn burst_and_queue_depth_findings_match_the_trace_and_the_self_check_is_stated() {
+    let _serial = serial();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (r, trace) = traced_rocksdb_run(dir.path(), "32M");
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let section = run_step_section(&md);
+    let devices = trace["devices"].as_array().unwrap();
+
+    // Write bursts: the busiest slot of the busiest second (summed over devices, as the report
+    // sums them) against the step's mean, recomputed from trace.json.
+    let secs = (trace["end_unix_ms"].as_u64().unwrap() - trace["start_unix_ms"].as_u64().unwrap())
+        as f64
+        / 1000.0;
+    let bytes: u64 = devices
+        .iter()
+        .filter_map(|d| d["ops"]["write"]["bytes"].as_u64())
+        .sum();
+    let mut per_second = BTreeMap::<u64, f64>::new();
+    for d in devices {
+        for s in d["seconds"].as_array().unwrap() {
+            *per_second
+                .entry(s["unix_ms"].as_u64().unwrap())
+                .or_default() += s["ops"]["write"]["mb_s_max"].as_f64().unwrap_or(0.0);
+        }
+    }
+    let peak = per_second.values().copied().fold(0.0, f64::max);
+    let mean = bytes as f64 / 1e6 / secs;
+    let ratio = peak / mean;
+    // 32 MiB memtables (two merged per flush): a few flushes inside 4 s of updates, each a
+    // burst against the quiet seconds between them.
+    assert!(
+        ratio >= 5.0 && peak >= 10.0,
+        "the run is made to burst: peak {peak} MB/s, mean {mean} MB/s"
+    );
+    let burst = format!(
+        "Write bursts reach {ratio:.0}× the mean write throughput ({} vs {})",
+        rate(peak),
+        rate(mean)
+    );
+    assert!(section.contains(&burst), "{burst} not in:\n{section}");
+    // … and who wrote them, per the kernel: the class with most bytes in the burst seconds.
+    let burst_secs: Vec<u64> = per_second
+        .iter()
+        .filter(|(_, v)| **v >= 0.5 * peak)
+        .map(|(k, _)| *k)
+        .collect();
+    let mut by_class = BTreeMap::<String, u64>::new();
+    for row in trace["self_check"]["attribution"]["rows"]
+        .as_array()
+        .unwrap()
+    {
+        if row["op"] != "write" {
+            continue;
+        }
+        for s in row["seconds"].as_array().unwrap() {
+            if burst_secs.contains(&s["unix_ms"].as_u64().unwrap()) {
+                *by_class
+                    .entry(row["class"].as_str().unwrap().to_string())
+                    .or_default() += s["bytes"].as_u64().unwrap();
+            }
+        }
+    }
+    let total: u64 = by_class.values().sum();
+    let (class, top) = by_class.iter().max_by_key(|c| *c.1).unwrap();
+    assert!(
+        class.starts_with("rocksdb."),
+        "RocksDB's own threads wrote the bursts: {by_class:?}"
+    );
+    let who = format!(
+        "the kernel attributes {:.0} % of the burst seconds' write bytes to {class}",
+        100.0 * *top as f64 / total as f64
+    );
+    assert!(section.contains(&who), "{who} not in:\n{section}");
+
+    // Queue depth: the rule fires exactly when the trace says it should.
+    let (mut qd_max, mut means) = (0u64, Vec::new());
+    let mut busiest = ("", 0u64, 0.0);
+    for d in devices {
+        let m: Vec<f64> = d["seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["qd_mean"].as_f64())
+            .collect();
+        let max = d["seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|s| s["qd_max"].as_u64())
+            .max()
+            .unwrap_or(0);
+        if !m.is_empty() && max > busiest.1 {
+            busiest = (
+                d["name"].as_str().unwrap(),
+                max,
+                m.iter().sum::<f64>() / m.len() as f64,
+            );
+        }
+        qd_max = qd_max.max(max);
+        means.extend(m);
+    }
+    let (name, max, mean) = busiest;
+    let qd = format!("Queue depth on {name}");
+    if max >= 8 && max as f64 >= 4.0 * mean {
+        let want = format!("Queue depth on {name} peaks at {max} against a mean of {mean:.1}");
+        assert!(section.contains(&want), "{want} not in:\n{section}");
+    } else {
+        assert!(!section.contains(&qd), "no spike, no finding:\n{section}");
+    }
+    assert!(qd_max > 0 && !means.is_empty());
+
+    // The tracer's own check against /proc/diskstats is stated.
+    let verdict = trace["self_check"]["diskstats_match"].as_bool().unwrap();
+    assert!(section.contains("Tracer self-check:"), "{section}");
+    if verdict {
+        assert!(
+            section.contains("the traced IO counts equal /proc/diskstats on every device and op"),
+            "{section}"
+        );
+    } else {
+        assert!(section.contains("IOs traced against"), "{section}");
+    }
 }

@@ -43,8 +43,10 @@ pub(super) fn run_findings(steps: &[StepView], sweeps: &[WorkloadSweep]) -> Vec<
         .collect();
     findings.extend(sweeps.iter().flat_map(sweep_findings));
     // With a long sweep the per-step findings stay in their sections; a short run (the blog's
-    // single traced step) lists them up front.
-    for s in steps.iter().filter(|_| steps.len() <= 3) {
+    // single traced step, the default run's three) lists its run steps' up front.
+    let run_steps: Vec<&StepView> = steps.iter().filter(|s| s.phase != "load").collect();
+    let short = run_steps.len() <= 3;
+    for s in run_steps.into_iter().filter(|_| short) {
         findings.extend(s.findings.iter().map(|f| step_sentence(s, f)));
     }
     findings
@@ -82,13 +84,49 @@ fn io_bursts(step: &StepData, v: &StepView) -> Vec<String> {
                 rate(peak),
                 rate(mean)
             );
-            if !step.events.is_empty() {
-                s.push_str(&bursts_in_db_events(step, &l.mb_s_max, peak));
+            match bursts_by_class(trace, op, &l.mb_s_max, peak) {
+                Some(who) => s.push_str(&who),
+                None if !step.events.is_empty() => {
+                    s.push_str(&bursts_in_db_events(step, &l.mb_s_max, peak));
+                }
+                None => {}
             }
             f.push(s + ".");
         }
     }
     f
+}
+
+/// "; the kernel attributes 97 % of the burst seconds' write bytes to rocksdb.flush": who
+/// issued the IO of the seconds whose busiest slot reaches half the peak, from the trace's
+/// attribution (per class and second). `None` without attribution.
+fn bursts_by_class(
+    trace: &iodig_model::trace::TraceDoc,
+    op: &str,
+    mb_s_max: &[(f64, f64)],
+    peak: f64,
+) -> Option<String> {
+    let attribution = trace.attribution()?;
+    let burst: Vec<u64> = mb_s_max
+        .iter()
+        .filter(|p| p.1 >= 0.5 * peak)
+        // The io lines put each second at its middle.
+        .map(|p| (p.0 as u64).saturating_sub(500))
+        .collect();
+    let mut by_class: std::collections::BTreeMap<&str, u64> = Default::default();
+    for r in attribution.rows.iter().filter(|r| r.op == op) {
+        for s in r.seconds.iter().filter(|s| burst.contains(&s.unix_ms)) {
+            *by_class.entry(r.class.as_str()).or_default() += s.bytes;
+        }
+    }
+    let total: u64 = by_class.values().sum();
+    let (class, bytes) = by_class.into_iter().max_by_key(|c| c.1)?;
+    (total > 0).then(|| {
+        format!(
+            "; the kernel attributes {:.0} % of the burst seconds' {op} bytes to {class}",
+            100.0 * bytes as f64 / total as f64
+        )
+    })
 }
 
 /// ", all inside flushes or compactions" or ", N of M burst seconds inside …": how many

@@ -60,6 +60,8 @@ pub struct StepView {
     pub storage: Option<super::storage::StorageBound>,
     pub trace_mode: String,
     pub trace_note: Option<String>,
+    /// The tracer's totals against /proc/diskstats over the step, in words (eBPF mode).
+    pub diskstats_check: Option<String>,
     /// What the return codes say (all failed, NOT_FOUND): listed up front whatever the run's length.
     pub warnings: Vec<String>,
     pub findings: Vec<String>,
@@ -78,6 +80,39 @@ impl StepView {
         }
         c
     }
+}
+
+/// The tracer's self-check against the kernel's own counters, as the report states it: equal
+/// on every device and op, or each difference with its size.
+pub fn diskstats_sentence(trace: &iodig_model::trace::TraceDoc) -> Option<String> {
+    let verdict = trace.self_check.diskstats_match?;
+    let mut differ = Vec::new();
+    for d in &trace.devices {
+        for c in d
+            .diskstats_check
+            .iter()
+            .filter(|c| c.tracer_ios != c.diskstats_ios)
+        {
+            let diff = c.tracer_ios as f64 - c.diskstats_ios as f64;
+            differ.push(format!(
+                "{} {}: {} IOs traced against {} in /proc/diskstats ({:+.2} %)",
+                d.name,
+                c.op,
+                c.tracer_ios,
+                c.diskstats_ios,
+                100.0 * diff / (c.diskstats_ios.max(1)) as f64
+            ));
+        }
+    }
+    Some(if verdict || differ.is_empty() {
+        "Tracer self-check: the traced IO counts equal /proc/diskstats on every device and op."
+            .to_string()
+    } else {
+        format!(
+            "Tracer self-check: {}; the other counts are equal (IO in flight at the window's edges can explain a small difference).",
+            differ.join("; ")
+        )
+    })
 }
 
 pub(super) fn step_view(step: &StepData) -> StepView {
@@ -133,6 +168,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
             .map(op_bands)
             .unwrap_or_default(),
         levels: Vec::new(),
+        diskstats_check: step.trace.as_ref().and_then(diskstats_sentence),
         storage: super::storage::storage_bound(step),
         trace_mode,
         trace_note,

@@ -31,6 +31,7 @@ fn intro(doc: &mut Doc, s: &StepView) {
             .map(|n| format!(" ({n})"))
             .unwrap_or_default()
     )];
+    facts.extend(s.diskstats_check.clone());
     facts.extend(events::sentence(s));
     doc.list(facts);
     if !s.warnings.is_empty() || !s.findings.is_empty() {
