@@ -453,8 +453,8 @@ fn faults_that_do_not_fit_are_refused_before_anything_starts() {
         ],
         &[
             "--fault 2s:kill:node1",
-            "nodes iodig manages",
-            "--db rocksdb has none",
+            "embedded RocksDB runs inside iodig itself",
+            "process faults need managed nodes",
         ],
     );
     expect_usage_error(
@@ -564,4 +564,64 @@ fn versioned_writes_that_cannot_be_kept_or_verified_are_refused_up_front() {
         &["wrote no versioned values", "versionedwrites=true"],
     );
     expect_usage_error(&["verify", &out], &["not a run directory", "run.json"]);
+}
+
+#[test]
+fn device_faults_that_do_not_fit_are_refused_up_front() {
+    let (_d, out) = out_dir();
+    expect_usage_error(
+        &[
+            "run",
+            "--fault",
+            "2s:pause=1s:device",
+            "--duration",
+            "5s",
+            "--out",
+            &out,
+        ],
+        &[
+            "--fault 2s:pause=1s:device",
+            "embedded RocksDB runs inside iodig itself",
+        ],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--fault",
+            "2s:cap=5MB/s:node1",
+            "--duration",
+            "5s",
+            "--out",
+            &out,
+        ],
+        &["target of a cap on embedded RocksDB is its data device"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "--fault",
+            "2s:cap=5MB/s:device",
+            "--out",
+            &out,
+        ],
+        &["device caps apply to embedded RocksDB", "--db basic"],
+    );
+    expect_usage_error(
+        &["run", "--fault", "2s:cap=fast:device", "--out", &out],
+        &["--fault", "cap=5MB/s"],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--fault",
+            "9s:cap=5MB/s:device",
+            "--duration",
+            "5s",
+            "--out",
+            &out,
+        ],
+        &["past the end"],
+    );
 }

@@ -1,8 +1,10 @@
 //! Fault schedules (`--fault AT:ACTION:TARGET`, `faults = [...]` in an experiment file): at an
-//! offset into every run step, kill, pause, stop or restart a database node while the workload
-//! runs, and put each fault on the step's time line as an event next to the client's errors,
-//! the IO and the latency. What a fault does to a node is the deployment's (`FaultHandler`);
-//! parsing and timing are here.
+//! offset into every run step, kill, pause, stop or restart a database node, or cap the device
+//! under the database, while the workload runs, and put each fault on the step's time line as
+//! an event next to the client's errors, the IO and the latency. What a fault does is the
+//! deployment's (`FaultHandler`); parsing and timing are here.
+
+pub use iodig_sysstat::cgroup::IoLimit;
 
 use iodig_model::events::DbEvent;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +23,11 @@ pub enum FaultAction {
     Stop,
     /// Start a node that is down again.
     Restart,
+    /// Cap the block IO of the database (its process or node) on its data device, each
+    /// direction, until `uncap` or the step's end.
+    Cap(IoLimit),
+    /// Lift a cap.
+    Uncap,
 }
 
 impl FaultAction {
@@ -30,8 +37,47 @@ impl FaultAction {
             FaultAction::Pause(d) => format!("pause={}ms", d.as_millis()),
             FaultAction::Stop => "stop".into(),
             FaultAction::Restart => "restart".into(),
+            FaultAction::Cap(IoLimit::BytesPerSec(n)) => format!("cap={n}B/s"),
+            FaultAction::Cap(IoLimit::IosPerSec(n)) => format!("cap={n}iops"),
+            FaultAction::Cap(IoLimit::None) | FaultAction::Uncap => "uncap".into(),
         }
     }
+
+    /// Whether the fault is on the device under the database rather than on a process.
+    pub fn on_device(&self) -> bool {
+        matches!(self, FaultAction::Cap(_) | FaultAction::Uncap)
+    }
+}
+
+/// `5MB/s`, `512KB/s`, `1GiB/s` (decimal K/M/G, binary Ki/Mi/Gi) or `200iops`.
+fn parse_limit(s: &str) -> Result<IoLimit, String> {
+    let bad = || {
+        format!("the cap {s:?} is not a rate; write e.g. cap=5MB/s, cap=512KiB/s or cap=200iops")
+    };
+    if let Some(n) = s.strip_suffix("iops") {
+        let n: u64 = n.trim().parse().map_err(|_| bad())?;
+        return (n > 0).then_some(IoLimit::IosPerSec(n)).ok_or_else(bad);
+    }
+    let v = s.strip_suffix("/s").ok_or_else(bad)?;
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let num: f64 = num.parse().map_err(|_| bad())?;
+    let mult = match unit {
+        "B" => 1.0,
+        "KB" | "kB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    let bytes = (num * mult) as u64;
+    (bytes > 0)
+        .then_some(IoLimit::BytesPerSec(bytes))
+        .ok_or_else(bad)
 }
 
 /// One scheduled fault.
@@ -49,7 +95,7 @@ pub struct Fault {
 /// Parses `AT:ACTION:TARGET`: `10s:kill:node2`, `5s:pause=3s:node3`, `30s:restart:node2`,
 /// `8s:stop:127.0.0.2`. The error names the part that is wrong and the forms that work.
 pub fn parse(spec: &str) -> Result<Fault, String> {
-    let forms = "write AT:ACTION:TARGET, e.g. 10s:kill:node2, 5s:pause=3s:node3, 30s:restart:node2 (actions: kill, pause=DURATION, stop, restart)";
+    let forms = "write AT:ACTION:TARGET, e.g. 10s:kill:node2, 5s:pause=3s:node3, 30s:restart:node2, 2s:cap=5MB/s:device, 6s:uncap:device (actions: kill, pause=DURATION, stop, restart, cap=RATE, uncap)";
     let parts: Vec<&str> = spec.trim().splitn(3, ':').collect();
     let [at, action, target] = parts.as_slice() else {
         return Err(format!("--fault {spec:?}: {forms}"));
@@ -59,6 +105,10 @@ pub fn parse(spec: &str) -> Result<Fault, String> {
         None if *action == "kill" => FaultAction::Kill,
         None if *action == "stop" => FaultAction::Stop,
         None if *action == "restart" => FaultAction::Restart,
+        None if *action == "uncap" => FaultAction::Uncap,
+        Some(("cap", rate)) => {
+            FaultAction::Cap(parse_limit(rate).map_err(|e| format!("--fault {spec:?}: {e}"))?)
+        }
         Some(("pause", d)) => FaultAction::Pause(
             parse_duration(d).map_err(|e| format!("--fault {spec:?}: the pause {e}"))?,
         ),
@@ -184,6 +234,18 @@ mod tests {
             Duration::from_secs(120)
         );
         assert_eq!(parse("0:stop:node1").unwrap().action, FaultAction::Stop);
+        let f = parse("2s:cap=5MB/s:device").unwrap();
+        assert_eq!(f.action, FaultAction::Cap(IoLimit::BytesPerSec(5_000_000)));
+        assert!(f.action.on_device());
+        assert_eq!(
+            parse("2s:cap=1.5MiB/s:device").unwrap().action,
+            FaultAction::Cap(IoLimit::BytesPerSec(1_572_864))
+        );
+        assert_eq!(
+            parse("2s:cap=200iops:node2").unwrap().action,
+            FaultAction::Cap(IoLimit::IosPerSec(200))
+        );
+        assert_eq!(parse("6s:uncap:device").unwrap().action, FaultAction::Uncap);
     }
 
     #[test]
@@ -194,6 +256,9 @@ mod tests {
             ("5s:explode:node2", "unknown action \"explode\""),
             ("5s:pause=forever:node2", "the pause"),
             ("5s:kill:", "no target"),
+            ("5s:cap=fast:device", "cap=5MB/s"),
+            ("5s:cap=0iops:device", "not a rate"),
+            ("5s:cap=5MB:device", "not a rate"),
         ] {
             let e = parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

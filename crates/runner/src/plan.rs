@@ -455,6 +455,40 @@ fn check_nodes(req: &RunRequest, props: &Properties) -> Result<()> {
 }
 
 /// `--fault` values: parsed, aimed at managed nodes that exist, and due inside the steps.
+/// A cap on the device under the database: iodig must be able to make cgroups and throttle in
+/// them (root, cgroup v1 blkio or v2 io), and the target must be what holds the data.
+fn check_device_fault(req: &RunRequest, props: &Properties, f: &Fault) -> Result<()> {
+    let spec = &f.spec;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(UsageError(format!(
+            "--fault {spec}: capping a device means throttling in a cgroup, which needs root; run iodig as root (sudo) or leave the fault out"
+        ))
+        .into());
+    }
+    if let Err(e) = iodig_sysstat::cgroup::IoHierarchy::detect() {
+        return Err(UsageError(format!(
+            "--fault {spec}: cannot throttle block IO here: {e}"
+        ))
+        .into());
+    }
+    let wants_device = req.db == "rocksdb";
+    if wants_device && f.target != "device" {
+        return Err(UsageError(format!(
+            "--fault {spec}: the target of a cap on embedded RocksDB is its data device; write it as e.g. 2s:cap=5MB/s:device"
+        ))
+        .into());
+    }
+    if !wants_device && (req.db != "cassandra" || props.contains("hosts")) {
+        return Err(UsageError(format!(
+            "--fault {spec}: device caps apply to embedded RocksDB (target device) or to nodes iodig manages (--db cassandra without hosts, target nodeN); --db {} has neither",
+            req.db
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 fn check_faults(
     req: &RunRequest,
     props: &Properties,
@@ -463,7 +497,15 @@ fn check_faults(
     let mut faults = Vec::new();
     for spec in &req.faults {
         let f = fault::parse(spec).map_err(UsageError)?;
-        if req.db != "cassandra" || props.contains("hosts") {
+        if f.action.on_device() {
+            check_device_fault(req, props, &f)?;
+        } else if req.db == "rocksdb" {
+            return Err(UsageError(format!(
+                "--fault {spec}: {} is a fault to a server process, and embedded RocksDB runs inside iodig itself; caps on the device under it work (cap=RATE, uncap on target device), process faults need managed nodes (--db cassandra)",
+                f.action.name()
+            ))
+            .into());
+        } else if req.db != "cassandra" || props.contains("hosts") {
             return Err(UsageError(format!(
                 "--fault {spec}: faults are injected into database nodes iodig manages (--db cassandra without -p hosts, --nodes N); --db {}{} has none",
                 req.db,
@@ -478,7 +520,7 @@ fn check_faults(
             .or_else(|| f.target.strip_prefix("127.0.0."))
             .and_then(|n| n.parse::<u32>().ok())
             .filter(|n| (1..=nodes).contains(n));
-        if index.is_none() {
+        if req.db == "cassandra" && index.is_none() {
             return Err(UsageError(format!(
                 "--fault {spec}: target {:?} is not one of the {nodes} managed node(s); use node1…node{nodes} or 127.0.0.1…127.0.0.{nodes}",
                 f.target

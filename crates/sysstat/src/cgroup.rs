@@ -96,3 +96,64 @@ pub fn remove(dir: &Path) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// A block-IO limit for one device (`run --fault …:cap=…`): bytes or IOs per second, each
+/// direction the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoLimit {
+    BytesPerSec(u64),
+    IosPerSec(u64),
+    /// No limit (lifts an earlier one).
+    None,
+}
+
+/// Sets `limit` on device `dev` (`MAJ:MIN`, a whole disk) for the cgroup `dir` made by
+/// [`place`]: blkio.throttle.* on v1, io.max on v2. Says which mechanism ran.
+pub fn limit_io(dir: &Path, dev: &str, limit: IoLimit) -> Result<&'static str, String> {
+    let write = |file: &str, value: String| {
+        fs::write(dir.join(file), &value).map_err(|e| {
+            format!(
+                "cannot write {value:?} to {}: {e}",
+                dir.join(file).display()
+            )
+        })
+    };
+    match IoHierarchy::detect()? {
+        IoHierarchy::V1Blkio(_) => {
+            let (bps, iops) = match limit {
+                IoLimit::BytesPerSec(n) => (n, 0),
+                IoLimit::IosPerSec(n) => (0, n),
+                IoLimit::None => (0, 0),
+            };
+            for dir in ["read", "write"] {
+                write(
+                    &format!("blkio.throttle.{dir}_bps_device"),
+                    format!("{dev} {bps}"),
+                )?;
+                write(
+                    &format!("blkio.throttle.{dir}_iops_device"),
+                    format!("{dev} {iops}"),
+                )?;
+            }
+            Ok("cgroup v1 blkio throttling")
+        }
+        IoHierarchy::V2Io(_) => {
+            let value = match limit {
+                IoLimit::BytesPerSec(n) => format!("{dev} rbps={n} wbps={n} riops=max wiops=max"),
+                IoLimit::IosPerSec(n) => format!("{dev} rbps=max wbps=max riops={n} wiops={n}"),
+                IoLimit::None => format!("{dev} rbps=max wbps=max riops=max wiops=max"),
+            };
+            write("io.max", value)?;
+            Ok("cgroup v2 io.max")
+        }
+    }
+}
+
+/// Moves process `pid` (all its threads) back into the cgroup `path` of the IO hierarchy, as
+/// [`of_process`] named it before.
+pub fn move_back(path: &str, pid: u32) -> Result<(), String> {
+    let hierarchy = IoHierarchy::detect()?;
+    let dir = hierarchy.root().join(path.trim_start_matches('/'));
+    fs::write(dir.join("cgroup.procs"), pid.to_string())
+        .map_err(|e| format!("cannot move process {pid} back into {}: {e}", dir.display()))
+}

@@ -7,8 +7,8 @@ use super::{db_error, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
 use crate::experiment::sweep;
-use crate::fault::{Fault, FaultAction, FaultHandler};
-use crate::plan::Plan;
+use crate::fault::{Fault, FaultAction, FaultHandler, IoLimit};
+use crate::plan::{Plan, ResolvedWorkload};
 use crate::probe::{probe_dataset, Presence};
 use crate::remote::agent::NodeOnHost;
 use crate::request::{LoadPolicy, RunOutcome};
@@ -245,6 +245,21 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
         iodig_cassandra::events(&self.dir, Some(since_unix_ms)).unwrap_or_default()
     }
 
+    fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
+        // A cap never outlives its step: lift it on every node the schedule capped.
+        for f in plan.faults.iter().filter(|f| f.action.on_device()) {
+            let n = f
+                .target
+                .trim_start_matches("node")
+                .trim_start_matches("127.0.0.");
+            let _ = cap_node(&self.dir, &format!("127.0.0.{n}"), IoLimit::None);
+        }
+        if workload.spec.run_inserts() {
+            dataset::mark_grown(&self.dir, &plan.props, step)?;
+        }
+        Ok(())
+    }
+
     fn fault_handler(&self) -> Option<FaultHandler> {
         let dir = self.dir.clone();
         Some(std::sync::Arc::new(move |f: &Fault| {
@@ -259,12 +274,41 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
                 FaultAction::Pause(d) => iodig_cassandra::NodeFault::Pause(*d),
                 FaultAction::Stop => iodig_cassandra::NodeFault::Stop,
                 FaultAction::Restart => iodig_cassandra::NodeFault::Restart,
+                FaultAction::Cap(limit) => return cap_node(&dir, &address, *limit),
+                FaultAction::Uncap => return cap_node(&dir, &address, IoLimit::None),
             };
             iodig_cassandra::inject(&dir, &address, &fault)
                 .map(|done| (address, done))
                 .map_err(|e| e.to_string())
         }))
     }
+}
+
+/// Throttles a managed node's block IO on its data device in the node's own cgroup (each
+/// node runs in one); the limit goes with the cgroup when the node stops.
+fn cap_node(dir: &Path, address: &str, limit: IoLimit) -> Result<(String, String), String> {
+    let cluster = iodig_cassandra::Cluster::load(dir).map_err(|e| e.to_string())?;
+    let node = cluster
+        .nodes
+        .iter()
+        .find(|n| n.address == address)
+        .ok_or_else(|| format!("no managed node {address}"))?;
+    let cg = node.cgroup.as_ref().ok_or_else(|| {
+        format!("node {address} runs without a cgroup of its own, so its IO cannot be capped")
+    })?;
+    let disk =
+        iodig_iotrace::devices::resolve_path(&node.data_dir()).map_err(|e| format!("{e:#}"))?;
+    let how = iodig_sysstat::cgroup::limit_io(cg, &disk.dev, limit)?;
+    let done = match limit {
+        IoLimit::BytesPerSec(b) => format!(
+            "capped at {:.1} MB/s each way on {}",
+            b as f64 / 1e6,
+            disk.name
+        ),
+        IoLimit::IosPerSec(n) => format!("capped at {n} IOPS each way on {}", disk.name),
+        IoLimit::None => format!("uncapped on {}", disk.name),
+    };
+    Ok((address.to_string(), format!("{done} ({how})")))
 }
 
 /// The keyspace the Cassandra binding loads into, snapshots and restores.

@@ -5,22 +5,110 @@ use super::{db_error, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
 use crate::experiment::sweep;
-use crate::plan::Plan;
+use crate::fault::{Fault, FaultAction, FaultHandler, IoLimit};
+use crate::plan::{Plan, ResolvedWorkload};
 use crate::request::{LoadPolicy, RunOutcome};
 use crate::step::Phase;
 use anyhow::{Context, Result};
 use iodig_db::{BasicFactory, DbFactory};
+use iodig_sysstat::cgroup;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 /// A database in a local data directory that carries iodig's dataset marker.
 pub struct DataDir {
     dir: Option<PathBuf>,
+    /// A cap on the data device in force (`--fault …:cap=RATE:device`), lifted at the step's end.
+    cap: Arc<Mutex<Option<DeviceCap>>>,
 }
 
 impl<F: DbFactory> Deployment<F> for DataDir {
     fn marker_dir(&self) -> Option<&Path> {
         self.dir.as_deref()
+    }
+
+    fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
+        // A cap never outlives its step.
+        drop(lock(&self.cap).take());
+        match self.dir.as_deref() {
+            Some(dir) if workload.spec.run_inserts() => dataset::mark_grown(dir, &plan.props, step),
+            _ => Ok(()),
+        }
+    }
+
+    fn fault_handler(&self) -> Option<FaultHandler> {
+        let dir = self.dir.clone()?;
+        let cap = Arc::clone(&self.cap);
+        Some(Arc::new(move |f: &Fault| {
+            let mut held = lock(&cap);
+            match f.action {
+                FaultAction::Cap(limit) => {
+                    if held.is_none() {
+                        *held = Some(DeviceCap::new(&dir)?);
+                    }
+                    let c = held.as_ref().expect("just made");
+                    let how = cgroup::limit_io(&c.cgroup, &c.dev, limit)?;
+                    Ok((
+                        format!("device {}", c.name),
+                        format!("{} for iodig's own IO ({how})", describe(limit)),
+                    ))
+                }
+                FaultAction::Uncap => match held.take() {
+                    Some(c) => Ok((format!("device {}", c.name), "uncapped".into())),
+                    None => Err("no cap to lift".into()),
+                },
+                _ => Err(format!("{} needs a server process", f.action.name())),
+            }
+        }))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// "capped at 5.0 MB/s" or "capped at 200 IOPS", each direction.
+fn describe(limit: IoLimit) -> String {
+    match limit {
+        IoLimit::BytesPerSec(n) => format!("capped at {:.1} MB/s each way", n as f64 / 1e6),
+        IoLimit::IosPerSec(n) => format!("capped at {n} IOPS each way"),
+        IoLimit::None => "uncapped".into(),
+    }
+}
+
+/// iodig itself moved into a cgroup of its own whose block IO on the data device is throttled;
+/// dropping it lifts the limit, moves iodig back and removes the cgroup.
+struct DeviceCap {
+    cgroup: PathBuf,
+    /// The cgroup iodig came from, relative to the IO hierarchy's root.
+    original: String,
+    /// `MAJ:MIN` and name of the whole disk under the data directory.
+    dev: String,
+    name: String,
+}
+
+impl DeviceCap {
+    fn new(data_dir: &Path) -> Result<DeviceCap, String> {
+        let disk = iodig_iotrace::devices::resolve_path(data_dir).map_err(|e| format!("{e:#}"))?;
+        let pid = std::process::id();
+        let original = cgroup::of_process(pid)
+            .ok_or("cannot tell which cgroup iodig's block IO is charged to")?;
+        let cgroup = cgroup::place(&format!("fault-{pid}"), pid)?;
+        Ok(DeviceCap {
+            cgroup,
+            original,
+            dev: disk.dev,
+            name: disk.name,
+        })
+    }
+}
+
+impl Drop for DeviceCap {
+    fn drop(&mut self) {
+        let _ = cgroup::limit_io(&self.cgroup, &self.dev, IoLimit::None);
+        let _ = cgroup::move_back(&self.original, std::process::id());
+        let _ = cgroup::remove(&self.cgroup);
     }
 }
 
@@ -35,6 +123,7 @@ impl<F: DbFactory> Deployment<F> for NoData {}
 pub fn run_rocksdb(plan: &Plan, stop: &AtomicBool) -> Result<RunOutcome> {
     let deployment = DataDir {
         dir: plan.props.get("rocksdb.dir").map(PathBuf::from),
+        cap: Arc::default(),
     };
     let load = deployment.prepare(plan)?;
     let factory = iodig_db::rocks::RocksFactory::open(&plan.props).map_err(db_error)?;
