@@ -27,9 +27,7 @@ pub fn save_ledger(run_dir: &Path, ledger: &Ledger) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let mut bytes = Vec::new();
-    ledger.save(&mut bytes)?;
-    iodig_model::fsio::write_atomic(&path, &bytes)
+    iodig_model::fsio::write_atomic_with(&path, |out| ledger.save(out))
 }
 
 /// Saves the ledger every few seconds while a step runs, so a run killed mid-step still has

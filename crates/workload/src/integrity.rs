@@ -10,7 +10,6 @@
 //! from the floor up. Anything older was acknowledged before the last acknowledged write began:
 //! reading it back is a lost update.
 
-use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -24,7 +23,7 @@ pub const ALL_FIELDS: u16 = u16::MAX;
 
 /// The first line of a ledger file names its format.
 const FORMAT: &str = "iodig-ledger 1";
-/// Shards of the key map: enough that 1,024 workers rarely wait on one another.
+/// Shards of the ledger, by keynum: enough that 1,024 workers rarely wait on one another.
 const SHARDS: usize = 256;
 
 /// Writes the value of `field` of `key` at `version`, `len` bytes long (at least
@@ -89,7 +88,7 @@ pub struct WriteTicket {
 }
 
 /// What is known of one field of one key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FieldState {
     pub field: u16,
     /// The highest acknowledged version, 0 when no write of it was acknowledged.
@@ -98,13 +97,72 @@ pub struct FieldState {
     pub floor: u64,
 }
 
-#[derive(Debug, Default)]
+/// What is known of one key: the last acknowledged write of every field together, the
+/// single-field writes (YCSB's default update) only when there were any, and the newest write
+/// whose outcome was not an acknowledgement. 40 bytes, kept densely by keynum.
+#[derive(Debug, Default, Clone)]
 struct KeyState {
-    /// Versions issued on this key and not yet answered.
-    in_flight: Vec<u64>,
-    fields: Vec<FieldState>,
-    /// The highest version of a write that failed or timed out: it may have landed anyway.
+    all: FieldState,
+    fields: Option<Box<[FieldState]>>,
     unacked_max: u64,
+}
+
+impl KeyState {
+    fn written(&self) -> bool {
+        self.all.acked > 0 || self.unacked_max > 0 || self.fields.is_some()
+    }
+
+    fn entries(&self) -> impl Iterator<Item = FieldState> + '_ {
+        (self.all.acked > 0)
+            .then_some(self.all)
+            .into_iter()
+            .chain(self.fields.iter().flat_map(|f| f.iter().copied()))
+    }
+
+    fn entry_mut(&mut self, field: u16) -> &mut FieldState {
+        if field == ALL_FIELDS {
+            self.all.field = ALL_FIELDS;
+            return &mut self.all;
+        }
+        let mut fields = self.fields.take().map(Vec::from).unwrap_or_default();
+        let i = match fields.iter().position(|f| f.field == field) {
+            Some(i) => i,
+            None => {
+                fields.push(FieldState {
+                    field,
+                    acked: 0,
+                    floor: 0,
+                });
+                fields.len() - 1
+            }
+        };
+        let fields = self.fields.insert(fields.into_boxed_slice());
+        &mut fields[i]
+    }
+}
+
+/// One shard: the keys whose keynum is its index modulo [`SHARDS`], at keynum / SHARDS, and
+/// the writes in flight on them (few: at most one per worker).
+#[derive(Debug, Default)]
+struct Shard {
+    keys: Vec<KeyState>,
+    in_flight: Vec<(u64, u64)>,
+}
+
+impl Shard {
+    fn key_mut(&mut self, keynum: u64) -> &mut KeyState {
+        let i = (keynum / SHARDS as u64) as usize;
+        if i >= self.keys.len() {
+            self.keys.resize(i + 1, KeyState::default());
+        }
+        &mut self.keys[i]
+    }
+
+    fn key(&self, keynum: u64) -> Option<&KeyState> {
+        self.keys
+            .get((keynum / SHARDS as u64) as usize)
+            .filter(|k| k.written())
+    }
 }
 
 /// What is expected of one field when it is read: the stronger of its own writes and the
@@ -158,7 +216,7 @@ struct ReadCounts {
 
 /// The acknowledged writes of a run, shared by every worker of every step.
 pub struct Ledger {
-    shards: Box<[Mutex<HashMap<u64, KeyState>>]>,
+    shards: Box<[Mutex<Shard>]>,
     clock: AtomicU64,
     reads: ReadCounts,
 }
@@ -178,10 +236,8 @@ impl Ledger {
         }
     }
 
-    fn shard(&self, keynum: u64) -> std::sync::MutexGuard<'_, HashMap<u64, KeyState>> {
-        // Keys are spread by the hash in their names already; keynums are dense, so mix them.
-        let i = (keynum.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize % SHARDS;
-        self.shards[i]
+    fn shard(&self, keynum: u64) -> std::sync::MutexGuard<'_, Shard> {
+        self.shards[(keynum % SHARDS as u64) as usize]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -208,12 +264,17 @@ impl Ledger {
     /// into the values, and the ticket [`Ledger::end`] takes.
     pub fn begin(&self, keynum: u64, field: u16) -> WriteTicket {
         let mut shard = self.shard(keynum);
-        let state = shard.entry(keynum).or_default();
         // The version is taken under the key's lock, so versions of one key are issued in
         // the order the key's writes begin.
         let version = self.next_version();
-        state.in_flight.push(version);
-        let floor = state.in_flight.iter().copied().min().unwrap_or(version);
+        shard.in_flight.push((keynum, version));
+        let floor = shard
+            .in_flight
+            .iter()
+            .filter(|w| w.0 == keynum)
+            .map(|w| w.1)
+            .min()
+            .unwrap_or(version);
         WriteTicket {
             keynum,
             field,
@@ -225,25 +286,19 @@ impl Ledger {
     /// Records the outcome of a write: acknowledged or not (failed, timed out, unknown).
     pub fn end(&self, ticket: WriteTicket, acknowledged: bool) {
         let mut shard = self.shard(ticket.keynum);
-        let state = shard.entry(ticket.keynum).or_default();
-        if let Some(i) = state.in_flight.iter().position(|&v| v == ticket.version) {
-            state.in_flight.swap_remove(i);
+        if let Some(i) = shard
+            .in_flight
+            .iter()
+            .position(|&w| w == (ticket.keynum, ticket.version))
+        {
+            shard.in_flight.swap_remove(i);
         }
+        let state = shard.key_mut(ticket.keynum);
         if !acknowledged {
             state.unacked_max = state.unacked_max.max(ticket.version);
             return;
         }
-        let entry = match state.fields.iter_mut().find(|f| f.field == ticket.field) {
-            Some(f) => f,
-            None => {
-                state.fields.push(FieldState {
-                    field: ticket.field,
-                    acked: 0,
-                    floor: 0,
-                });
-                state.fields.last_mut().expect("just pushed")
-            }
-        };
+        let entry = state.entry_mut(ticket.field);
         if ticket.version > entry.acked {
             entry.acked = ticket.version;
             entry.floor = ticket.floor;
@@ -253,8 +308,8 @@ impl Ledger {
     /// What a read of `keynum` must find, per field index; `None` when the run never wrote it.
     pub fn expect(&self, keynum: u64) -> Option<KeyExpectation> {
         let shard = self.shard(keynum);
-        shard.get(&keynum).map(|s| KeyExpectation {
-            fields: s.fields.clone(),
+        shard.key(keynum).map(|s| KeyExpectation {
+            fields: s.entries().collect(),
             unacked_max: s.unacked_max,
         })
     }
@@ -287,11 +342,15 @@ impl Ledger {
         let mut keys: Vec<u64> = self
             .shards
             .iter()
-            .flat_map(|s| {
-                s.lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .keys()
-                    .copied()
+            .enumerate()
+            .flat_map(|(i, s)| {
+                let shard = s.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                shard
+                    .keys
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, k)| k.written())
+                    .map(|(j, _)| j as u64 * SHARDS as u64 + i as u64)
                     .collect::<Vec<_>>()
             })
             .collect();
@@ -302,24 +361,27 @@ impl Ledger {
     /// Writes the ledger: a line naming the format and the run's read counts, then one
     /// little-endian record per key (keynum, unacked_max, field count, then field, acked and
     /// floor per field). Writes in flight are not saved: they have no outcome yet.
-    pub fn save(&self, out: &mut impl Write) -> io::Result<()> {
+    pub fn save(&self, out: &mut (impl Write + ?Sized)) -> io::Result<()> {
         let (checked, stale, corrupt) = self.read_counts();
         writeln!(
             out,
             "{FORMAT} reads_checked={checked} stale_reads={stale} corrupt_reads={corrupt}"
         )?;
-        for keynum in self.keys() {
-            let shard = self.shard(keynum);
-            let Some(s) = shard.get(&keynum) else {
-                continue;
-            };
-            out.write_all(&keynum.to_le_bytes())?;
-            out.write_all(&s.unacked_max.to_le_bytes())?;
-            out.write_all(&(s.fields.len() as u16).to_le_bytes())?;
-            for f in &s.fields {
-                out.write_all(&f.field.to_le_bytes())?;
-                out.write_all(&f.acked.to_le_bytes())?;
-                out.write_all(&f.floor.to_le_bytes())?;
+        for (i, shard) in self.shards.iter().enumerate() {
+            let shard = shard
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (j, s) in shard.keys.iter().enumerate().filter(|(_, k)| k.written()) {
+                let keynum = j as u64 * SHARDS as u64 + i as u64;
+                let entries: Vec<FieldState> = s.entries().collect();
+                out.write_all(&keynum.to_le_bytes())?;
+                out.write_all(&s.unacked_max.to_le_bytes())?;
+                out.write_all(&(entries.len() as u16).to_le_bytes())?;
+                for f in &entries {
+                    out.write_all(&f.field.to_le_bytes())?;
+                    out.write_all(&f.acked.to_le_bytes())?;
+                    out.write_all(&f.floor.to_le_bytes())?;
+                }
             }
         }
         Ok(())
@@ -373,14 +435,12 @@ impl Ledger {
                     floor,
                 });
             }
-            ledger.shard(keynum).insert(
-                keynum,
-                KeyState {
-                    in_flight: Vec::new(),
-                    fields,
-                    unacked_max,
-                },
-            );
+            let mut shard = ledger.shard(keynum);
+            let state = shard.key_mut(keynum);
+            state.unacked_max = unacked_max;
+            for f in fields {
+                *state.entry_mut(f.field) = f;
+            }
         }
         Ok(ledger)
     }
