@@ -273,19 +273,10 @@ fn thousands(v: u64) -> String {
     out
 }
 
-/// MB/s as the report words it.
-fn rate(mb_s: f64) -> String {
-    if mb_s >= 1000.0 {
-        format!("{:.1} GB/s", mb_s / 1000.0)
-    } else if mb_s >= 10.0 {
-        format!("{mb_s:.0} MB/s")
-    } else {
-        format!("{mb_s:.2} MB/s")
-    }
-}
-
 #[test]
 fn burst_and_queue_depth_findings_match_the_trace_and_the_self_check_is_stated() {
+    // MB/s as the report words it; the figures themselves are recomputed here.
+    use iodig_report::analysis::findings::rate;
     let _serial = serial();
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let (r, trace) = traced_rocksdb_run(dir.path(), "32M");
