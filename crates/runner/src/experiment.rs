@@ -46,6 +46,8 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     schedule: Option<StartSchedule>,
     /// The acknowledged versioned writes of every step (`versionedwrites`), saved after each.
     ledger: Option<Arc<Ledger>>,
+    /// Each recorded step's directory and the window its database events were read for.
+    event_windows: Vec<(std::path::PathBuf, u64, u64)>,
 }
 
 /// Loads when `load` says so, runs every step, finishes the run directory and writes the report.
@@ -93,6 +95,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             .spec()
             .versioned_writes
             .then(|| Arc::new(Ledger::new())),
+        event_windows: Vec::new(),
     };
     let mut interrupted = false;
     if load {
@@ -294,6 +297,13 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             },
         )?;
         drop(saver);
+        if let Some(s) = self.run.doc.steps.last() {
+            self.event_windows.push((
+                self.run.path.join(&s.dir),
+                since,
+                s.started_unix_ms + s.runtime_ms,
+            ));
+        }
         if let Some(ledger) = &self.ledger {
             crate::verify::save_ledger(&self.run.path, ledger)?;
         }
@@ -321,6 +331,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             _ => None,
         };
         let closed = self.factory.close();
+        self.add_late_db_events();
         self.run.finish(if interrupted {
             "interrupted"
         } else {
@@ -345,6 +356,39 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             interrupted,
             integrity,
         })
+    }
+}
+
+impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
+    /// A database may write its own log late: RocksDB buffers its LOG for up to a few
+    /// seconds, so a flush near a step's end is missing when the step is recorded. Once the
+    /// database is closed (its log flushed), each step's window is read again and the events
+    /// it lacked are added to its db-events.json.
+    fn add_late_db_events(&self) {
+        for (dir, since, end) in &self.event_windows {
+            let path = dir.join(iodig_model::files::EVENTS);
+            let Ok(mut events) =
+                iodig_model::fsio::read_json::<Vec<iodig_model::events::DbEvent>>(&path)
+            else {
+                continue;
+            };
+            let before = events.len();
+            for e in self.factory.events_since(*since) {
+                let known = events.iter().any(|k| {
+                    (k.kind.as_str(), k.start_unix_ms, k.node.as_str())
+                        == (e.kind.as_str(), e.start_unix_ms, e.node.as_str())
+                });
+                if e.start_unix_ms <= *end && !known {
+                    events.push(e);
+                }
+            }
+            if events.len() > before {
+                events.sort_by_key(|e| e.start_unix_ms);
+                if let Err(e) = iodig_model::fsio::write_json_atomic(&path, &events) {
+                    iodig_model::eprintln_lossy!("warning: {}: {e:#}", path.display());
+                }
+            }
+        }
     }
 }
 
