@@ -697,8 +697,9 @@ fn is_root() -> bool {
 }
 
 /// The integrity proof: 3 managed nodes at RF 3, workload A with versioned writes, one node
-/// killed with SIGKILL mid-step and restarted; at QUORUM every acknowledged write is read back
-/// as acknowledged. The same at ONE may read stale values and says how many.
+/// killed with SIGKILL mid-step and restarted (another one's drive capped for a second before
+/// that); at QUORUM every acknowledged write is read back as acknowledged. The same at ONE may
+/// read stale values and says how many.
 #[test]
 fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
     let _ports = PORTS
@@ -747,6 +748,10 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
             "--trace",
             "off",
             "--fault",
+            "1s:cap=2MB/s:node3",
+            "--fault",
+            "2s:uncap:node3",
+            "--fault",
             "3s:kill:node2",
             "--fault",
             "6s:restart:node2",
@@ -762,6 +767,17 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
         quorum
             .stderr
             .contains("fault 3s:kill:node2: 127.0.0.2 killed (SIGKILL)"),
+        "{}",
+        quorum.stderr
+    );
+    // A slow drive under another node meanwhile: its cgroup throttled, then freed.
+    assert!(
+        quorum
+            .stderr
+            .contains("fault 1s:cap=2MB/s:node3: 127.0.0.3 capped at 2.0 MB/s each way on")
+            && quorum
+                .stderr
+                .contains("fault 2s:uncap:node3: 127.0.0.3 uncapped on"),
         "{}",
         quorum.stderr
     );
@@ -789,7 +805,7 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
         .iter()
         .filter(|e| e["kind"] == "fault")
         .count();
-    assert_eq!(faults, 2, "{events}");
+    assert_eq!(faults, 4, "{events}");
     assert!(
         step["returns"]["UPDATE"]["OK"].as_u64().unwrap() > 100,
         "{step}"
