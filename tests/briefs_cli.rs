@@ -350,6 +350,31 @@ fn burst_and_queue_depth_findings_match_the_trace_and_the_self_check_is_stated()
     );
     assert!(section.contains(&who), "{who} not in:\n{section}");
 
+    // Who wrote the step's bytes, per the kernel: each class's share of all write bytes.
+    let mut writes = BTreeMap::<String, u64>::new();
+    for row in trace["self_check"]["attribution"]["rows"]
+        .as_array()
+        .unwrap()
+    {
+        if row["op"] == "write" {
+            *writes
+                .entry(row["class"].as_str().unwrap().to_string())
+                .or_default() += row["bytes"].as_u64().unwrap();
+        }
+    }
+    let all: u64 = writes.values().sum();
+    let mut shares: Vec<(f64, &String)> = writes
+        .iter()
+        .map(|(c, b)| (100.0 * *b as f64 / all as f64, c))
+        .filter(|(p, _)| *p >= 1.0)
+        .collect();
+    shares.sort_by(|a, b| b.0.total_cmp(&a.0));
+    if shares.len() > 1 {
+        let (pct, top) = shares[0];
+        let want = format!("Writes by activity, share of bytes: {top} {pct:.0} %");
+        assert!(section.contains(&want), "{want} not in:\n{section}");
+    }
+
     // Queue depth: the rule fires exactly when the trace says it should.
     let (mut qd_max, mut means) = (0u64, Vec::new());
     let mut busiest = ("", 0u64, 0.0);
