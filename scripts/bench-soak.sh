@@ -8,11 +8,14 @@
 #
 # Usage: scripts/bench-soak.sh [STEPS] [MINUTES] [TARGET_OPS]   (default 6 × 10 min at 2000/s)
 #   IODIG=path/to/iodig   (default target/release/iodig)
+#   DB=basic              the no-op binding: iodig's own memory, without an embedded database's
+#                         memtables and caches in the same process (default rocksdb)
 set -euo pipefail
 
 STEPS=${1:-6}
 MINUTES=${2:-10}
 TARGET=${3:-2000}
+DB=${DB:-rocksdb}
 IODIG=${IODIG:-target/release/iodig}
 [[ -x $IODIG ]] || { echo "bench-soak.sh: $IODIG not found; cargo build --release or set IODIG" >&2; exit 2; }
 
@@ -26,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 cat > "$work/soak.toml" <<TOML
-db = "rocksdb"
+db = "$DB"
 repetitions = $STEPS
 duration = "${MINUTES}m"
 warmup = "0s"
@@ -65,7 +68,7 @@ done
 wait "$pid" || { echo "bench-soak.sh: iodig failed:" >&2; tail -5 "$work/stderr" >&2; exit 1; }
 pid=""
 
-python3 - "$rss_log" "$step_log" "$STEPS" "$MINUTES" "$TARGET" <<'PY'
+python3 - "$rss_log" "$step_log" "$STEPS" "$MINUTES" "$TARGET" "$DB" <<'PY'
 import sys
 rss = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.strip()]
 steps = [tuple(map(int, l.split())) for l in open(sys.argv[2]) if l.strip()]
@@ -73,7 +76,7 @@ n, minutes, target = sys.argv[3], sys.argv[4], sys.argv[5]
 after_min = next((kb for t, kb in rss if t >= 60), rss[0][1])
 end = rss[-1][1]
 peak = max(kb for _, kb in rss)
-print(f"soak: {n} steps × {minutes} min at {target} ops/s, RocksDB, workload A, 8 threads, traced")
+print(f"soak: {n} steps × {minutes} min at {target} ops/s, --db {sys.argv[6]}, workload A, 8 threads, traced")
 print(f"client RSS: {after_min/1024:.1f} MiB after 1 min, {end/1024:.1f} MiB at the end, "
       f"peak {peak/1024:.1f} MiB: growth {100*(end-after_min)/after_min:+.1f} %")
 prev = 0
