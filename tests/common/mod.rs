@@ -35,6 +35,24 @@ impl Run {
     }
 }
 
+/// Stops the managed Cassandra nodes of a directory even when an assertion fails.
+pub struct Nodes<'a>(pub &'a Path);
+
+impl Drop for Nodes<'_> {
+    fn drop(&mut self) {
+        let _ = iodig()
+            .args([
+                "cassandra",
+                "down",
+                "--grace",
+                "20",
+                "--dir",
+                self.0.to_str().unwrap(),
+            ])
+            .output();
+    }
+}
+
 pub fn iodig() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_iodig"));
     c.env("CI", "1");
