@@ -248,27 +248,15 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
         // A cap never outlives its step: lift it on every node the schedule capped.
         for f in plan.faults.iter().filter(|f| f.action.on_device()) {
-            let n = f
-                .target
-                .trim_start_matches("node")
-                .trim_start_matches("127.0.0.");
-            let _ = cap_node(&self.dir, &format!("127.0.0.{n}"), IoLimit::None);
+            let _ = cap_node(&self.dir, &node_address(&f.target), IoLimit::None);
         }
-        if workload.spec.run_inserts() {
-            dataset::mark_grown(&self.dir, &plan.props, step)?;
-        }
-        Ok(())
+        super::mark_grown_by(Some(&self.dir), plan, step, workload)
     }
 
     fn fault_handler(&self) -> Option<FaultHandler> {
         let dir = self.dir.clone();
         Some(std::sync::Arc::new(move |f: &Fault| {
-            let n = f
-                .target
-                .strip_prefix("node")
-                .or_else(|| f.target.strip_prefix("127.0.0."))
-                .unwrap_or(&f.target);
-            let address = format!("127.0.0.{n}");
+            let address = node_address(&f.target);
             let fault = match &f.action {
                 FaultAction::Kill => iodig_cassandra::NodeFault::Kill,
                 FaultAction::Pause(d) => iodig_cassandra::NodeFault::Pause(*d),
@@ -282,6 +270,15 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
                 .map_err(|e| e.to_string())
         }))
     }
+}
+
+/// The address of a fault's target node: `node2` or `127.0.0.2` → `127.0.0.2`.
+fn node_address(target: &str) -> String {
+    let n = target
+        .strip_prefix("node")
+        .or_else(|| target.strip_prefix("127.0.0."))
+        .unwrap_or(target);
+    format!("127.0.0.{n}")
 }
 
 /// Throttles a managed node's block IO on its data device in the node's own cgroup (each

@@ -31,10 +31,7 @@ impl<F: DbFactory> Deployment<F> for DataDir {
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
         // A cap never outlives its step.
         drop(lock(&self.cap).take());
-        match self.dir.as_deref() {
-            Some(dir) if workload.spec.run_inserts() => dataset::mark_grown(dir, &plan.props, step),
-            _ => Ok(()),
-        }
+        super::mark_grown_by(self.dir.as_deref(), plan, step, workload)
     }
 
     fn fault_handler(&self) -> Option<FaultHandler> {

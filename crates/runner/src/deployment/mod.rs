@@ -53,10 +53,7 @@ pub trait Deployment<F: DbFactory> {
     /// After each run step: a workload that inserts grew the dataset, and the next run must
     /// not take it for the loaded one.
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
-        match self.marker_dir() {
-            Some(dir) if workload.spec.run_inserts() => dataset::mark_grown(dir, &plan.props, step),
-            _ => Ok(()),
-        }
+        mark_grown_by(self.marker_dir(), plan, step, workload)
     }
 
     /// Processes the system sampler follows besides iodig itself (database servers).
@@ -73,6 +70,20 @@ pub trait Deployment<F: DbFactory> {
     /// binding's own.
     fn events_since(&self, _since_unix_ms: u64) -> Vec<DbEvent> {
         Vec::new()
+    }
+}
+
+/// A workload that inserts grew the dataset: its marker says so, so the next run does not take
+/// it for the loaded one.
+pub(crate) fn mark_grown_by(
+    marker_dir: Option<&Path>,
+    plan: &Plan,
+    step: &str,
+    workload: &ResolvedWorkload,
+) -> Result<()> {
+    match marker_dir {
+        Some(dir) if workload.spec.run_inserts() => dataset::mark_grown(dir, &plan.props, step),
+        _ => Ok(()),
     }
 }
 
