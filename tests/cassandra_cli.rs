@@ -424,6 +424,9 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
         &sshd.property(),
         "-p",
         "recordcount=2000",
+        // The workloads' operationcount (1,000) would end each step in a few seconds.
+        "-p",
+        "operationcount=100000000",
         "--threads",
         "8",
         // Longer than the nodes' 10 s periodic commit-log sync, so every node writes in a step.
@@ -603,7 +606,8 @@ fn observed_nodes_match_the_local_trace(run_dir: &Path, run: &serde_json::Value)
         }
         m
     };
-    let mut compared = 0;
+    let mut compared = [0; 3];
+    let mut seen = Vec::new();
     for step in run["steps"].as_array().unwrap() {
         let local = read_json(
             &run_dir
@@ -629,7 +633,23 @@ fn observed_nodes_match_the_local_trace(run_dir: &Path, run: &serde_json::Value)
                 assert_eq!(e["node"], addr.as_str(), "only its own node's events: {e}");
             }
             let remote = read_json(&dir.join("trace.json"));
+            // The tracers were loaded before the step and attach at its start: both windows
+            // cover the step (loaded at the start, they opened seconds late on this VM).
+            let runtime = step["runtime_ms"].as_u64().unwrap();
+            for t in [&remote, &local] {
+                let start = t["start_unix_ms"].as_u64().unwrap();
+                let late = start.saturating_sub(step["started_unix_ms"].as_u64().unwrap());
+                assert!(
+                    late < 1000 && late * 10 < runtime,
+                    "{addr} {}: trace opened {late} ms into a {runtime} ms step",
+                    step["dir"]
+                );
+            }
             if remote["mode"] != "ebpf" || local["mode"] != "ebpf" {
+                seen.push(format!(
+                    "{} {addr}: modes remote {} local {}",
+                    step["dir"], remote["mode"], local["mode"]
+                ));
                 continue;
             }
             let cgroup = observed[i]["node"]["cgroup"].as_str().unwrap();
@@ -643,18 +663,39 @@ fn observed_nodes_match_the_local_trace(run_dir: &Path, run: &serde_json::Value)
             );
             let mine = whole_cgroup_bytes(&remote, cgroup);
             let theirs = whole_cgroup_bytes(&local, cgroup);
+            let totals = |t: &serde_json::Value| {
+                format!(
+                    "{}..{} w{} r{}",
+                    t["start_unix_ms"],
+                    t["end_unix_ms"],
+                    t["devices"][0]["ops"]["write"]["ios"],
+                    t["devices"][0]["ops"]["read"]["ios"]
+                )
+            };
+            seen.push(format!(
+                "{} {addr}: windows remote {} local {}; seconds with its IO remote {:?} local {:?}",
+                step["dir"],
+                totals(&remote),
+                totals(&local),
+                mine.keys().collect::<Vec<_>>(),
+                theirs.keys().collect::<Vec<_>>()
+            ));
             for (t, bytes) in &mine {
                 if let Some(local_bytes) = theirs.get(t) {
                     assert_eq!(
                         bytes, local_bytes,
                         "{addr} at {t}: remote {bytes} B, local {local_bytes} B"
                     );
-                    compared += 1;
+                    compared[i] += 1;
                 }
             }
         }
     }
-    assert!(compared > 0, "no second of node IO compared");
+    assert!(
+        compared.iter().all(|c| *c > 0),
+        "seconds of node IO compared per node: {compared:?}; seconds with node IO:\n{}",
+        seen.join("\n")
+    );
     // The report lays the cluster out: ownership, the observed hosts, and each step's nodes.
     let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
     assert!(report.contains("## Cluster"), "no cluster section");

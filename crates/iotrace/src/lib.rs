@@ -248,6 +248,30 @@ pub fn start_watching(
     opts: &TraceOptions,
     watch: &WatchOptions,
 ) -> Result<TraceSession, TraceError> {
+    prepare_watching(opts, watch)?.start()
+}
+
+/// A trace made ready but not running: the eBPF programs loaded and verified (the slow part:
+/// a few hundred ms idle, seconds on a busy machine) and not attached yet, so a step's trace
+/// can start the moment its measurement does.
+pub struct PreparedTrace {
+    session: TraceSession,
+    pending: Pending,
+}
+
+enum Pending {
+    Off,
+    /// With the reason when diskstats replaces eBPF.
+    Diskstats(Option<String>),
+    /// Attaching can still fail: `auto` then falls back to diskstats, `ebpf` fails.
+    Ebpf(ebpf::Prepared, TraceMode),
+}
+
+/// [`start_watching`] up to the attach: everything that can be done before the window opens.
+pub fn prepare_watching(
+    opts: &TraceOptions,
+    watch: &WatchOptions,
+) -> Result<PreparedTrace, TraceError> {
     check_slot_ms(opts.slot_ms).map_err(|e| anyhow::anyhow!(e))?;
     let (disks, auto_devices) = resolve_devices(&opts.devices)?;
     let resolved = attr::resolve(&watch.cgroups, &watch.pids)
@@ -268,12 +292,13 @@ pub fn start_watching(
         disks,
         auto_devices,
         slot_ms: opts.slot_ms,
-        start_unix_ms: ebpf::unix_now_ns() / 1_000_000,
+        start_unix_ms: 0,
         events_file: opts.events_file.clone(),
     };
+    let ready = |session, pending| Ok(PreparedTrace { session, pending });
     match opts.mode {
-        TraceMode::Off => return Ok(s),
-        TraceMode::Diskstats => return Ok(s.with_diskstats(None)),
+        TraceMode::Off => return ready(s, Pending::Off),
+        TraceMode::Diskstats => return ready(s, Pending::Diskstats(None)),
         TraceMode::Ebpf | TraceMode::Auto => {}
     }
     let attribution = ebpf::has_io_start() && !watch.no_attribution;
@@ -291,28 +316,51 @@ pub fn start_watching(
     }
     let tried = match ebpf_precheck() {
         Some(reason) => Err(reason),
-        None => {
-            start_ebpf(&s.disks, opts, attribution).map_err(|e| format!("eBPF load failed: {e:#}"))
-        }
+        None => prepare_ebpf(&s.disks, opts, attribution)
+            .map_err(|e| format!("eBPF load failed: {e:#}")),
     };
     match (tried, opts.mode) {
-        (Ok(sess), _) => {
-            s.inner = Inner::Ebpf(sess);
-            s.mode = "ebpf";
-            Ok(s)
-        }
+        (Ok(p), mode) => ready(s, Pending::Ebpf(p, mode)),
         (Err(reason), TraceMode::Ebpf) => Err(TraceError::Privilege { reason }),
-        (Err(reason), _) => Ok(s.with_diskstats(Some(format!("diskstats fallback: {reason}")))),
+        (Err(reason), _) => ready(
+            s,
+            Pending::Diskstats(Some(format!("diskstats fallback: {reason}"))),
+        ),
     }
 }
 
-fn start_ebpf(
+impl PreparedTrace {
+    /// Opens the window: attaches the loaded programs (or starts the diskstats sampler).
+    pub fn start(self) -> Result<TraceSession, TraceError> {
+        let mut s = self.session;
+        s.start_unix_ms = ebpf::unix_now_ns() / 1_000_000;
+        match self.pending {
+            Pending::Off => Ok(s),
+            Pending::Diskstats(note) => Ok(s.with_diskstats(note)),
+            Pending::Ebpf(p, mode) => match p.start() {
+                Ok(sess) => {
+                    s.inner = Inner::Ebpf(sess);
+                    s.mode = "ebpf";
+                    Ok(s)
+                }
+                Err(e) if mode == TraceMode::Ebpf => Err(TraceError::Privilege {
+                    reason: format!("eBPF attach failed: {e:#}"),
+                }),
+                Err(e) => Ok(s.with_diskstats(Some(format!(
+                    "diskstats fallback: eBPF attach failed: {e:#}"
+                )))),
+            },
+        }
+    }
+}
+
+fn prepare_ebpf(
     disks: &[Disk],
     opts: &TraceOptions,
     attribution: bool,
-) -> anyhow::Result<ebpf::Session> {
+) -> anyhow::Result<ebpf::Prepared> {
     anyhow::ensure!(!disks.is_empty(), "no block device to trace");
-    ebpf::start(ebpf::Config {
+    ebpf::prepare(ebpf::Config {
         disks: disks.to_vec(),
         slot_ns: u64::from(opts.slot_ms) * 1_000_000,
         events_file: opts.events_file.clone(),

@@ -241,21 +241,22 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     fn step(&mut self, w: &ResolvedWorkload, step: &StepPlan, name: &str) -> Result<bool> {
         let workload =
             CoreWorkload::with_ledger(w.spec.clone(), self.plan.seed, self.ledger.clone());
-        // Clients started together wait for the step's common start (--start-at) first.
-        if let Some(late) = self.schedule.as_ref().and_then(|s| s.wait(name, self.stop)) {
-            self.run.doc.notes.push(late);
-        }
         let mut processes = vec![("iodig".to_string(), std::process::id())];
         processes.extend(self.deployment.processes());
         if let Some(r) = &mut self.remote {
             r.before_step();
         }
+        // The tracers load now, before any common start, so every client starts on time.
         let mut observer = Observer::new(
             self.trace.clone(),
             self.plan.req.watch.clone(),
             processes,
             self.remote.as_mut(),
         );
+        // Clients started together wait for the step's common start (--start-at).
+        if let Some(late) = self.schedule.as_ref().and_then(|s| s.wait(name, self.stop)) {
+            self.run.doc.notes.push(late);
+        }
         if step.phase == Phase::Run {
             if let Some(handler) = self.deployment.fault_handler() {
                 observer = observer.with_faults(self.plan.faults.clone(), handler);

@@ -212,24 +212,71 @@ pub fn attach(skel: &IotraceSkel<'_>, flavour: Flavour, attribution: bool) -> Re
         .collect()
 }
 
-/// Loads and attaches, preferring tp_btf and falling back to raw_tp twins (kernels where
-/// tracing programs do not load). `objs` provides one OpenObject slot per attempt.
-pub fn load_and_attach<'o>(
-    objs: &'o mut [MaybeUninit<OpenObject>; 2],
-    cfg: &LoadConfig<'_>,
-) -> Result<(IotraceSkel<'o>, Vec<Link>, Flavour)> {
-    let [a, b] = objs;
-    let first = load(a, cfg, Flavour::TpBtf)
-        .and_then(|s| attach(&s, Flavour::TpBtf, cfg.attribution).map(|l| (s, l)));
-    match first {
-        Ok((s, l)) => Ok((s, l, Flavour::TpBtf)),
-        Err(e) => {
-            let (s, l) = load(b, cfg, Flavour::RawTp)
-                .and_then(|s| attach(&s, Flavour::RawTp, cfg.attribution).map(|l| (s, l)))
-                .with_context(|| {
-                    format!("tp_btf failed first ({e:#}); raw_tp fallback failed too")
-                })?;
-            Ok((s, l, Flavour::RawTp))
+/// Loads, then attaches, preferring tp_btf and falling back to raw_tp twins (kernels where
+/// tracing programs do not load or attach), in two calls so that the slow part (loading, the
+/// verifier) can run before a step and attaching at its start.
+pub struct Loaded<'o> {
+    /// The raw_tp slot, while unused.
+    spare: Option<&'o mut MaybeUninit<OpenObject>>,
+    first: Option<&'o mut MaybeUninit<OpenObject>>,
+    skel: Option<(IotraceSkel<'o>, Flavour)>,
+    /// Why tp_btf was given up, for the error when raw_tp fails too.
+    btf_error: Option<anyhow::Error>,
+}
+
+impl<'o> Loaded<'o> {
+    /// `objs` provides one OpenObject slot per attempt.
+    pub fn new(objs: &'o mut [MaybeUninit<OpenObject>; 2]) -> Self {
+        let [a, b] = objs;
+        Loaded {
+            spare: Some(b),
+            first: Some(a),
+            skel: None,
+            btf_error: None,
+        }
+    }
+
+    pub fn load(&mut self, cfg: &LoadConfig<'_>) -> Result<()> {
+        let a = self.first.take().context("programs already loaded")?;
+        match load(a, cfg, Flavour::TpBtf) {
+            Ok(s) => self.skel = Some((s, Flavour::TpBtf)),
+            Err(e) => {
+                self.btf_error = Some(e);
+                self.load_raw(cfg)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn load_raw(&mut self, cfg: &LoadConfig<'_>) -> Result<()> {
+        let b = self.spare.take().context("raw_tp fallback already used")?;
+        let s = load(b, cfg, Flavour::RawTp).with_context(|| self.btf_failed())?;
+        self.skel = Some((s, Flavour::RawTp));
+        Ok(())
+    }
+
+    fn btf_failed(&self) -> String {
+        match &self.btf_error {
+            Some(e) => format!("tp_btf failed first ({e:#}); raw_tp fallback failed too"),
+            None => "raw_tp programs failed".into(),
+        }
+    }
+
+    /// Attaches what was loaded (loading raw_tp when tp_btf does not attach).
+    pub fn attach(mut self, cfg: &LoadConfig<'_>) -> Result<(IotraceSkel<'o>, Vec<Link>, Flavour)> {
+        let (skel, flavour) = self.skel.take().context("programs not loaded")?;
+        match attach(&skel, flavour, cfg.attribution) {
+            Ok(links) => Ok((skel, links, flavour)),
+            Err(e) if flavour == Flavour::TpBtf => {
+                drop(skel);
+                self.btf_error = Some(e);
+                self.load_raw(cfg)?;
+                let (skel, flavour) = self.skel.take().context("raw_tp not loaded")?;
+                let links =
+                    attach(&skel, flavour, cfg.attribution).with_context(|| self.btf_failed())?;
+                Ok((skel, links, flavour))
+            }
+            Err(e) => Err(e),
         }
     }
 }

@@ -89,28 +89,81 @@ fn unix_offset_ns() -> u64 {
     read(libc::CLOCK_REALTIME).saturating_sub(mono)
 }
 
-/// Loads, attaches and starts draining; returns once the probes are live (or failed to load).
-pub fn start(cfg: Config) -> Result<Session> {
+/// Programs loaded (verified) but not attached yet: what costs time (a few hundred ms on an
+/// idle machine, seconds on a busy one) is done before a step, attaching at its start is not.
+pub struct Prepared {
+    go: Sender<()>,
+    ready: Receiver<Result<String>>,
+    stop: Sender<()>,
+    handle: JoinHandle<Result<Raw>>,
+}
+
+/// Loads the programs on the tracer thread and returns once they are loaded (or failed to).
+pub fn prepare(cfg: Config) -> Result<Prepared> {
+    let (loaded_tx, loaded_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel();
     let (ready_tx, ready_rx) = mpsc::channel();
     let (stop_tx, stop_rx) = mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("iodig-iotrace".into())
-        .spawn(move || run(cfg, ready_tx, stop_rx))
+        .spawn(move || {
+            run(
+                cfg,
+                Phases {
+                    loaded: loaded_tx,
+                    go: go_rx,
+                    ready: ready_tx,
+                },
+                stop_rx,
+            )
+        })
         .context("cannot spawn the tracer thread")?;
-    match ready_rx.recv() {
-        Ok(Ok(_attach)) => Ok(Session {
-            stop: Some(stop_tx),
-            handle: Some(handle),
+    match loaded_rx.recv() {
+        Ok(Ok(())) => Ok(Prepared {
+            go: go_tx,
+            ready: ready_rx,
+            stop: stop_tx,
+            handle,
         }),
         Ok(Err(e)) => {
             let _ = handle.join();
             Err(e)
         }
-        Err(_) => Err(match handle.join() {
-            Ok(Err(e)) => e,
-            _ => anyhow!("the tracer thread died while loading"),
-        }),
+        Err(_) => Err(thread_error(handle)),
     }
+}
+
+impl Prepared {
+    /// Attaches the loaded programs and starts draining; returns once the probes are live.
+    pub fn start(self) -> Result<Session> {
+        let _ = self.go.send(());
+        match self.ready.recv() {
+            Ok(Ok(_attach)) => Ok(Session {
+                stop: Some(self.stop),
+                handle: Some(self.handle),
+            }),
+            Ok(Err(e)) => {
+                let _ = self.handle.join();
+                Err(e)
+            }
+            Err(_) => Err(thread_error(self.handle)),
+        }
+    }
+}
+
+/// Why the tracer thread ended without saying so on its channel.
+fn thread_error(handle: JoinHandle<Result<Raw>>) -> anyhow::Error {
+    match handle.join() {
+        Ok(Err(e)) => e,
+        _ => anyhow!("the tracer thread died while loading"),
+    }
+}
+
+/// The tracer thread's hand-offs: programs loaded, told to attach, attached.
+struct Phases {
+    loaded: Sender<Result<()>>,
+    go: Receiver<()>,
+    ready: Sender<Result<String>>,
 }
 
 impl Session {
@@ -133,7 +186,7 @@ impl Drop for Session {
     }
 }
 
-fn run(cfg: Config, ready: Sender<Result<String>>, stop: Receiver<()>) -> Result<Raw> {
+fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
     let mut objs = [MaybeUninit::uninit(), MaybeUninit::uninit()];
     let lc = load::LoadConfig {
         disks: &cfg.disks,
@@ -142,16 +195,26 @@ fn run(cfg: Config, ready: Sender<Result<String>>, stop: Receiver<()>) -> Result
         events: cfg.events_file.is_some(),
         attribution: cfg.attribution,
     };
-    let (skel, links, flavour) = match load::load_and_attach(&mut objs, &lc) {
+    let mut loaded = load::Loaded::new(&mut objs);
+    if let Err(e) = loaded.load(&lc) {
+        let _ = phases.loaded.send(Err(e));
+        return Err(anyhow!("load failed"));
+    }
+    let _ = phases.loaded.send(Ok(()));
+    if phases.go.recv().is_err() {
+        // Prepared and dropped without a start: nothing was attached.
+        return Err(anyhow!("tracer prepared but never started"));
+    }
+    let (skel, links, flavour) = match loaded.attach(&lc) {
         Ok(v) => v,
         Err(e) => {
-            let _ = ready.send(Err(e));
-            return Err(anyhow!("load failed"));
+            let _ = phases.ready.send(Err(e));
+            return Err(anyhow!("attach failed"));
         }
     };
     let ds_start = diskstats::read(&cfg.disks);
     let start_ns = unix_now_ns();
-    let _ = ready.send(Ok(flavour.name().to_string()));
+    let _ = phases.ready.send(Ok(flavour.name().to_string()));
     let reserved = load::attr_reserved(cfg.disks.len());
     let mut st = Drain::new(cfg.disks.len(), start_ns, cfg.slot_ns, reserved);
     let wait = events_loop(&skel, &cfg, &stop, &mut st, lc.unix_offset_ns);

@@ -5,7 +5,7 @@
 
 use super::protocol::{line, Hello, Reply, Request};
 use crate::environment;
-use iodig_iotrace::{TraceMode, TraceOptions, TraceSession, WatchOptions};
+use iodig_iotrace::{PreparedTrace, TraceMode, TraceOptions, TraceSession, WatchOptions};
 use iodig_model::cluster::{HostNode, NodeObservation};
 use iodig_model::events::DbEvent;
 use iodig_sysstat::{Sampler, SysOptions};
@@ -95,6 +95,14 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     send(&mut out, &Reply::Hello(Box::new(hello)))?;
     let mut running: Option<(Option<TraceSession>, Option<Sampler>, Option<String>)> = None;
+    // The tracer loaded by `Prepare`, or why it could not be.
+    let mut prepared: Option<Result<PreparedTrace, String>> = None;
+    let prepare = || {
+        if trace.mode == TraceMode::Off {
+            return None;
+        }
+        Some(iodig_iotrace::prepare_watching(&trace, &watch).map_err(|e| e.to_string()))
+    };
     for request in std::io::stdin().lock().lines() {
         let request = request?;
         let reply = match serde_json::from_str::<Request>(&request) {
@@ -102,6 +110,10 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
             Ok(Request::Clock) => Reply::Clock {
                 unix_ns: super::clock::unix_now_ns(),
             },
+            Ok(Request::Prepare) => {
+                prepared = prepare();
+                Reply::Prepared
+            }
             Ok(Request::Start) => {
                 let sampler = Sampler::start(SysOptions {
                     interval: Duration::from_secs(1),
@@ -112,13 +124,14 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                     per_cpu: true,
                 })
                 .ok();
-                let (session, error) = if trace.mode == TraceMode::Off {
-                    (None, None)
-                } else {
-                    match iodig_iotrace::start_watching(&trace, &watch) {
+                // Started without a Prepare first (an older observer): load now.
+                let (session, error) = match prepared.take().or_else(prepare) {
+                    None => (None, None),
+                    Some(Ok(p)) => match p.start() {
                         Ok(s) => (Some(s), None),
                         Err(e) => (None, Some(e.to_string())),
-                    }
+                    },
+                    Some(Err(e)) => (None, Some(e)),
                 };
                 let mode = session.as_ref().map_or("off", |s| s.mode()).to_string();
                 running = Some((session, sampler, error));

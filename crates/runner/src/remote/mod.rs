@@ -122,12 +122,33 @@ impl RemoteHosts {
         }
     }
 
-    /// Measurement started: every agent starts at once, then each is waited for.
+    /// Before a step: every agent is told at once to load its tracer (a few hundred ms on an
+    /// idle host, seconds on a busy one); [`RemoteHosts::await_prepared`] then waits for them,
+    /// so the local tracer loads in the meantime.
+    pub fn prepare(&mut self) {
+        for a in &mut self.agents {
+            a.send(&Request::Prepare);
+        }
+    }
+
+    /// Waits until every agent loaded its tracer (or gave up on it).
+    pub fn await_prepared(&mut self) {
+        for a in &mut self.agents {
+            let _ = a.wait(START_WAIT, "prepare");
+        }
+    }
+
+    /// Measurement started: every agent is told at once to attach what it prepared;
+    /// [`RemoteHosts::await_started`] then waits for them.
     pub fn start(&mut self) {
         for a in &mut self.agents {
             a.mode = None;
             a.send(&Request::Start);
         }
+    }
+
+    /// Waits until every agent said it started (or gave up on it).
+    pub fn await_started(&mut self) {
         for a in &mut self.agents {
             if let Some(Reply::Started { mode }) = a.wait(START_WAIT, "start") {
                 a.mode = Some(mode);

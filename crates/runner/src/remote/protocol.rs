@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 pub enum Request {
     /// Reply with the host's clock at once.
     Clock,
-    /// Start the tracer and the sampler (measurement starts).
+    /// Load the tracer before a step (the slow part), without attaching it yet.
+    Prepare,
+    /// Start the tracer (attaching what was prepared) and the sampler: measurement starts.
     Start,
     /// Stop them; events of the node since the time come with the results.
     Stop { since_unix_ms: u64 },
@@ -26,6 +28,8 @@ pub enum Reply {
     Clock {
         unix_ns: u64,
     },
+    /// The tracer is loaded (or could not be: the error comes with the step's results).
+    Prepared,
     Started {
         mode: String,
     },
