@@ -8,6 +8,7 @@ use common::*;
 use iodig_model::trace::band_label;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Two traced RocksDB runs at once on 2 cores would time each other: one at a time.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -20,7 +21,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// Runs a short traced RocksDB workload (updates through a small memtable: flushes and
 /// compactions inside the step) on the VM's disk; returns the run and its run step's trace.
-fn traced_rocksdb_run(dir: &std::path::Path, write_buffer: &str) -> (Run, Value) {
+fn traced_rocksdb_run(dir: &Path, write_buffer: &str) -> (Run, Value) {
     let write_buffer = format!("rocksdb.writebuffersize={write_buffer}");
     let r = run_iodig(&[
         "run",
@@ -194,6 +195,96 @@ fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
         );
     }
     assert!(md.contains(stats), "{md}");
+
+    // The database's own version, from its LOG, and which machine ran what.
+    let log =
+        std::fs::read_to_string(Path::new(env["data_dir"].as_str().unwrap()).join("LOG")).unwrap();
+    let version = log
+        .lines()
+        .find_map(|l| l.split_once("RocksDB version: ").map(|(_, v)| v.trim()))
+        .expect("RocksDB writes its version first");
+    assert_eq!(env["database_version"], format!("RocksDB {version}"));
+    assert!(
+        md.contains(&format!("| database | rocksdb (RocksDB {version}) |")),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "| machines | client on {}, the database embedded in the client process |",
+            env["hostname"].as_str().unwrap()
+        )),
+        "{md}"
+    );
+
+    // Every write on the latency heat map, each in the octave of its device latency.
+    let html = std::fs::read_to_string(r.run_dir().join("report.html")).unwrap();
+    // The load step's charts come first; the run step's write heat map is the last one.
+    let heat = html
+        .rsplit("<svg")
+        .find(|c| c.contains(r#"aria-label="Device latency of every write"#))
+        .unwrap_or_else(|| panic!("no write heat map in the report"));
+    let cells: Vec<(f64, f64, u64)> = heat
+        .split("<rect data-count=\"")
+        .skip(1)
+        .map(|c| {
+            let attr = |name: &str| {
+                c.split(&format!("{name}=\""))
+                    .nth(1)
+                    .and_then(|v| v.split('"').next())
+                    .unwrap()
+                    .to_string()
+            };
+            (
+                attr("data-lower-ms").parse().unwrap(),
+                attr("data-upper-ms").parse().unwrap(),
+                c.split('"').next().unwrap().parse().unwrap(),
+            )
+        })
+        .collect();
+    let on_chart: u64 = cells.iter().map(|c| c.2).sum();
+    let (mut with_latency, mut slowest_ns, mut timed) = (0u64, 0u64, 0u64);
+    for d in trace["devices"].as_array().unwrap() {
+        timed += d["ops"]["write"]["latency"]["device"]["count"]
+            .as_u64()
+            .unwrap_or(0);
+        for sec in d["seconds"].as_array().unwrap() {
+            let w = &sec["ops"]["write"];
+            for b in w["lat_hist"].as_array().into_iter().flatten() {
+                with_latency += b["count"].as_u64().unwrap();
+            }
+            slowest_ns = slowest_ns.max(w["lat_max_ns"].as_u64().unwrap_or(0));
+        }
+    }
+    // Every write with a device time is one count on the chart, as in the step's histogram
+    // (writes the tracer saw complete without their issue have none, and the title says so).
+    assert_eq!(on_chart, with_latency, "per-second histograms on the chart");
+    assert_eq!(
+        with_latency, timed,
+        "per-second counts add up to the step's"
+    );
+    assert!(
+        timed > 0 && timed <= ios_all,
+        "{timed} timed of {ios_all} writes"
+    );
+    if timed < ios_all {
+        assert!(
+            heat.contains(&format!(
+                "{} IOs timed of {}",
+                thousands(timed),
+                thousands(ios_all)
+            )),
+            "{}",
+            heat.chars().take(300).collect::<String>()
+        );
+    }
+    let top = cells.iter().map(|c| c.1).fold(0.0, f64::max);
+    let slowest_ms = slowest_ns as f64 / 1e6;
+    assert!(
+        cells
+            .iter()
+            .any(|c| c.0 <= slowest_ms && slowest_ms < c.1 && c.1 == top),
+        "the slowest write ({slowest_ms} ms) sits in the top cell: {cells:?}"
+    );
 }
 
 #[test]
@@ -423,4 +514,196 @@ fn burst_and_queue_depth_findings_match_the_trace_and_the_self_check_is_stated()
     } else {
         assert!(section.contains("IOs traced against"), "{section}");
     }
+}
+
+/// An ext4 file system on a loop device over a file, mounted under a temporary directory;
+/// unmounted and detached when dropped.
+struct LoopFs {
+    dev: String,
+    mnt: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopFs {
+    fn new(size: &str) -> LoopFs {
+        let sh = |cmd: &mut std::process::Command| {
+            let out = cmd.output().expect("util-linux and e2fsprogs run");
+            assert!(out.status.success(), "{cmd:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        // On the VM's disk: the image's pages are what the loop device reads and writes.
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let img = dir.path().join("disk.img");
+        sh(std::process::Command::new("truncate")
+            .args(["-s", size])
+            .arg(&img));
+        let dev = sh(std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&img));
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let fs = LoopFs {
+            dev,
+            mnt,
+            _dir: dir,
+        };
+        sh(std::process::Command::new("mkfs.ext4").args(["-q", &fs.dev]));
+        sh(std::process::Command::new("mount")
+            .arg(&fs.dev)
+            .arg(&fs.mnt));
+        fs
+    }
+
+    /// `loop3` for `/dev/loop3`, as the trace names devices.
+    fn name(&self) -> &str {
+        self.dev.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for LoopFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.dev])
+            .status();
+    }
+}
+
+#[test]
+fn flush_latency_finding_on_a_loop_device_matches_the_client_series() {
+    use iodig_report::analysis::findings::lat_ms;
+    let _serial = serial();
+    assert!(
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")),
+        "this test sets up a loop device and needs root"
+    );
+    let fs = LoopFs::new("1G");
+    let db = fs.mnt.join("db");
+    let out = tempfile::tempdir_in("/var/tmp").unwrap();
+    // Reads from the device (direct, a small block cache), updates at a steady rate into 4 MiB
+    // memtables: a flush every few seconds, quiet seconds between them, and reads that queue
+    // behind the flush's writes on the loop device.
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        &format!("rocksdb.dir={}", db.display()),
+        "-p",
+        "recordcount=50000",
+        "-p",
+        "operationcount=100000000",
+        "-p",
+        "requestdistribution=uniform",
+        "-p",
+        "rocksdb.writebuffersize=4M",
+        "-p",
+        "rocksdb.directreads=true",
+        "-p",
+        "rocksdb.blockcachesize=8M",
+        "--target",
+        "4000",
+        "--threads",
+        "4",
+        "--duration",
+        "16s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][1];
+    let dir = r.run_dir().join(step["dir"].as_str().unwrap());
+    let trace = read_json(&dir.join("trace.json"));
+    assert_eq!(trace["mode"], "ebpf");
+    let loop_dev = trace["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == fs.name())
+        .unwrap_or_else(|| panic!("{} traced: {}", fs.name(), trace["devices"]));
+    assert!(
+        loop_dev["ops"]["read"]["ios"].as_u64().unwrap() > 1000,
+        "reads hit the device"
+    );
+    assert!(
+        loop_dev["ops"]["write"]["ios"].as_u64().unwrap() > 0,
+        "flushes hit the device"
+    );
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let section = run_step_section(&md);
+
+    // The rule, recomputed: the per-second client p99 in seconds that overlap a flush in
+    // RocksDB's own LOG against the others, means over each side.
+    let events = read_json(&dir.join("db-events.json"));
+    let end = step["started_unix_ms"].as_u64().unwrap() + step["runtime_ms"].as_u64().unwrap();
+    let flushes: Vec<(u64, u64)> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "flush")
+        .map(|e| {
+            (
+                e["start_unix_ms"].as_u64().unwrap(),
+                e["end_unix_ms"].as_u64().unwrap_or(end),
+            )
+        })
+        .collect();
+    assert!(flushes.len() >= 2, "flushes inside the step: {flushes:?}");
+    let timeseries = read_json(&dir.join("timeseries.json"));
+    let mut fired = Vec::new();
+    for series in ["READ", "UPDATE"] {
+        let (mut inside, mut outside) = (Vec::new(), Vec::new());
+        for s in timeseries.as_array().unwrap() {
+            let sum = &s["series"][series];
+            if sum["count"].as_u64().unwrap_or(0) == 0 {
+                continue;
+            }
+            let b = s["unix_ms"].as_u64().unwrap();
+            let a = b.saturating_sub((s["secs"].as_f64().unwrap() * 1000.0) as u64);
+            let p99 = sum["p99_us"].as_f64().unwrap() / 1000.0;
+            if flushes.iter().any(|(s, e)| *s < b && *e > a) {
+                inside.push(p99);
+            } else {
+                outside.push(p99);
+            }
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let finding = format!("P99 {} latency is", series.to_lowercase());
+        if inside.len() >= 3 && outside.len() >= 3 && mean(&inside) >= 1.5 * mean(&outside) {
+            let (mi, mo) = (mean(&inside), mean(&outside));
+            let want = format!(
+                "P99 {} latency is {:.1}× higher while a flush runs ({} vs {}, means of per-second p99 over {} and {} s).",
+                series.to_lowercase(),
+                mi / mo,
+                lat_ms(mi),
+                lat_ms(mo),
+                inside.len(),
+                outside.len()
+            );
+            assert!(section.contains(&want), "{want} not in:\n{section}");
+            fired.push(series);
+        } else {
+            assert!(
+                !section
+                    .lines()
+                    .any(|l| l.contains(&finding) && l.contains("while a flush runs")),
+                "{series}: no finding when the series says none ({inside:?} vs {outside:?}):\n{section}"
+            );
+        }
+    }
+    // Reads queue behind the flush's writes on the loop device: the finding this run is for.
+    assert!(
+        fired.contains(&"READ"),
+        "reads slower while a flush runs, as the briefs found:\n{section}"
+    );
 }

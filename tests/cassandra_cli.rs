@@ -517,6 +517,25 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
         );
         assert!(report.contains("127.0.0.2"), "report names the nodes");
     }
+    // The database's version as its nodes report it, and where client and nodes ran: the
+    // observed hosts share this machine's kernel (its boot id).
+    let version = run["environment"]["database_version"].as_str().unwrap();
+    assert!(version.starts_with("Apache Cassandra 5."), "{version}");
+    let report = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    assert!(
+        report.contains(&format!("| database | cassandra ({version}) |")),
+        "{report}"
+    );
+    let machines = report
+        .lines()
+        .find(|l| l.starts_with("| machines | "))
+        .unwrap();
+    assert!(machines.contains("; 3 node(s): "), "{machines}");
+    assert_eq!(
+        machines.matches("on the client's machine").count(),
+        3,
+        "{machines}"
+    );
     observed_nodes_match_the_local_trace(&r.run_dir(), &run);
     assert!(
         java_pids_with(&managed).is_empty(),

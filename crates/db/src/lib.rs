@@ -121,6 +121,12 @@ pub trait DbFactory: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The database's name and version as the database itself reports it (`RocksDB 10.4.2`),
+    /// for the report's configuration; bindings that cannot tell leave it out.
+    fn version(&self) -> Option<String> {
+        None
+    }
+
     /// The cluster's nodes as the database describes them (ownership, versions), for bindings
     /// of distributed databases; read once per run.
     fn cluster_facts(&self) -> Option<iodig_model::cluster::ClusterDoc> {

@@ -291,6 +291,10 @@ impl DbFactory for RocksFactory {
         crate::rocks_log::events(&self.dir, since_unix_ms).unwrap_or_default()
     }
 
+    fn version(&self) -> Option<String> {
+        crate::rocks_log::version(&self.dir)
+    }
+
     fn close(&self) -> Result<(), DbError> {
         // Flush memtables so the next invocation starts from the same on-disk state and the
         // WAL replay does not distort its first step.

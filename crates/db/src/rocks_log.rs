@@ -18,6 +18,21 @@ pub fn events(dir: &Path, since_unix_ms: u64) -> std::io::Result<Vec<DbEvent>> {
     Ok(all)
 }
 
+/// The RocksDB version the database in `dir` runs, from the first lines of its `LOG`
+/// (`… RocksDB version: 10.4.2`): what the linked library says of itself.
+pub fn version(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("LOG")).ok()?;
+    version_in(&text)
+}
+
+fn version_in(text: &str) -> Option<String> {
+    text.lines()
+        .take(50)
+        .find_map(|l| l.split_once("RocksDB version: ").map(|(_, v)| v.trim()))
+        .filter(|v| !v.is_empty())
+        .map(|v| format!("RocksDB {v}"))
+}
+
 /// Parses every `EVENT_LOG_v1 {…}` line, pairing starts and finishes by job id.
 pub fn parse_event_log(text: &str) -> Vec<DbEvent> {
     let mut events: Vec<DbEvent> = Vec::new();
@@ -94,6 +109,13 @@ pub fn parse_event_log(text: &str) -> Vec<DbEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_is_the_logs_own_line() {
+        let log = "2026/11/23-18:41:08.887112 17137 RocksDB version: 10.4.2\n2026/11/23-18:41:08.887 17137 Compile date 2025\n";
+        assert_eq!(version_in(log).as_deref(), Some("RocksDB 10.4.2"));
+        assert_eq!(version_in("no version here\n"), None);
+    }
 
     #[test]
     fn flush_and_compaction_are_paired_by_job() {

@@ -140,6 +140,7 @@ fn finish_second(
             let b = to_buckets(dev, |j| lat_bounds(j, SEC_SUB_BITS));
             let p99 = quantile(&b, 0.99);
             o.lat_p99_ns = (p99 > 0).then(|| p99.min(o.lat_max_ns.unwrap_or(u64::MAX)));
+            o.lat_hist = b;
             // OS time (allocation → issue) of the same IOs, where the allocation was seen.
             let q = to_buckets(os, |j| lat_bounds(j, SEC_SUB_BITS));
             if q.iter().any(|b| b.count > 0) {

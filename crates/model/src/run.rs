@@ -91,6 +91,14 @@ pub struct Environment {
     /// files from before it was kept).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kernel_settings: BTreeMap<String, String>,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): an observed host with the
+    /// same one is this machine, so the report can tell client and server machines apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// The database and its version as it reported them (`RocksDB 10.4.2`, `Apache Cassandra
+    /// 5.0.2`); absent when it could not tell (and in run.json files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_version: Option<String>,
 }
 
 /// The file system and block device under the data directory.

@@ -2,7 +2,7 @@
 //! render: the report and the comparison are built once here, so the HTML and the Markdown say
 //! the same thing with the same numbers.
 
-use crate::svg::{BarChart, LineChart, TwoAxisChart};
+use crate::svg::{BarChart, HeatMap, LineChart, TwoAxisChart};
 
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -41,6 +41,7 @@ pub enum Chart {
     Line(LineChart),
     Bar(BarChart),
     TwoAxis(TwoAxisChart),
+    Heat(HeatMap),
 }
 
 impl Chart {
@@ -49,6 +50,7 @@ impl Chart {
             Chart::Line(c) => &c.title,
             Chart::Bar(c) => &c.title,
             Chart::TwoAxis(c) => &c.title,
+            Chart::Heat(c) => &c.title,
         }
     }
 
@@ -57,6 +59,7 @@ impl Chart {
             Chart::Line(c) => c.svg(),
             Chart::Bar(c) => c.svg(),
             Chart::TwoAxis(c) => c.svg(),
+            Chart::Heat(c) => c.svg(),
         }
     }
 }
@@ -109,6 +112,11 @@ impl Doc {
     pub fn bar_chart(&mut self, c: BarChart) {
         if !c.categories.is_empty() {
             self.blocks.push(Block::Chart(Box::new(Chart::Bar(c))));
+        }
+    }
+    pub fn heat_map(&mut self, c: HeatMap) {
+        if !c.is_empty() {
+            self.blocks.push(Block::Chart(Box::new(Chart::Heat(c))));
         }
     }
     pub fn two_axis_chart(&mut self, c: TwoAxisChart) {

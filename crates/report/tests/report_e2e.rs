@@ -148,8 +148,13 @@ fn html_is_self_contained_with_labelled_charts() {
         !html.contains("src=") && !html.contains("href="),
         "no external resources"
     );
-    // 2 sweep charts + per step (6 steps): 2 client, 4 IO, 2 system, 2 size histograms.
-    assert_eq!(html.matches("<svg ").count(), 2 + 6 * 10);
+    // 2 sweep charts + per step (6 steps): 2 client, 4 IO, 2 system, 2 size histograms, and a
+    // latency heat map per op with IO (reads and writes in every step).
+    let heat_maps = html
+        .matches(r#"aria-label="Device latency of every "#)
+        .count();
+    assert!(heat_maps >= 6 * 2, "{heat_maps} heat maps");
+    assert_eq!(html.matches("<svg ").count(), 2 + 6 * 10 + heat_maps);
     for svg in html.split("<svg ").skip(1) {
         let svg = &svg[..svg.find("</svg>").unwrap()];
         assert!(

@@ -39,6 +39,8 @@ pub fn describe(data_dir: Option<&Path>) -> Environment {
         data_dir: data_dir.map(|d| d.display().to_string()),
         storage: data_dir.and_then(storage_of),
         kernel_settings: kernel_settings(Path::new("/proc/sys/vm"), Path::new("/sys/kernel/mm")),
+        boot_id: read_trim("/proc/sys/kernel/random/boot_id"),
+        database_version: None,
     }
 }
 

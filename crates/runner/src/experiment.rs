@@ -71,6 +71,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         cluster.get_or_insert_with(Default::default).observed = r.facts().to_vec();
     }
     let mut run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
+    run.doc.environment.database_version = factory.version();
     if cluster.is_some() {
         run.doc.cluster = cluster;
         run.save()?;

@@ -147,6 +147,23 @@ impl DbFactory for CassandraFactory {
         )
     }
 
+    /// "Apache Cassandra 5.0.2" from the versions the ring's nodes report (all of them when
+    /// they differ, as in a rolling upgrade).
+    fn version(&self) -> Option<String> {
+        let versions: std::collections::BTreeSet<String> = self
+            .cluster_facts()?
+            .nodes
+            .into_iter()
+            .filter_map(|n| n.version)
+            .collect();
+        (!versions.is_empty()).then(|| {
+            format!(
+                "Apache Cassandra {}",
+                versions.into_iter().collect::<Vec<_>>().join(" / ")
+            )
+        })
+    }
+
     /// The driver reconnects to restarted nodes on its own, with back-off; a step started
     /// before that would be a storm of instant ERRORs. So wait until every node has a
     /// connection again and one query goes through.

@@ -308,6 +308,11 @@ pub struct OpSecond {
     pub queue_p99_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_max_ns: Option<u64>,
+    /// Device latency of the same IOs as the kernel counted them, ±12 % buckets, non-empty
+    /// buckets only (eBPF only; the report's latency heat map). Empty in traces from before it
+    /// was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lat_hist: Vec<Bucket>,
     /// iostat's await in ms (diskstats mode: includes OS queueing).
     #[serde(default)]
     pub await_ms: Option<f64>,

@@ -16,6 +16,15 @@ pub struct IoLines {
     /// OS time (request allocation → issue) of the same IOs: per-second p99 and top bucket.
     pub os_p99_ms: Line,
     pub os_max_ms: Line,
+    /// Every IO's device latency by second: second start (unix ms) → latency octave (IOs of
+    /// 2^k to 2^(k+1) ns) → IOs, summed over devices (eBPF traces; the latency heat map).
+    pub lat_octaves: BTreeMap<u64, BTreeMap<u32, u64>>,
+}
+
+/// The octave `k` of a latency bucket: its IOs took 2^k to 2^(k+1) ns (the kernel's ±12 %
+/// buckets nest in octaves, four to one).
+pub fn octave(b: &Bucket) -> u32 {
+    b.lower.max(1).ilog2()
 }
 
 /// An op's dominant size buckets at the trace's own resolution (4 KiB up to 2 MiB).
@@ -83,6 +92,7 @@ pub(super) fn io_lines(trace: &TraceDoc) -> (BTreeMap<String, IoLines>, Line, Li
             continue;
         }
         let (mut osp99, mut osmax) = (BTreeMap::new(), BTreeMap::new());
+        let mut lat_octaves: BTreeMap<u64, BTreeMap<u32, u64>> = BTreeMap::new();
         let (mut mb, mut mbmax, mut iops, mut lmax, mut lp99) = (
             BTreeMap::new(),
             BTreeMap::new(),
@@ -110,6 +120,13 @@ pub(super) fn io_lines(trace: &TraceDoc) -> (BTreeMap<String, IoLines>, Line, Li
                 if let Some(v) = o.queue_max_ns {
                     max_at(&mut osmax, x, v as f64 / 1e6);
                 }
+                for b in &o.lat_hist {
+                    *lat_octaves
+                        .entry(s.unix_ms)
+                        .or_default()
+                        .entry(octave(b))
+                        .or_default() += b.count;
+                }
             }
         }
         out.insert(
@@ -122,6 +139,7 @@ pub(super) fn io_lines(trace: &TraceDoc) -> (BTreeMap<String, IoLines>, Line, Li
                 lat_p99_ms: line(lp99),
                 os_p99_ms: line(osp99),
                 os_max_ms: line(osmax),
+                lat_octaves,
             },
         );
     }

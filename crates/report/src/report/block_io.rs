@@ -1,9 +1,14 @@
 //! A step's block-IO charts (when it was traced): throughput (per-second mean and busiest
-//! slot), IOPS, device latency and queue depth, one colour per op across the charts.
+//! slot), IOPS, device latency (per-second lines and a heat map of every IO), system vs device
+//! level and queue depth, one colour per op across the charts.
 
 use super::step::{line, Timeline};
-use crate::analysis::StepView;
+use crate::analysis::{IoLines, StepView};
 use crate::doc::{Doc, Table};
+use crate::svg::HeatColumn;
+
+/// Columns of a latency heat map at most: a long step's seconds are drawn in groups.
+const HEAT_COLUMNS: usize = 300;
 
 const OP_COLORS: [(&str, usize); 5] = [
     ("read", 0),
@@ -57,11 +62,71 @@ pub(super) fn charts(doc: &mut Doc, s: &StepView, t: &Timeline) {
             .push(line(format!("{op} p99"), &l.lat_p99_ms, op_color(op), true));
     }
     doc.line_chart(c);
+    for (op, l) in &s.io {
+        latency_heat(doc, s, t, op, l);
+    }
     levels(doc, s, t);
     let mut c = t.chart("Queue depth (requests in flight)", "queue depth (requests)");
     c.series.push(line("mean", &s.qd_mean, 0, false));
     c.series.push(line("max", &s.qd_max, 1, false));
     doc.line_chart(c);
+}
+
+/// Every IO of one op by its device latency over time (the blog's per-IO scatter, from the
+/// kernel's per-second histograms), titled with the op's commonest IO size.
+fn latency_heat(doc: &mut Doc, s: &StepView, t: &Timeline, op: &str, l: &IoLines) {
+    if l.lat_octaves.is_empty() {
+        return;
+    }
+    // Cache flushes carry no data: no size to name.
+    let size = s
+        .bands
+        .iter()
+        .filter(|b| b.op != "flush")
+        .find(|b| b.op == op)
+        .and_then(|b| {
+            b.bands
+                .iter()
+                .max_by(|x, y| x.pct_ios.total_cmp(&y.pct_ios))
+        })
+        .map(|b| format!("; commonest size {}, {:.0} %", b.label, b.pct_ios))
+        .unwrap_or_default();
+    let timed: u64 = l.lat_octaves.values().flat_map(|o| o.values()).sum();
+    // IOs the tracer saw complete without their issue (in flight at the start, or whose state
+    // a requeue lost) have no device time: said in the title rather than drawn.
+    let all = s.bands.iter().find(|b| b.op == op).map_or(timed, |b| b.ios);
+    let count = if all > timed {
+        format!(
+            "{} IOs timed of {}",
+            crate::doc::thousands(timed as f64),
+            crate::doc::thousands(all as f64)
+        )
+    } else {
+        format!("{} IOs", crate::doc::thousands(timed as f64))
+    };
+    let mut h = t.heat_map(
+        &format!("Device latency of every {op} ({count}{size}), per second"),
+        "device latency (ms, log)",
+    );
+    let seconds: Vec<_> = l.lat_octaves.iter().collect();
+    let group = seconds.len().div_ceil(HEAT_COLUMNS).max(1);
+    for chunk in seconds.chunks(group) {
+        let mut cells = std::collections::BTreeMap::<u32, u64>::new();
+        for (_, octaves) in chunk {
+            for (k, n) in *octaves {
+                *cells.entry(*k).or_default() += n;
+            }
+        }
+        h.columns.push(HeatColumn {
+            x_ms: *chunk[0].0 as f64,
+            width_ms: 1000.0 * group as f64,
+            cells: cells
+                .into_iter()
+                .map(|(k, n)| ((1u64 << k) as f64 / 1e6, (2u64 << k) as f64 / 1e6, n))
+                .collect(),
+        });
+    }
+    doc.heat_map(h);
 }
 
 /// System level vs device level: reads' and writes' per-second p99 in the OS queue (solid)

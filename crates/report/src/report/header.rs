@@ -12,6 +12,7 @@ type Fact = (String, String);
 pub(super) fn section(doc: &mut Doc, run: &RunData, report: &Report) {
     let mut facts = config_facts(run, report);
     facts.extend(host_facts(run));
+    facts.push(machines_fact(run));
     facts.extend(device_facts(run));
     facts.extend(kernel_facts(run));
     facts.extend(dataset_fact(run));
@@ -40,7 +41,13 @@ fn config_facts(run: &RunData, report: &Report) -> Vec<Fact> {
             },
         ),
         ("command".into(), d.tool.command_line.join(" ")),
-        ("database".into(), c.db.clone()),
+        (
+            "database".into(),
+            match &d.environment.database_version {
+                Some(v) => format!("{} ({v})", c.db),
+                None => c.db.clone(),
+            },
+        ),
         ("workload files".into(), workload_files(run)),
         (
             "threads".into(),
@@ -99,6 +106,55 @@ fn host_facts(run: &RunData) -> [Fact; 2] {
             ),
         ),
     ]
+}
+
+/// Which machines ran the client and which the database, as the briefs state "client" and
+/// "server" apart: an observed host whose kernel boot id is the client's is the same machine.
+fn machines_fact(run: &RunData) -> Fact {
+    let d = &run.doc;
+    let client = format!("client on {}", d.environment.hostname);
+    let Some(cluster) = d.cluster.as_ref().filter(|c| !c.nodes.is_empty()) else {
+        let db = match d.config.db.as_str() {
+            "basic" => "no database (the no-op binding)".to_string(),
+            "rocksdb" => "the database embedded in the client process".to_string(),
+            _ => match d.config.properties.get("hosts") {
+                Some(h) => format!("the database at {h} (its nodes not described)"),
+                None => "the database at its binding's default address".to_string(),
+            },
+        };
+        return ("machines".into(), format!("{client}, {db}"));
+    };
+    let mut placed: Vec<String> = Vec::new();
+    for n in &cluster.nodes {
+        let ip = n
+            .address
+            .rsplit_once(':')
+            .map_or(n.address.as_str(), |a| a.0);
+        let observed = cluster.observed.iter().find(|h| {
+            h.node.as_ref().is_some_and(|hn| {
+                hn.address == n.address || hn.address.starts_with(&format!("{ip}:"))
+            })
+        });
+        let place = match observed {
+            Some(h) if Some(&h.boot_id) == d.environment.boot_id.as_ref() => {
+                "the client's machine".to_string()
+            }
+            Some(h) => format!("{} (observed)", h.hostname),
+            None if ip.starts_with("127.") || ip == "::1" || ip == "localhost" => {
+                "the client's machine (loopback)".to_string()
+            }
+            None => "a host of its own, not observed".to_string(),
+        };
+        placed.push(format!("{} on {place}", n.address));
+    }
+    (
+        "machines".into(),
+        format!(
+            "{client}; {} node(s): {}",
+            cluster.nodes.len(),
+            placed.join(", ")
+        ),
+    )
 }
 
 /// The device under the data directory, or for a remote database the devices the block-IO

@@ -4,7 +4,7 @@
 use super::{attribution, block_io, client, cluster, events, io_summary, per_second, system};
 use crate::analysis::StepView;
 use crate::doc::Doc;
-use crate::svg::{Band, LineChart, Series, XKind};
+use crate::svg::{Band, HeatMap, LineChart, Series, XKind};
 
 pub(super) fn section(doc: &mut Doc, s: &StepView) {
     doc.h(2, s.title.clone());
@@ -65,6 +65,18 @@ impl Timeline {
         c.band_legend = self.legend.clone();
         c.x_range = self.range;
         c
+    }
+
+    /// An empty heat map on the step's time axis.
+    pub(super) fn heat_map(&self, title: &str, y_label: &str) -> HeatMap {
+        HeatMap {
+            title: title.into(),
+            y_label: y_label.into(),
+            x_range: self.range,
+            bands: self.bands.clone(),
+            band_legend: self.legend.clone(),
+            ..Default::default()
+        }
     }
 }
 

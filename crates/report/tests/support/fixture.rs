@@ -273,6 +273,14 @@ fn trace(spec: &FixtureSpec, start: u64, secs: u64, events: &[DbEvent], rng: &mu
                         lat_p99_ns: (ios > 0).then(|| quantile(&sec_lat[s][i], 0.99)),
                         queue_p99_ns: None,
                         queue_max_ns: None,
+                        lat_hist: sec_lat[s][i]
+                            .iter()
+                            .map(|(&(lower, upper), &count)| Bucket {
+                                lower,
+                                upper,
+                                count,
+                            })
+                            .collect(),
                         await_ms: None,
                         avg_size_bytes: (ios > 0).then(|| bytes as f64 / ios as f64),
                     },
