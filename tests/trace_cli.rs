@@ -313,9 +313,10 @@ fn rocksdb_run_splits_client_and_query_reads_by_flush_and_compaction_io() {
     );
     assert!(side("without_background", "device_ns_sum") > 0, "{split}");
 
-    // The client's side: the report merges latency.hlog's per-second histograms into seconds
-    // with and without background IO. Recount both from other files: the READ counts of
-    // timeseries.json, and the seconds in which trace.json's flush/compaction rows did IO.
+    // The client's side: the report merges the per-second histograms of the log by start into
+    // seconds with and without background IO. Recount both from other files: every READ of
+    // timeseries.json starts in one second, and the busy seconds are those in which
+    // trace.json's flush/compaction rows did IO.
     let covered: std::collections::BTreeSet<u64> = trace["devices"][0]["seconds"]
         .as_array()
         .unwrap()
@@ -331,27 +332,12 @@ fn rocksdb_run_splits_client_and_query_reads_by_flush_and_compaction_io() {
         .map(|s| s["unix_ms"].as_u64().unwrap())
         .collect();
     let samples = read_json(&step_dir.join("timeseries.json"));
-    // A short last interval can share its second with the one before it: seconds are a set.
-    let mut reads = [0u64; 2];
-    let mut secs: [std::collections::BTreeSet<u64>; 2] = Default::default();
-    let mut near_edge = false;
-    for s in samples.as_array().unwrap() {
-        let end = s["unix_ms"].as_u64().unwrap();
-        let start = end - (s["secs"].as_f64().unwrap() * 1000.0).round() as u64;
-        let second = second_of(start, end);
-        // The log keeps ms: a middle within 2 ms of a whole second may fall either side.
-        let mid = (start + end) / 2;
-        near_edge |= mid % 1000 < 2 || mid % 1000 > 998;
-        if !covered.contains(&second) {
-            continue;
-        }
-        let n = s["series"]["READ"]["count"].as_u64().unwrap_or(0);
-        let i = usize::from(busy.contains(&second));
-        reads[i] += n;
-        if n > 0 {
-            secs[i].insert(second);
-        }
-    }
+    let reads_total: u64 = samples
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["series"]["READ"]["count"].as_u64().unwrap_or(0))
+        .sum();
     let run = iodig_report::load_run(&r.run_dir()).unwrap();
     let report = iodig_report::analysis::analyse(&run);
     let b = report.steps[1]
@@ -360,16 +346,36 @@ fn rocksdb_run_splits_client_and_query_reads_by_flush_and_compaction_io() {
         .expect("a background view of the run step");
     assert!(b.classes.iter().any(|c| c == "rocksdb.flush"), "{b:?}");
     let read = b.client.iter().find(|c| c.series == "READ").unwrap();
-    assert_eq!(read.with.ops + read.without.ops, reads[0] + reads[1]);
-    if !near_edge {
-        assert_eq!((read.with.ops, read.without.ops), (reads[1], reads[0]));
+    assert!(read.by_start, "split by the second each read started in");
+    // The step's first second is covered when the trace opened in it (it attaches at the
+    // step's start, ms later); then every read is on one side.
+    let step_start = run.steps[1].summary.started_unix_ms;
+    if covered.contains(&(step_start / 1000 * 1000)) {
+        assert_eq!(read.with.ops + read.without.ops, reads_total, "{read:?}");
     }
-    if !near_edge {
-        assert_eq!(
-            (read.with.seconds, read.without.seconds),
-            (secs[1].len(), secs[0].len())
-        );
-    }
+    let mut start_secs: [std::collections::BTreeSet<u64>; 2] = Default::default();
+    let mut start_reads = [0u64; 2];
+    run.steps[1]
+        .for_each_client_start_second(
+            |s| s == "READ",
+            |start, end, _, h| {
+                let second = second_of(start, end);
+                if covered.contains(&second) {
+                    let i = usize::from(busy.contains(&second));
+                    start_secs[i].insert(second);
+                    start_reads[i] += h.len();
+                }
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (read.with.ops, read.without.ops),
+        (start_reads[1], start_reads[0])
+    );
+    assert_eq!(
+        (read.with.seconds, read.without.seconds),
+        (start_secs[1].len(), start_secs[0].len())
+    );
     assert!(
         read.with.seconds > 0 && read.without.seconds > 0,
         "{read:?}"
@@ -390,10 +396,10 @@ fn rocksdb_run_splits_client_and_query_reads_by_flush_and_compaction_io() {
         with >= 10 && without >= 10,
         "query-read finding present: {finding}, with {with} without {without}"
     );
-    let client_finding = md.contains("Client READ ops that completed in the");
+    let client_finding = md.contains("Client READ ops that started in the");
     assert_eq!(
         client_finding,
-        reads[0] >= 100 && reads[1] >= 100,
-        "client finding present: {client_finding}, reads {reads:?}"
+        start_reads[0] >= 100 && start_reads[1] >= 100,
+        "client finding present: {client_finding}, reads {start_reads:?}"
     );
 }

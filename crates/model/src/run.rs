@@ -244,6 +244,8 @@ pub mod files {
     pub const TIMESERIES: &str = "timeseries.json";
     pub const HISTOGRAMS: &str = "histograms.json";
     pub const HDR_LOG: &str = "latency.hlog";
+    /// The same histograms keyed by the second each operation started in (not ended).
+    pub const HDR_START_LOG: &str = "latency-by-start.hlog";
     pub const YCSB_TEXT: &str = "ycsb.txt";
     pub const TRACE: &str = "trace.json";
     pub const SYSSTAT: &str = "sys.json";

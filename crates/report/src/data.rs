@@ -45,7 +45,27 @@ impl StepData {
         want: impl Fn(&str) -> bool,
         f: impl FnMut(u64, u64, &str, &iodig_stats::Histogram),
     ) -> Result<bool> {
-        let path = self.dir.join(files::HDR_LOG);
+        self.for_each_client_second_in(files::HDR_LOG, want, f)
+    }
+
+    /// The same over `latency-by-start.hlog`: each operation in the second it started in. A
+    /// second can come in two intervals (operations that ran over 5 s came later); `false`
+    /// when the step has no such log (runs of older iodig versions, merged runs).
+    pub fn for_each_client_start_second(
+        &self,
+        want: impl Fn(&str) -> bool,
+        f: impl FnMut(u64, u64, &str, &iodig_stats::Histogram),
+    ) -> Result<bool> {
+        self.for_each_client_second_in(files::HDR_START_LOG, want, f)
+    }
+
+    fn for_each_client_second_in(
+        &self,
+        file: &str,
+        want: impl Fn(&str) -> bool,
+        f: impl FnMut(u64, u64, &str, &iodig_stats::Histogram),
+    ) -> Result<bool> {
+        let path = self.dir.join(file);
         if !path.is_file() {
             return Ok(false);
         }

@@ -55,6 +55,7 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
         },
     )?;
     run.write_bytes(&dir, files::HDR_LOG, &result.hlog)?;
+    run.write_bytes(&dir, files::HDR_START_LOG, &result.start_hlog)?;
     if let Some(t) = &observed.trace {
         run.write_json(&dir, files::TRACE, t)?;
     }

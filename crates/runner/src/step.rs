@@ -11,6 +11,7 @@ use iodig_db::{Db, DbFactory, Execution};
 use iodig_model::Sample;
 use iodig_stats::{series_name, Entry, IntervalMode, SeriesSet, WorkerLog};
 use iodig_workload::{ops_for_thread, CoreWorkload, Worker};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -63,6 +64,8 @@ pub struct StepResult {
     pub samples: Vec<Sample>,
     /// HDR interval log (one tagged histogram per series per second).
     pub hlog: Vec<u8>,
+    /// The same, by the unix second each operation started in.
+    pub start_hlog: Vec<u8>,
     /// Ctrl-C, SIGTERM or a worker failure ended the step early.
     pub interrupted: bool,
     /// First worker failure, if any.
@@ -378,6 +381,7 @@ impl<'a> Collector<'a> {
         let runtime = started.elapsed();
         let client_cpu = process_cpu().saturating_sub(cpu_at_start);
         state.collect(&self.shared, started)?;
+        state.write_start_seconds(u64::MAX)?;
         progress.finished();
         let error = self
             .shared
@@ -393,6 +397,7 @@ impl<'a> Collector<'a> {
             totals: state.totals,
             samples: state.samples,
             hlog: state.hlog,
+            start_hlog: state.start_hlog,
             interrupted,
             error,
             client_cpu,
@@ -425,19 +430,40 @@ struct CollectState {
     last_t: Duration,
     spare: Vec<Entry>,
     hlog: Vec<u8>,
+    /// Histograms by the unix second (ms) operations started in, until written out.
+    by_start: BTreeMap<u64, SeriesSet>,
+    start_hlog: Vec<u8>,
+}
+
+/// Start seconds stay open this long after they end: an operation still running then (a
+/// stall longer than this) lands in a second histogram of its start second, which readers
+/// merge with the first.
+const START_SECOND_OPEN_MS: u64 = 5_000;
+
+/// An empty interval log whose times are on the wall clock from `started_wall`.
+fn hlog_header(started_wall: SystemTime, comment: &str) -> Vec<u8> {
+    let mut hlog = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    // Header only: StartTime and BaseTime make the log readable by HdrHistogram's Java tools.
+    let _ = IntervalLogWriterBuilder::new()
+        .add_comment(comment)
+        .with_start_time(started_wall)
+        .with_base_time(started_wall)
+        .begin_log_with(&mut hlog, &mut ser);
+    hlog.extend_from_slice(b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n");
+    hlog
 }
 
 impl CollectState {
     fn new(mode: IntervalMode, started_wall: SystemTime) -> Self {
-        let mut hlog = Vec::new();
-        let mut ser = V2DeflateSerializer::new();
-        // Header only: StartTime and BaseTime make the log readable by HdrHistogram's Java tools.
-        let _ = IntervalLogWriterBuilder::new()
-            .add_comment("iodig latency log: one tagged histogram per series per second, values in microseconds")
-            .with_start_time(started_wall)
-            .with_base_time(started_wall)
-            .begin_log_with(&mut hlog, &mut ser);
-        hlog.extend_from_slice(b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n");
+        let hlog = hlog_header(
+            started_wall,
+            "iodig latency log: one tagged histogram per series per second, values in microseconds",
+        );
+        let start_hlog = hlog_header(
+            started_wall,
+            "iodig latency log by start: one tagged histogram per series per unix second the operations started in, values in microseconds",
+        );
         Self {
             mode,
             started_wall,
@@ -448,6 +474,8 @@ impl CollectState {
             last_t: Duration::ZERO,
             spare: Vec::new(),
             hlog,
+            by_start: BTreeMap::new(),
+            start_hlog,
         }
     }
 
@@ -456,10 +484,17 @@ impl CollectState {
         let t = started.elapsed();
         let secs = (t - self.last_t).as_secs_f64();
         self.interval.clear();
+        let wall_ms = unix_ms(self.started_wall);
         for log in &shared.logs {
             log.drain_into(&mut self.spare);
             for e in &self.spare {
                 self.interval.record(e, self.mode);
+                let started_ms = wall_ms + u64::from(e.end_ms)
+                    - u64::from(self.mode.latency_us(e) / 1000).min(u64::from(e.end_ms));
+                self.by_start
+                    .entry(started_ms / 1000 * 1000)
+                    .or_default()
+                    .record(e, self.mode);
             }
         }
         let ops_total: u64 = shared.ops.iter().map(|c| c.0.load(Ordering::Relaxed)).sum();
@@ -467,6 +502,9 @@ impl CollectState {
         self.operations = ops_total;
         self.totals.merge(&self.interval);
         self.write_hlog(t, secs)?;
+        self.write_start_seconds(
+            (wall_ms + t.as_millis() as u64).saturating_sub(START_SECOND_OPEN_MS),
+        )?;
         self.samples.push(Sample {
             t: t.as_secs_f64(),
             unix_ms: unix_ms(self.started_wall + t),
@@ -480,6 +518,35 @@ impl CollectState {
             series: self.interval.summaries(),
         });
         self.last_t = t;
+        Ok(())
+    }
+
+    /// Writes out the start seconds that ended before `before_unix_ms`, each as one interval
+    /// of that second (from the start of measurement for the first, partial one).
+    fn write_start_seconds(&mut self, before_unix_ms: u64) -> Result<()> {
+        let wall_ms = unix_ms(self.started_wall);
+        let mut ser = V2DeflateSerializer::new();
+        let mut writer = IntervalLogWriterBuilder::new()
+            .begin_log_with(&mut self.start_hlog, &mut ser)
+            .context("cannot write the HDR interval log by start")?;
+        while let Some(entry) = self.by_start.first_entry() {
+            let second = *entry.key();
+            if second + 1000 > before_unix_ms {
+                break;
+            }
+            let set = entry.remove();
+            let from = second.max(wall_ms);
+            for (id, h) in set.histograms() {
+                writer
+                    .write_histogram(
+                        h,
+                        Duration::from_millis(from - wall_ms),
+                        Duration::from_millis(second + 1000 - from),
+                        Tag::new(&series_name(id)),
+                    )
+                    .map_err(|e| anyhow!("cannot write the HDR interval log by start: {e:?}"))?;
+            }
+        }
         Ok(())
     }
 

@@ -44,6 +44,7 @@ impl<D: Db, P: Pacer> Timed<D, P> {
             ok: status.is_ok(),
             service_us: micros_u32(end - start),
             intended_us: micros_u32(end.saturating_duration_since(self.intended_start.min(start))),
+            end_ms: millis_u32(end.saturating_duration_since(self.measure_from)),
         });
     }
 
@@ -68,9 +69,17 @@ impl<D: Db, P: Pacer> Timed<D, P> {
             ok: status.is_ok(),
             service_us: micros_u32(start.elapsed()),
             intended_us: micros_u32(start.elapsed()),
+            end_ms: millis_u32(
+                start.elapsed() + start.saturating_duration_since(self.measure_from),
+            ),
         });
         result
     }
+}
+
+/// Milliseconds, saturating at u32::MAX (49 days).
+fn millis_u32(d: Duration) -> u32 {
+    u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
 }
 
 impl<D: Db, P: Pacer> Db for Timed<D, P> {

@@ -26,6 +26,9 @@ pub struct Entry {
     pub service_us: u32,
     /// Time from the intended start in µs; equals `service_us` without a target rate.
     pub intended_us: u32,
+    /// When the operation ended, in ms from the start of measurement: with the latency it says
+    /// which second the operation started in (the split by start of `latency-by-start.hlog`).
+    pub end_ms: u32,
 }
 
 /// A worker's buffer of entries since the collector's last drain.

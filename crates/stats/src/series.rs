@@ -76,6 +76,18 @@ pub enum IntervalMode {
     Both,
 }
 
+impl IntervalMode {
+    /// The latency an entry is recorded under in its op's main series: from the intended
+    /// start under `Intended`, else the service time.
+    pub fn latency_us(self, e: &Entry) -> u32 {
+        if self == IntervalMode::Intended {
+            e.intended_us
+        } else {
+            e.service_us
+        }
+    }
+}
+
 /// Histograms and return counts of a set of entries (one second, or a whole step).
 #[derive(Debug, Clone, Default)]
 pub struct SeriesSet {
@@ -96,11 +108,7 @@ impl SeriesSet {
     /// counted under the op either way.
     pub fn record(&mut self, e: &Entry, mode: IntervalMode) {
         let main = if e.ok { Variant::Ok } else { Variant::Failed };
-        let main_us = if mode == IntervalMode::Intended {
-            e.intended_us
-        } else {
-            e.service_us
-        };
+        let main_us = mode.latency_us(e);
         self.histogram((e.op, main))
             .saturating_record(u64::from(main_us).min(HIGHEST_US));
         if mode == IntervalMode::Both && e.ok {
@@ -227,6 +235,7 @@ mod tests {
             ok,
             service_us: us,
             intended_us: us * 2,
+            end_ms: 0,
         }
     }
 

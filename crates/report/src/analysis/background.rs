@@ -40,6 +40,9 @@ pub struct ClientSide {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientSplit {
     pub series: String,
+    /// Operations counted in the second they started in (`latency-by-start.hlog`), else in
+    /// the one they completed in (runs without that log).
+    pub by_start: bool,
     pub with: ClientSide,
     pub without: ClientSide,
 }
@@ -149,9 +152,11 @@ pub fn second_of(start_ms: u64, end_ms: u64) -> u64 {
     (start_ms + end_ms.saturating_sub(start_ms) / 2) / 1000 * 1000
 }
 
-/// Merges the client's per-second histograms into "with" and "without" per series. A second
-/// is one interval of the log ([`second_of`]): an op counts in the second it completed.
-/// Seconds the trace did not cover are left out.
+/// Merges the client's per-second histograms into "with" and "without" per series: each
+/// operation in the second it started in, so a read that began while a flush wrote counts with
+/// the flush even when it finished after; from the log by completion for runs without the
+/// log by start. A second is one interval of the log ([`second_of`]), or two for the log by
+/// start. Seconds the trace did not cover are left out.
 pub fn client_split(
     step: &StepData,
     busy: &BTreeSet<u64>,
@@ -160,23 +165,25 @@ pub fn client_split(
     let mut acc: BTreeMap<String, [Histogram; 2]> = BTreeMap::new();
     let mut seconds: [BTreeSet<u64>; 2] = Default::default();
     let mut err = None;
-    step.for_each_client_second(
-        |series| OP_SERIES.contains(&series),
-        |start_ms, end_ms, series, h| {
-            let second = second_of(start_ms, end_ms);
-            if !covered.contains(&second) {
-                return;
-            }
-            let side = usize::from(busy.contains(&second));
-            seconds[side].insert(second);
-            let e = acc
-                .entry(series.to_string())
-                .or_insert_with(|| [new_histogram(), new_histogram()]);
-            if let Err(x) = e[side].add(h) {
-                err.get_or_insert(x);
-            }
-        },
-    )?;
+    let mut add = |start_ms: u64, end_ms: u64, series: &str, h: &Histogram| {
+        let second = second_of(start_ms, end_ms);
+        if !covered.contains(&second) {
+            return;
+        }
+        let side = usize::from(busy.contains(&second));
+        seconds[side].insert(second);
+        let e = acc
+            .entry(series.to_string())
+            .or_insert_with(|| [new_histogram(), new_histogram()]);
+        if let Err(x) = e[side].add(h) {
+            err.get_or_insert(x);
+        }
+    };
+    let want = |series: &str| OP_SERIES.contains(&series);
+    let by_start = step.for_each_client_start_second(want, &mut add)?;
+    if !by_start {
+        step.for_each_client_second(want, &mut add)?;
+    }
     if let Some(e) = err {
         anyhow::bail!("cannot merge the client's histograms: {e:?}");
     }
@@ -199,6 +206,7 @@ pub fn client_split(
     let mut out: Vec<ClientSplit> = acc
         .into_iter()
         .map(|(series, [without, with])| ClientSplit {
+            by_start,
             with: side(&with, seconds[1].len()),
             without: side(&without, seconds[0].len()),
             series,
@@ -327,8 +335,9 @@ pub fn findings(b: &Background) -> Vec<String> {
         .filter(|c| c.with.ops >= MIN_CLIENT_OPS && c.without.ops >= MIN_CLIENT_OPS);
     if let Some(c) = client {
         out.push(format!(
-            "Client {} ops that completed in the {} s with {what} IO: p99 {} over {} ops (max {}); in the {} s without: p99 {} over {} ops (max {}), {} at p99",
+            "Client {} ops that {} in the {} s with {what} IO: p99 {} over {} ops (max {}); in the {} s without: p99 {} over {} ops (max {}), {} at p99",
             c.series,
+            if c.by_start { "started" } else { "completed" },
             c.with.seconds,
             ms(c.with.p99_us),
             c.with.ops,

@@ -430,6 +430,7 @@ fn step(
                 ok: true,
                 service_us: us as u32,
                 intended_us: us as u32,
+                end_ms: 0,
             };
             per_sec[s as usize].record(&e, IntervalMode::Op);
         }
