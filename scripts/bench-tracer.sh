@@ -12,6 +12,12 @@
 #                         on) alternate BASE and IODIG STATS_ROUNDS times (default 5) and the
 #                         medians of BPF ns per IO and per program run are printed side by side,
 #                         so both builds see the same machine load
+#   PAIRS=N               instead of the rounds: N pairs of runs without the tracer and with it
+#                         (attribution on), back to back in alternating order, SECONDS each;
+#                         prints each pair's IOPS ratio, then the mean loss with its 95 %
+#                         confidence interval (t, over the pairs' log ratios) and the median
+#                         ratio with a bootstrap 95 % interval. Adjacent runs share the machine's
+#                         load, so the pairs' ratios vary far less than the rounds' IOPS do.
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -65,6 +71,46 @@ PY
 }
 
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
+if [[ -n ${PAIRS:-} ]]; then
+    ratios=()
+    for p in $(seq 1 "$PAIRS"); do
+        # Alternate which runs first, so a drift in the machine's load cancels out.
+        order=(base traced); (( p % 2 == 0 )) && order=(traced base)
+        for which in "${order[@]}"; do
+            if [[ $which == base ]]; then
+                "${fio_cmd[@]}" --output="$work/pb$p.json"
+            else
+                "$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/pt$p.json" > "$work/ptrace$p.json"
+            fi
+        done
+        b=$(iops "$work/pb$p.json"); t=$(iops "$work/pt$p.json")
+        lost=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["self_check"]["lost_events"])' "$work/ptrace$p.json")
+        echo "pair $p (${order[0]} first): without $b IOPS, traced $t IOPS, ratio $(python3 -c "print(f'{$t/$b:.4f}')"), lost events $lost"
+        ratios+=("$(python3 -c "print($t/$b)")")
+    done
+    python3 - "${ratios[@]}" <<'PY'
+import math, random, statistics, sys
+r = [float(x) for x in sys.argv[1:]]
+logs = [math.log(x) for x in r]
+n = len(logs)
+mean = statistics.mean(logs)
+sd = statistics.stdev(logs) if n > 1 else 0.0
+# Two-sided 95 % t quantiles for small n, 1.96 beyond.
+t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 8: 2.36, 10: 2.26, 15: 2.14, 20: 2.09, 30: 2.04, 40: 2.02, 60: 2.00}
+q = next((v for k, v in sorted(t.items()) if n - 1 <= k), 1.96)
+half = q * sd / math.sqrt(n)
+lo, hi = math.exp(mean - half), math.exp(mean + half)
+print(f"{n} pairs: traced/untraced IOPS, geometric mean {math.exp(mean):.4f} "
+      f"(loss {100 * (1 - math.exp(mean)):.2f} %), 95 % CI {lo:.4f}-{hi:.4f} "
+      f"(loss {100 * (1 - hi):.2f} % to {100 * (1 - lo):.2f} %)")
+random.seed(1)
+boot = sorted(statistics.median(random.choices(r, k=n)) for _ in range(10000))
+print(f"median ratio {statistics.median(r):.4f}, bootstrap 95 % CI {boot[250]:.4f}-{boot[9750]:.4f}; "
+      f"pair ratios from {min(r):.4f} to {max(r):.4f}")
+PY
+    echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit 0
+fi
 declare -a base traced attributed
 for r in $(seq 1 "$ROUNDS"); do
     "${fio_cmd[@]}" --output="$work/base$r.json"
