@@ -18,6 +18,7 @@
 #                         confidence interval (t, over the pairs' log ratios) and the median
 #                         ratio with a bootstrap 95 % interval. Adjacent runs share the machine's
 #                         load, so the pairs' ratios vary far less than the rounds' IOPS do.
+#                         PAIR_FLAGS="--no-attribution" measures the tracer without attribution.
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -80,7 +81,8 @@ if [[ -n ${PAIRS:-} ]]; then
             if [[ $which == base ]]; then
                 "${fio_cmd[@]}" --output="$work/pb$p.json"
             else
-                "$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/pt$p.json" > "$work/ptrace$p.json"
+                # shellcheck disable=SC2086
+                "$IODIG" trace ${PAIR_FLAGS:-} --device "$dev" --json -- "${fio_cmd[@]}" --output="$work/pt$p.json" > "$work/ptrace$p.json"
             fi
         done
         b=$(iops "$work/pb$p.json"); t=$(iops "$work/pt$p.json")

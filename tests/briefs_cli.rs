@@ -366,13 +366,229 @@ fn thousands(v: u64) -> String {
 
 #[test]
 fn burst_and_queue_depth_findings_match_the_trace_and_the_self_check_is_stated() {
-    // MB/s as the report words it; the figures themselves are recomputed here.
-    use iodig_report::analysis::findings::rate;
     let _serial = serial();
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let (r, trace) = traced_rocksdb_run(dir.path(), "32M");
     let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
     let section = run_step_section(&md);
+    burst_and_queue_depth_findings_match(section, &trace);
+
+    // The tracer's own check against /proc/diskstats is stated.
+    let verdict = trace["self_check"]["diskstats_match"].as_bool().unwrap();
+    assert!(section.contains("Tracer self-check:"), "{section}");
+    if verdict {
+        assert!(
+            section.contains("the traced IO counts equal /proc/diskstats on every device and op"),
+            "{section}"
+        );
+    } else {
+        assert!(section.contains("IOs traced against"), "{section}");
+    }
+}
+
+/// An ext4 file system on a loop device over a file, mounted under a temporary directory;
+/// unmounted and detached when dropped.
+struct LoopFs {
+    dev: String,
+    mnt: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopFs {
+    fn new(size: &str) -> LoopFs {
+        let sh = |cmd: &mut std::process::Command| {
+            let out = cmd.output().expect("util-linux and e2fsprogs run");
+            assert!(out.status.success(), "{cmd:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        // On the VM's disk: the image's pages are what the loop device reads and writes.
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let img = dir.path().join("disk.img");
+        sh(std::process::Command::new("truncate")
+            .args(["-s", size])
+            .arg(&img));
+        let dev = sh(std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&img));
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let fs = LoopFs {
+            dev,
+            mnt,
+            _dir: dir,
+        };
+        sh(std::process::Command::new("mkfs.ext4").args(["-q", &fs.dev]));
+        sh(std::process::Command::new("mount")
+            .arg(&fs.dev)
+            .arg(&fs.mnt));
+        fs
+    }
+
+    /// `loop3` for `/dev/loop3`, as the trace names devices.
+    fn name(&self) -> &str {
+        self.dev.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for LoopFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.dev])
+            .status();
+    }
+}
+
+#[test]
+fn burst_queue_depth_and_flush_latency_findings_on_a_loop_device_match_the_data() {
+    use iodig_report::analysis::findings::lat_ms;
+    let _serial = serial();
+    assert!(
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")),
+        "this test sets up a loop device and needs root"
+    );
+    let fs = LoopFs::new("1G");
+    let db = fs.mnt.join("db");
+    let out = tempfile::tempdir_in("/var/tmp").unwrap();
+    // Reads from the device (direct, a small block cache), updates at a steady rate into 4 MiB
+    // memtables: a flush every few seconds, quiet seconds between them, and reads that queue
+    // behind the flush's writes on the loop device.
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        &format!("rocksdb.dir={}", db.display()),
+        "-p",
+        "recordcount=50000",
+        "-p",
+        "operationcount=100000000",
+        "-p",
+        "requestdistribution=uniform",
+        "-p",
+        "rocksdb.writebuffersize=4M",
+        "-p",
+        "rocksdb.directreads=true",
+        "-p",
+        "rocksdb.blockcachesize=8M",
+        "--target",
+        "4000",
+        "--threads",
+        "4",
+        "--duration",
+        "16s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][1];
+    let dir = r.run_dir().join(step["dir"].as_str().unwrap());
+    let trace = read_json(&dir.join("trace.json"));
+    assert_eq!(trace["mode"], "ebpf");
+    let loop_dev = trace["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == fs.name())
+        .unwrap_or_else(|| panic!("{} traced: {}", fs.name(), trace["devices"]));
+    assert!(
+        loop_dev["ops"]["read"]["ios"].as_u64().unwrap() > 1000,
+        "reads hit the device"
+    );
+    assert!(
+        loop_dev["ops"]["write"]["ios"].as_u64().unwrap() > 0,
+        "flushes hit the device"
+    );
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let section = run_step_section(&md);
+    // Flushes and compactions write in bursts onto a device otherwise busy with single reads.
+    assert!(
+        burst_and_queue_depth_findings_match(section, &trace),
+        "the queue-depth spike under the bursts:\n{section}"
+    );
+
+    // The rule, recomputed: the per-second client p99 in seconds that overlap a flush in
+    // RocksDB's own LOG against the others, means over each side.
+    let events = read_json(&dir.join("db-events.json"));
+    let end = step["started_unix_ms"].as_u64().unwrap() + step["runtime_ms"].as_u64().unwrap();
+    let flushes: Vec<(u64, u64)> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "flush")
+        .map(|e| {
+            (
+                e["start_unix_ms"].as_u64().unwrap(),
+                e["end_unix_ms"].as_u64().unwrap_or(end),
+            )
+        })
+        .collect();
+    assert!(flushes.len() >= 2, "flushes inside the step: {flushes:?}");
+    let timeseries = read_json(&dir.join("timeseries.json"));
+    let mut fired = Vec::new();
+    for series in ["READ", "UPDATE"] {
+        let (mut inside, mut outside) = (Vec::new(), Vec::new());
+        for s in timeseries.as_array().unwrap() {
+            let sum = &s["series"][series];
+            if sum["count"].as_u64().unwrap_or(0) == 0 {
+                continue;
+            }
+            let b = s["unix_ms"].as_u64().unwrap();
+            let a = b.saturating_sub((s["secs"].as_f64().unwrap() * 1000.0) as u64);
+            let p99 = sum["p99_us"].as_f64().unwrap() / 1000.0;
+            if flushes.iter().any(|(s, e)| *s < b && *e > a) {
+                inside.push(p99);
+            } else {
+                outside.push(p99);
+            }
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let finding = format!("P99 {} latency is", series.to_lowercase());
+        if inside.len() >= 3 && outside.len() >= 3 && mean(&inside) >= 1.5 * mean(&outside) {
+            let (mi, mo) = (mean(&inside), mean(&outside));
+            let want = format!(
+                "P99 {} latency is {:.1}× higher while a flush runs ({} vs {}, means of per-second p99 over {} and {} s).",
+                series.to_lowercase(),
+                mi / mo,
+                lat_ms(mi),
+                lat_ms(mo),
+                inside.len(),
+                outside.len()
+            );
+            assert!(section.contains(&want), "{want} not in:\n{section}");
+            fired.push(series);
+        } else {
+            assert!(
+                !section
+                    .lines()
+                    .any(|l| l.contains(&finding) && l.contains("while a flush runs")),
+                "{series}: no finding when the series says none ({inside:?} vs {outside:?}):\n{section}"
+            );
+        }
+    }
+    // Reads queue behind the flush's writes on the loop device: the finding this run is for.
+    assert!(
+        fired.contains(&"READ"),
+        "reads slower while a flush runs, as the briefs found:\n{section}"
+    );
+}
+
+/// The run step's write-burst finding (who wrote the bursts, per the kernel), the share of
+/// write bytes per activity and the queue-depth rule, each recomputed from trace.json and
+/// looked for in the report's `section`. Returns whether the queue-depth finding fired.
+fn burst_and_queue_depth_findings_match(section: &str, trace: &Value) -> bool {
+    // MB/s as the report words it; the figures themselves are recomputed here.
+    use iodig_report::analysis::findings::rate;
     let devices = trace["devices"].as_array().unwrap();
 
     // Write bursts: the busiest slot of the busiest second (summed over devices, as the report
@@ -395,8 +611,8 @@ fn burst_and_queue_depth_findings_match_the_trace_and_the_self_check_is_stated()
     let peak = per_second.values().copied().fold(0.0, f64::max);
     let mean = bytes as f64 / 1e6 / secs;
     let ratio = peak / mean;
-    // 32 MiB memtables (two merged per flush): a few flushes inside 4 s of updates, each a
-    // burst against the quiet seconds between them.
+    // Both runs are made to burst: a few flushes (two memtables merged each) inside the step,
+    // each a burst against the quiet seconds between them.
     assert!(
         ratio >= 5.0 && peak >= 10.0,
         "the run is made to burst: peak {peak} MB/s, mean {mean} MB/s"
@@ -495,215 +711,13 @@ fn burst_and_queue_depth_findings_match_the_trace_and_the_self_check_is_stated()
     }
     let (name, max, mean) = busiest;
     let qd = format!("Queue depth on {name}");
+    assert!(qd_max > 0 && !means.is_empty());
     if max >= 8 && max as f64 >= 4.0 * mean {
         let want = format!("Queue depth on {name} peaks at {max} against a mean of {mean:.1}");
         assert!(section.contains(&want), "{want} not in:\n{section}");
+        true
     } else {
         assert!(!section.contains(&qd), "no spike, no finding:\n{section}");
+        false
     }
-    assert!(qd_max > 0 && !means.is_empty());
-
-    // The tracer's own check against /proc/diskstats is stated.
-    let verdict = trace["self_check"]["diskstats_match"].as_bool().unwrap();
-    assert!(section.contains("Tracer self-check:"), "{section}");
-    if verdict {
-        assert!(
-            section.contains("the traced IO counts equal /proc/diskstats on every device and op"),
-            "{section}"
-        );
-    } else {
-        assert!(section.contains("IOs traced against"), "{section}");
-    }
-}
-
-/// An ext4 file system on a loop device over a file, mounted under a temporary directory;
-/// unmounted and detached when dropped.
-struct LoopFs {
-    dev: String,
-    mnt: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl LoopFs {
-    fn new(size: &str) -> LoopFs {
-        let sh = |cmd: &mut std::process::Command| {
-            let out = cmd.output().expect("util-linux and e2fsprogs run");
-            assert!(out.status.success(), "{cmd:?}: {out:?}");
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
-        // On the VM's disk: the image's pages are what the loop device reads and writes.
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let img = dir.path().join("disk.img");
-        sh(std::process::Command::new("truncate")
-            .args(["-s", size])
-            .arg(&img));
-        let dev = sh(std::process::Command::new("losetup")
-            .args(["--find", "--show"])
-            .arg(&img));
-        let mnt = dir.path().join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        let fs = LoopFs {
-            dev,
-            mnt,
-            _dir: dir,
-        };
-        sh(std::process::Command::new("mkfs.ext4").args(["-q", &fs.dev]));
-        sh(std::process::Command::new("mount")
-            .arg(&fs.dev)
-            .arg(&fs.mnt));
-        fs
-    }
-
-    /// `loop3` for `/dev/loop3`, as the trace names devices.
-    fn name(&self) -> &str {
-        self.dev.trim_start_matches("/dev/")
-    }
-}
-
-impl Drop for LoopFs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
-        let _ = std::process::Command::new("losetup")
-            .args(["-d", &self.dev])
-            .status();
-    }
-}
-
-#[test]
-fn flush_latency_finding_on_a_loop_device_matches_the_client_series() {
-    use iodig_report::analysis::findings::lat_ms;
-    let _serial = serial();
-    assert!(
-        std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")),
-        "this test sets up a loop device and needs root"
-    );
-    let fs = LoopFs::new("1G");
-    let db = fs.mnt.join("db");
-    let out = tempfile::tempdir_in("/var/tmp").unwrap();
-    // Reads from the device (direct, a small block cache), updates at a steady rate into 4 MiB
-    // memtables: a flush every few seconds, quiet seconds between them, and reads that queue
-    // behind the flush's writes on the loop device.
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        &format!("rocksdb.dir={}", db.display()),
-        "-p",
-        "recordcount=50000",
-        "-p",
-        "operationcount=100000000",
-        "-p",
-        "requestdistribution=uniform",
-        "-p",
-        "rocksdb.writebuffersize=4M",
-        "-p",
-        "rocksdb.directreads=true",
-        "-p",
-        "rocksdb.blockcachesize=8M",
-        "--target",
-        "4000",
-        "--threads",
-        "4",
-        "--duration",
-        "16s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "ebpf",
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
-    assert_eq!(r.code(), 0, "{}", r.stderr);
-    let run = r.run_json();
-    let step = &run["steps"][1];
-    let dir = r.run_dir().join(step["dir"].as_str().unwrap());
-    let trace = read_json(&dir.join("trace.json"));
-    assert_eq!(trace["mode"], "ebpf");
-    let loop_dev = trace["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["name"] == fs.name())
-        .unwrap_or_else(|| panic!("{} traced: {}", fs.name(), trace["devices"]));
-    assert!(
-        loop_dev["ops"]["read"]["ios"].as_u64().unwrap() > 1000,
-        "reads hit the device"
-    );
-    assert!(
-        loop_dev["ops"]["write"]["ios"].as_u64().unwrap() > 0,
-        "flushes hit the device"
-    );
-    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
-    let section = run_step_section(&md);
-
-    // The rule, recomputed: the per-second client p99 in seconds that overlap a flush in
-    // RocksDB's own LOG against the others, means over each side.
-    let events = read_json(&dir.join("db-events.json"));
-    let end = step["started_unix_ms"].as_u64().unwrap() + step["runtime_ms"].as_u64().unwrap();
-    let flushes: Vec<(u64, u64)> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "flush")
-        .map(|e| {
-            (
-                e["start_unix_ms"].as_u64().unwrap(),
-                e["end_unix_ms"].as_u64().unwrap_or(end),
-            )
-        })
-        .collect();
-    assert!(flushes.len() >= 2, "flushes inside the step: {flushes:?}");
-    let timeseries = read_json(&dir.join("timeseries.json"));
-    let mut fired = Vec::new();
-    for series in ["READ", "UPDATE"] {
-        let (mut inside, mut outside) = (Vec::new(), Vec::new());
-        for s in timeseries.as_array().unwrap() {
-            let sum = &s["series"][series];
-            if sum["count"].as_u64().unwrap_or(0) == 0 {
-                continue;
-            }
-            let b = s["unix_ms"].as_u64().unwrap();
-            let a = b.saturating_sub((s["secs"].as_f64().unwrap() * 1000.0) as u64);
-            let p99 = sum["p99_us"].as_f64().unwrap() / 1000.0;
-            if flushes.iter().any(|(s, e)| *s < b && *e > a) {
-                inside.push(p99);
-            } else {
-                outside.push(p99);
-            }
-        }
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-        let finding = format!("P99 {} latency is", series.to_lowercase());
-        if inside.len() >= 3 && outside.len() >= 3 && mean(&inside) >= 1.5 * mean(&outside) {
-            let (mi, mo) = (mean(&inside), mean(&outside));
-            let want = format!(
-                "P99 {} latency is {:.1}× higher while a flush runs ({} vs {}, means of per-second p99 over {} and {} s).",
-                series.to_lowercase(),
-                mi / mo,
-                lat_ms(mi),
-                lat_ms(mo),
-                inside.len(),
-                outside.len()
-            );
-            assert!(section.contains(&want), "{want} not in:\n{section}");
-            fired.push(series);
-        } else {
-            assert!(
-                !section
-                    .lines()
-                    .any(|l| l.contains(&finding) && l.contains("while a flush runs")),
-                "{series}: no finding when the series says none ({inside:?} vs {outside:?}):\n{section}"
-            );
-        }
-    }
-    // Reads queue behind the flush's writes on the loop device: the finding this run is for.
-    assert!(
-        fired.contains(&"READ"),
-        "reads slower while a flush runs, as the briefs found:\n{section}"
-    );
 }

@@ -125,24 +125,26 @@ fn machines_fact(run: &RunData) -> Fact {
         return ("machines".into(), format!("{client}, {db}"));
     };
     let mut placed: Vec<String> = Vec::new();
+    // Nodes are named by IP (`127.0.0.2`), observed nodes by socket address (`127.0.0.2:9042`).
+    let ip_of = |a: &str| -> String {
+        a.parse::<std::net::SocketAddr>()
+            .map_or_else(|_| a.to_string(), |s| s.ip().to_string())
+    };
     for n in &cluster.nodes {
-        let ip = n
-            .address
-            .rsplit_once(':')
-            .map_or(n.address.as_str(), |a| a.0);
-        let observed = cluster.observed.iter().find(|h| {
-            h.node.as_ref().is_some_and(|hn| {
-                hn.address == n.address || hn.address.starts_with(&format!("{ip}:"))
-            })
-        });
+        let ip = ip_of(&n.address);
+        let observed = cluster
+            .observed
+            .iter()
+            .find(|h| h.node.as_ref().is_some_and(|hn| ip_of(&hn.address) == ip));
+        let loopback = ip
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback());
         let place = match observed {
             Some(h) if Some(&h.boot_id) == d.environment.boot_id.as_ref() => {
                 "the client's machine".to_string()
             }
             Some(h) => format!("{} (observed)", h.hostname),
-            None if ip.starts_with("127.") || ip == "::1" || ip == "localhost" => {
-                "the client's machine (loopback)".to_string()
-            }
+            None if loopback || ip == "localhost" => "the client's machine (loopback)".to_string(),
             None => "a host of its own, not observed".to_string(),
         };
         placed.push(format!("{} on {place}", n.address));
