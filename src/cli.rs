@@ -132,6 +132,12 @@ pub struct BenchArgs {
     #[arg(long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
 
+    /// Also write every traced IO of each step to its io-events.csv, one line per IO
+    /// (unix_ns,device,op,cmd_flags,sector,bytes,device_ns,qd): the biosnoop view of the run,
+    /// about 60 bytes per IO (eBPF only; with the diskstats fallback the step says so).
+    #[arg(long)]
+    pub events: bool,
+
     /// Width of the tracer's time slots in ms (bursts are reported per slot).
     #[arg(long, default_value_t = 100, value_name = "MS", value_parser = parse_slot_ms)]
     pub slot_ms: u32,

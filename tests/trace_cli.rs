@@ -102,6 +102,86 @@ fn run_stores_trace_sys_and_db_events_with_each_step() {
 }
 
 #[test]
+fn run_events_writes_every_traced_io_of_each_step_beside_its_trace() {
+    let _serial = serial();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = dir.path().to_str().unwrap();
+    let r = run_iodig(&[
+        "run",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "rocksdb.writebuffersize=1M",
+        "--threads",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "ebpf",
+        "--events",
+        "--out",
+        out,
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "load + one run step");
+    for step in steps {
+        let step_dir = r.run_dir().join(step["dir"].as_str().unwrap());
+        let trace = read_json(&step_dir.join("trace.json"));
+        assert_eq!(trace["events_file"], "io-events.csv", "{step}");
+        assert_eq!(trace["self_check"]["lost_events"], 0);
+        let csv = std::fs::read_to_string(step_dir.join("io-events.csv")).unwrap();
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some("unix_ns,device,op,cmd_flags,sector,bytes,device_ns,qd")
+        );
+        // One line per IO the tracer counted, and the window's IOs only.
+        let ios: u64 = trace["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|d| d["ops"].as_object().unwrap().values())
+            .map(|o| o["ios"].as_u64().unwrap())
+            .sum();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        assert!(ios > 0, "{step}");
+        assert_eq!(rows.len() as u64, ios, "{step}");
+        // The window's edges are stamped just after attach and before detach: within a ms.
+        let (from, to) = (
+            (trace["start_unix_ms"].as_u64().unwrap() - 1) * 1_000_000,
+            (trace["end_unix_ms"].as_u64().unwrap() + 1) * 1_000_000,
+        );
+        for row in &rows {
+            let t: u64 = row[0].parse().unwrap();
+            assert!(from <= t && t <= to, "{row:?} outside {from}..{to}");
+        }
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(r.run_dir().join("steps"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // Without a tracer there is nothing to write: said before anything starts.
+    let off = run_iodig(&[
+        "run", "--db", "basic", "--trace", "off", "--events", "--out", out,
+    ]);
+    assert_eq!(off.code(), 2, "{}", off.stderr);
+    assert!(
+        off.stderr.contains("--events") && off.stderr.contains("--trace"),
+        "{}",
+        off.stderr
+    );
+}
+
+#[test]
 fn trace_alone_prints_the_summary_and_json() {
     let _serial = serial();
     let r = run_iodig(&["trace", "--duration", "1s", "--json"]);

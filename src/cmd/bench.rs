@@ -59,6 +59,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
         start_at: args.start_at,
         stop_when: args.stop_when.clone(),
         verify: args.verify,
+        io_events: args.events,
         verify_only: None,
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
@@ -74,6 +75,12 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
     }
     if phase == Phase::Load {
         req.warmup = std::time::Duration::ZERO;
+    }
+    if req.io_events && req.trace.mode == TraceMode::Off {
+        return Err(UsageError(
+            "--events writes the traced IOs, and tracing is off here: leave --trace at auto or give --trace ebpf".into(),
+        )
+        .into());
     }
     if req.duration == Some(std::time::Duration::ZERO) {
         return Err(UsageError(
@@ -223,6 +230,7 @@ fn client_command(
         cgroups,
         pids,
         slot_ms,
+        events,
         reload,
         no_load,
         restore_each_step,
@@ -307,6 +315,7 @@ fn client_command(
         (*reload, "--reload"),
         (*no_load, "--no-load"),
         (*restore_each_step, "--restore-each-step"),
+        (*events, "--events"),
         (*status, "-s"),
     ] {
         if on {

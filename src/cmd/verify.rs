@@ -50,6 +50,7 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode> {
         duration: None,
         warmup: std::time::Duration::ZERO,
         out_dir,
+        io_events: false,
         trace: TraceOptions {
             mode: TraceMode::Off,
             ..Default::default()

@@ -246,6 +246,8 @@ pub mod files {
     pub const HDR_LOG: &str = "latency.hlog";
     /// The same histograms keyed by the second each operation started in (not ended).
     pub const HDR_START_LOG: &str = "latency-by-start.hlog";
+    /// Every traced IO of the step, one CSV line each (`run --events`, eBPF only).
+    pub const IO_EVENTS: &str = "io-events.csv";
     pub const YCSB_TEXT: &str = "ycsb.txt";
     pub const TRACE: &str = "trace.json";
     pub const SYSSTAT: &str = "sys.json";

@@ -14,7 +14,7 @@ use crate::rundir::RunDir;
 use crate::start_at::StartSchedule;
 use crate::step::{run_step, unix_ms, Phase, StepPlan};
 use crate::UsageError;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use iodig_db::DbFactory;
 use iodig_iotrace::{TraceMode, TraceOptions};
 use iodig_model::{RunDoc, ToolInfo, SCHEMA_VERSION};
@@ -247,9 +247,22 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         if let Some(r) = &mut self.remote {
             r.before_step();
         }
+        // `--events`: the tracer writes every IO to a file beside the steps, moved into the
+        // step's directory when the step is recorded (its name is known only then).
+        let mut trace = self.trace.clone();
+        if let Some(t) = trace.as_mut().filter(|_| self.plan.req.io_events) {
+            let steps = self.run.path.join("steps");
+            std::fs::create_dir_all(&steps)
+                .with_context(|| format!("cannot create {}", steps.display()))?;
+            t.events_file = Some(steps.join(format!(
+                ".{}.{}.tmp",
+                iodig_model::files::IO_EVENTS,
+                std::process::id()
+            )));
+        }
         // The tracers load now, before any common start, so every client starts on time.
         let mut observer = Observer::new(
-            self.trace.clone(),
+            trace,
             self.plan.req.watch.clone(),
             processes,
             self.remote.as_mut(),

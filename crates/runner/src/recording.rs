@@ -25,6 +25,22 @@ pub struct StepRecord<'a> {
     pub events: Vec<DbEvent>,
 }
 
+/// `--events`: moves the stream the tracer wrote beside the steps into the step's directory
+/// and names it there; with no stream (diskstats fallback) the trace names none.
+fn move_io_events(trace: &mut TraceDoc, dir: &std::path::Path) -> Result<()> {
+    let Some(tmp) = trace.events_file.take().map(std::path::PathBuf::from) else {
+        return Ok(());
+    };
+    if !tmp.is_file() {
+        return Ok(());
+    }
+    let to = dir.join(files::IO_EVENTS);
+    std::fs::rename(&tmp, &to)
+        .with_context(|| format!("cannot move {} to {}", tmp.display(), to.display()))?;
+    trace.events_file = Some(files::IO_EVENTS.into());
+    Ok(())
+}
+
 /// Writes the step's files and appends its summary to run.json.
 pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -> Result<()> {
     let StepRecord {
@@ -32,11 +48,14 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
         workload,
         plan,
         result,
-        observed,
+        mut observed,
         events,
     } = rec;
     let index = run.doc.steps.len();
     let (dir, rel) = run.step_dir(index, name)?;
+    if let Some(t) = observed.trace.as_mut() {
+        move_io_events(t, &dir)?;
+    }
     let mut summary = summarize(index, &rel, workload, plan, result, observed.trace.as_ref());
     let text = ycsb::step_text(&summary, percentiles);
     {

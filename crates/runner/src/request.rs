@@ -55,6 +55,8 @@ pub struct RunRequest {
     pub stop_when: Option<crate::stop_rule::StopRule>,
     /// `--verify`: read back every acknowledged versioned write after the last step.
     pub verify: bool,
+    /// `--events`: every traced IO of each step into its `io-events.csv`.
+    pub io_events: bool,
     /// `iodig verify RUN_DIR`: no step runs; the run's ledger is checked against the database
     /// and the result written into that run directory.
     pub verify_only: Option<PathBuf>,
