@@ -31,10 +31,12 @@ fn a_device_capped_mid_step_shows_in_the_trace_and_the_latency_and_is_lifted() {
         "1s",
         "--trace",
         "ebpf",
+        // At 3 s: a whole second of client samples (they end on wall-clock seconds, the first
+        // 0.5-1.5 s into the step) comes before the cap.
         "--fault",
-        "2s:cap=200iops:device",
+        "3s:cap=200iops:device",
         "--fault",
-        "5s:uncap:device",
+        "6s:uncap:device",
         "--out",
         dir.path().to_str().unwrap(),
     ]);

@@ -217,10 +217,26 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
     let _ = phases.ready.send(Ok(flavour.name().to_string()));
     let reserved = load::attr_reserved(cfg.disks.len());
     let mut st = Drain::new(cfg.disks.len(), start_ns, cfg.slot_ns, reserved);
-    let wait = events_loop(&skel, &cfg, &stop, &mut st, lc.unix_offset_ns);
-    let ds_end = diskstats::read(&cfg.disks);
-    let end_ns = unix_now_ns();
-    drop(links); // detach before the final read: nothing changes under it any more
+    // Ends the window and detaches before the final reads, so nothing changes under them;
+    // the event stream is drained once more after it (IOs completed up to the detach).
+    let mut links = Some(links);
+    let mut ended: Option<(HashMap<String, Stat>, u64)> = None;
+    let mut end_window = || {
+        if links.is_some() {
+            ended = Some((diskstats::read(&cfg.disks), unix_now_ns()));
+            links = None;
+        }
+    };
+    let wait = events_loop(
+        &skel,
+        &cfg,
+        &stop,
+        &mut st,
+        lc.unix_offset_ns,
+        &mut end_window,
+    );
+    end_window();
+    let (ds_end, end_ns) = ended.context("the trace window was not ended")?;
     st.finish(&skel, end_ns);
     collect::read_totals(&skel, &mut st.devs);
     let n = collect::attr_rows_used(&skel, reserved, st.rows);
@@ -307,11 +323,13 @@ fn events_loop(
     stop: &Receiver<()>,
     st: &mut Drain,
     offset: u64,
+    end_window: &mut dyn FnMut(),
 ) -> Result<()> {
     let Some(path) = &cfg.events_file else {
         while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
             st.tick(skel);
         }
+        end_window();
         return Ok(());
     };
     let file = std::fs::File::create(path)
@@ -338,6 +356,8 @@ fn events_loop(
             break;
         }
     }
+    // Detached first: the last events (completed after the last poll) are in the ring now.
+    end_window();
     rb.consume()?;
     drop(rb);
     let flushed = out.borrow_mut().flush();
