@@ -40,11 +40,7 @@ impl BarChart {
         let cw = pw / n;
         let bw = (cw * 0.8) / self.groups.len().max(1) as f64;
         let mut o = String::new();
-        let _ = write!(
-            o,
-            r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" font-family="sans-serif" font-size="12" role="img" aria-label="{0}"><rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/><text x="{LEFT}" y="18" font-size="14" font-weight="bold">{0}</text>"##,
-            esc(&self.title)
-        );
+        open_svg(&mut o, &self.title);
         y_grid(&mut o, &y_ticks, sy, pw);
         for (ci, cat) in self.categories.iter().enumerate() {
             let cx = LEFT + cw * ci as f64;

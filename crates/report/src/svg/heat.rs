@@ -77,11 +77,7 @@ impl HeatMap {
         let sx = |x: f64| LEFT + ((x - x0) / span).clamp(0.0, 1.0) * pw;
         let max_count = cells().map(|c| c.2).max().unwrap_or(1).max(1);
         let mut o = String::new();
-        let _ = write!(
-            o,
-            r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" font-family="sans-serif" font-size="12" role="img" aria-label="{0}"><rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/><text x="{LEFT}" y="18" font-size="14" font-weight="bold">{0}</text>"##,
-            esc(&self.title)
-        );
+        open_svg(&mut o, &self.title);
         for b in &self.bands {
             let (a, z) = (sx(b.x0), sx(b.x1));
             let _ = write!(

@@ -187,6 +187,16 @@ pub fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// The opening of a chart with a white background and its bold title (bar, two-axis and
+/// heat charts; line charts draw their own for the time bands under the title).
+fn open_svg(o: &mut String, title: &str) {
+    let _ = write!(
+        o,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" font-family="sans-serif" font-size="12" role="img" aria-label="{0}"><rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/><text x="{LEFT}" y="18" font-size="14" font-weight="bold">{0}</text>"##,
+        esc(title)
+    );
+}
+
 /// XML text escaping.
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")

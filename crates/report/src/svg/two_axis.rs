@@ -58,11 +58,7 @@ impl TwoAxisChart {
         let sx = |i: usize| LEFT + pw * (i as f64 + 0.5) / n;
         let sy = |v: f64, top: f64| TOP + ph - v / top * ph;
         let mut o = String::with_capacity(8 * 1024);
-        let _ = write!(
-            o,
-            r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" font-family="sans-serif" font-size="12" role="img" aria-label="{0}"><rect width="{WIDTH}" height="{HEIGHT}" fill="#fff"/><text x="{LEFT}" y="18" font-size="14" font-weight="bold">{0}</text>"##,
-            esc(&self.title)
-        );
+        open_svg(&mut o, &self.title);
         y_grid(&mut o, &lt, |v| sy(v, ltop), pw);
         for &t in &rt {
             let _ = write!(
