@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod findings;
+pub mod loopfs;
 pub mod sshd;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,54 @@
+//! A file system on a loop device, set up and torn down by a test (root only).
+
+/// An ext4 file system on a loop device over a file, mounted under a temporary directory;
+/// unmounted and detached when dropped.
+pub struct LoopFs {
+    pub dev: String,
+    pub mnt: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl LoopFs {
+    pub fn new(size: &str) -> LoopFs {
+        let sh = |cmd: &mut std::process::Command| {
+            let out = cmd.output().expect("util-linux and e2fsprogs run");
+            assert!(out.status.success(), "{cmd:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        // On the VM's disk: the image's pages are what the loop device reads and writes.
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let img = dir.path().join("disk.img");
+        sh(std::process::Command::new("truncate")
+            .args(["-s", size])
+            .arg(&img));
+        let dev = sh(std::process::Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&img));
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let fs = LoopFs {
+            dev,
+            mnt,
+            _dir: dir,
+        };
+        sh(std::process::Command::new("mkfs.ext4").args(["-q", &fs.dev]));
+        sh(std::process::Command::new("mount")
+            .arg(&fs.dev)
+            .arg(&fs.mnt));
+        fs
+    }
+
+    /// `loop3` for `/dev/loop3`, as the trace names devices.
+    pub fn name(&self) -> &str {
+        self.dev.trim_start_matches("/dev/")
+    }
+}
+
+impl Drop for LoopFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.dev])
+            .status();
+    }
+}

@@ -1,0 +1,61 @@
+//! The client's interval logs through the real binary: `latency-by-start.hlog` puts each
+//! operation in the second it was meant to start, once.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn the_log_by_start_puts_each_op_in_the_second_it_was_meant_to_start() {
+    // One thread at 1,000 ops/s: an intended start every millisecond, so every whole second
+    // of the window holds 1,000 starts, whatever each operation's latency.
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_basic(
+        "workloads/workloadc",
+        dir.path().to_str().unwrap(),
+        &[
+            "-p",
+            "recordcount=1000",
+            "-p",
+            "operationcount=100000000",
+            "-p",
+            "measurement.interval=intended",
+            "--target",
+            "1000",
+            "--threads",
+            "1",
+            "--duration",
+            "5s",
+            "--warmup",
+            "0s",
+        ],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = iodig_report::load_run(&r.run_dir()).unwrap();
+    let step = run.steps.iter().find(|s| !s.is_load()).unwrap();
+    let mut per_second = std::collections::BTreeMap::<u64, u64>::new();
+    let found = step
+        .for_each_client_start_second(
+            |s| s == "READ",
+            |start, end, _, h| {
+                *per_second
+                    .entry(iodig_report::analysis::background::second_of(start, end))
+                    .or_default() += h.len();
+            },
+        )
+        .unwrap();
+    assert!(found, "latency-by-start.hlog written");
+    let total: u64 = per_second.values().sum();
+    assert_eq!(total, step.summary.operations, "every operation once");
+    let whole: Vec<u64> = per_second
+        .values()
+        .copied()
+        .skip(1)
+        .take(per_second.len().saturating_sub(2))
+        .collect();
+    assert!(whole.len() >= 3, "{per_second:?}");
+    for n in &whole {
+        // Start = end (ms) − latency (ms, floored): one op at each edge may move over.
+        assert!(n.abs_diff(1000) <= 2, "starts per second: {per_second:?}");
+    }
+}
