@@ -624,4 +624,43 @@ fn device_faults_that_do_not_fit_are_refused_up_front() {
         ],
         &["past the end"],
     );
+    // The faulty disk's actions: embedded RocksDB only, on its device, of a sensible size.
+    expect_usage_error(
+        &[
+            "run",
+            "--db",
+            "basic",
+            "--fault",
+            "2s:slow=5ms:device",
+            "--out",
+            &out,
+        ],
+        &[
+            "slow=5ms works on the disk iodig mounts under embedded RocksDB",
+            "--db basic",
+        ],
+    );
+    expect_usage_error(
+        &["run", "--fault", "2s:fail-writes:node1", "--out", &out],
+        &[
+            "the target of fail-writes is the data device",
+            "2s:fail-writes:device",
+        ],
+    );
+    expect_usage_error(
+        &[
+            "run",
+            "--fault",
+            "2s:full:device",
+            "-p",
+            "faultdisk.size=1MiB",
+            "--out",
+            &out,
+        ],
+        &["faultdisk.size", "at least 64MiB"],
+    );
+    expect_usage_error(
+        &["run", "--fault", "2s:slow=0s:device", "--out", &out],
+        &["slows nothing"],
+    );
 }

@@ -1,9 +1,11 @@
 //! Fault schedules (`--fault AT:ACTION:TARGET`, `faults = [...]` in an experiment file): at an
-//! offset into every run step, kill, pause, stop or restart a database node, or cap the device
-//! under the database, while the workload runs, and put each fault on the step's time line as
-//! an event next to the client's errors, the IO and the latency. What a fault does is the
-//! deployment's (`FaultHandler`); parsing and timing are here.
+//! offset into every run step, kill, pause, stop or restart a database node, cap the device
+//! under the database, or make the disk under embedded RocksDB slow, failing or full, while the
+//! workload runs, and put each fault on the step's time line as an event next to the client's
+//! errors, the IO and the latency. What a fault does is the deployment's (`FaultHandler`);
+//! parsing and timing are here.
 
+pub use iodig_faultdisk::Direction;
 pub use iodig_sysstat::cgroup::IoLimit;
 
 use iodig_model::events::DbEvent;
@@ -28,6 +30,14 @@ pub enum FaultAction {
     Cap(IoLimit),
     /// Lift a cap.
     Uncap,
+    /// Add a delay to every IO of the direction on the faulty disk.
+    Slow(Duration, Direction),
+    /// Fail every IO of the direction on the faulty disk with EIO.
+    Fail(Direction),
+    /// Fill the file system on the faulty disk.
+    Fill,
+    /// Lift every slow, fail and fill on the faulty disk.
+    Heal,
 }
 
 impl FaultAction {
@@ -40,12 +50,44 @@ impl FaultAction {
             FaultAction::Cap(IoLimit::BytesPerSec(n)) => format!("cap={n}B/s"),
             FaultAction::Cap(IoLimit::IosPerSec(n)) => format!("cap={n}iops"),
             FaultAction::Cap(IoLimit::None) | FaultAction::Uncap => "uncap".into(),
+            FaultAction::Slow(d, dir) => format!("{}={}ms", slow_name(*dir), d.as_millis()),
+            FaultAction::Fail(dir) => fail_name(*dir).into(),
+            FaultAction::Fill => "full".into(),
+            FaultAction::Heal => "heal".into(),
         }
     }
 
     /// Whether the fault is on the device under the database rather than on a process.
     pub fn on_device(&self) -> bool {
-        matches!(self, FaultAction::Cap(_) | FaultAction::Uncap)
+        !matches!(
+            self,
+            FaultAction::Kill | FaultAction::Pause(_) | FaultAction::Stop | FaultAction::Restart
+        )
+    }
+
+    /// Whether the fault needs the disk iodig makes under the database (loop over FUSE), not
+    /// only a throttle on the device the data is already on.
+    pub fn needs_faulty_disk(&self) -> bool {
+        matches!(
+            self,
+            FaultAction::Slow(..) | FaultAction::Fail(_) | FaultAction::Fill | FaultAction::Heal
+        )
+    }
+}
+
+fn slow_name(dir: Direction) -> &'static str {
+    match dir {
+        Direction::Both => "slow",
+        Direction::Reads => "slow-reads",
+        Direction::Writes => "slow-writes",
+    }
+}
+
+fn fail_name(dir: Direction) -> &'static str {
+    match dir {
+        Direction::Both => "fail",
+        Direction::Reads => "fail-reads",
+        Direction::Writes => "fail-writes",
     }
 }
 
@@ -59,11 +101,19 @@ fn parse_limit(s: &str) -> Result<IoLimit, String> {
         return (n > 0).then_some(IoLimit::IosPerSec(n)).ok_or_else(bad);
     }
     let v = s.strip_suffix("/s").ok_or_else(bad)?;
+    let bytes = parse_bytes(v).ok_or_else(bad)?;
+    (bytes > 0)
+        .then_some(IoLimit::BytesPerSec(bytes))
+        .ok_or_else(bad)
+}
+
+/// `5MB`, `512KiB`, `2GiB`, `100B` (decimal K/M/G, binary Ki/Mi/Gi).
+fn parse_bytes(v: &str) -> Option<u64> {
     let split = v
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(v.len());
     let (num, unit) = v.split_at(split);
-    let num: f64 = num.parse().map_err(|_| bad())?;
+    let num: f64 = num.parse().ok()?;
     let mult = match unit {
         "B" => 1.0,
         "KB" | "kB" => 1e3,
@@ -72,12 +122,24 @@ fn parse_limit(s: &str) -> Result<IoLimit, String> {
         "KiB" => 1024.0,
         "MiB" => 1024.0 * 1024.0,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(bad()),
+        _ => return None,
     };
-    let bytes = (num * mult) as u64;
-    (bytes > 0)
-        .then_some(IoLimit::BytesPerSec(bytes))
-        .ok_or_else(bad)
+    Some((num * mult) as u64)
+}
+
+/// The faulty disk's size (`-p faultdisk.size`, 2 GiB by default): a sparse image, so only what
+/// the database writes takes room on the real disk.
+pub fn faulty_disk_size(value: Option<&str>) -> Result<u64, String> {
+    const MIN: u64 = 64 << 20;
+    let Some(v) = value else {
+        return Ok(2 << 30);
+    };
+    match parse_bytes(v.trim()) {
+        Some(n) if n >= MIN => Ok(n),
+        _ => Err(format!(
+            "faultdisk.size={v:?}: give a size of at least 64MiB, e.g. -p faultdisk.size=2GiB"
+        )),
+    }
 }
 
 /// One scheduled fault.
@@ -95,7 +157,7 @@ pub struct Fault {
 /// Parses `AT:ACTION:TARGET`: `10s:kill:node2`, `5s:pause=3s:node3`, `30s:restart:node2`,
 /// `8s:stop:127.0.0.2`. The error names the part that is wrong and the forms that work.
 pub fn parse(spec: &str) -> Result<Fault, String> {
-    let forms = "write AT:ACTION:TARGET, e.g. 10s:kill:node2, 5s:pause=3s:node3, 30s:restart:node2, 2s:cap=5MB/s:device, 6s:uncap:device (actions: kill, pause=DURATION, stop, restart, cap=RATE, uncap)";
+    let forms = "write AT:ACTION:TARGET, e.g. 10s:kill:node2, 5s:pause=3s:node3, 30s:restart:node2, 2s:cap=5MB/s:device, 6s:uncap:device, 3s:slow=50ms:device, 4s:fail-writes:device, 5s:full:device, 8s:heal:device (actions: kill, pause=DURATION, stop, restart, cap=RATE, uncap, slow[-reads|-writes]=DURATION, fail[-reads|-writes], full, heal)";
     let parts: Vec<&str> = spec.trim().splitn(3, ':').collect();
     let [at, action, target] = parts.as_slice() else {
         return Err(format!("--fault {spec:?}: {forms}"));
@@ -106,6 +168,23 @@ pub fn parse(spec: &str) -> Result<Fault, String> {
         None if *action == "stop" => FaultAction::Stop,
         None if *action == "restart" => FaultAction::Restart,
         None if *action == "uncap" => FaultAction::Uncap,
+        None if *action == "full" => FaultAction::Fill,
+        None if *action == "heal" => FaultAction::Heal,
+        None if action.starts_with("fail") => FaultAction::Fail(
+            direction(action.trim_start_matches("fail"))
+                .ok_or_else(|| format!("--fault {spec:?}: unknown action {action:?}; {forms}"))?,
+        ),
+        Some((name, d)) if name.starts_with("slow") => {
+            let dir = direction(name.trim_start_matches("slow"))
+                .ok_or_else(|| format!("--fault {spec:?}: unknown action {name:?}; {forms}"))?;
+            let d = parse_duration(d).map_err(|e| format!("--fault {spec:?}: the delay {e}"))?;
+            if d.is_zero() {
+                return Err(format!(
+                    "--fault {spec:?}: a delay of 0 slows nothing; give e.g. slow=50ms, and heal to lift it"
+                ));
+            }
+            FaultAction::Slow(d, dir)
+        }
         Some(("cap", rate)) => {
             FaultAction::Cap(parse_limit(rate).map_err(|e| format!("--fault {spec:?}: {e}"))?)
         }
@@ -127,6 +206,16 @@ pub fn parse(spec: &str) -> Result<Fault, String> {
         target: (*target).to_string(),
         spec: spec.trim().to_string(),
     })
+}
+
+/// The direction suffix of `slow…` and `fail…`: none, `-reads` or `-writes`.
+fn direction(suffix: &str) -> Option<Direction> {
+    match suffix {
+        "" => Some(Direction::Both),
+        "-reads" => Some(Direction::Reads),
+        "-writes" => Some(Direction::Writes),
+        _ => None,
+    }
 }
 
 /// `10s`, `500ms`, `2m`, or bare seconds.
@@ -246,6 +335,40 @@ mod tests {
             FaultAction::Cap(IoLimit::IosPerSec(200))
         );
         assert_eq!(parse("6s:uncap:device").unwrap().action, FaultAction::Uncap);
+        let f = parse("3s:slow=50ms:device").unwrap();
+        assert_eq!(
+            f.action,
+            FaultAction::Slow(Duration::from_millis(50), Direction::Both)
+        );
+        assert!(f.action.needs_faulty_disk() && f.action.on_device());
+        assert_eq!(f.action.name(), "slow=50ms");
+        assert_eq!(
+            parse("3s:slow-reads=0.5s:device").unwrap().action,
+            FaultAction::Slow(Duration::from_millis(500), Direction::Reads)
+        );
+        assert_eq!(
+            parse("4s:fail-writes:device").unwrap().action,
+            FaultAction::Fail(Direction::Writes)
+        );
+        assert_eq!(
+            parse("4s:fail:device").unwrap().action,
+            FaultAction::Fail(Direction::Both)
+        );
+        assert_eq!(parse("5s:full:device").unwrap().action, FaultAction::Fill);
+        assert_eq!(parse("8s:heal:device").unwrap().action, FaultAction::Heal);
+        assert!(!FaultAction::Cap(IoLimit::IosPerSec(1)).needs_faulty_disk());
+        assert!(!FaultAction::Kill.on_device());
+    }
+
+    #[test]
+    fn the_faulty_disk_size_is_a_size_of_some_room() {
+        assert_eq!(faulty_disk_size(None), Ok(2 << 30));
+        assert_eq!(faulty_disk_size(Some("512MiB")), Ok(512 << 20));
+        assert_eq!(faulty_disk_size(Some("1GB")), Ok(1_000_000_000));
+        for bad in ["1MiB", "big", "12"] {
+            let e = faulty_disk_size(Some(bad)).unwrap_err();
+            assert!(e.contains("faultdisk.size") && e.contains("64MiB"), "{e}");
+        }
     }
 
     #[test]
@@ -259,6 +382,13 @@ mod tests {
             ("5s:cap=fast:device", "cap=5MB/s"),
             ("5s:cap=0iops:device", "not a rate"),
             ("5s:cap=5MB:device", "not a rate"),
+            ("5s:slow=0ms:device", "slows nothing"),
+            ("5s:slow=fast:device", "the delay"),
+            (
+                "5s:slow-sideways=5ms:device",
+                "unknown action \"slow-sideways\"",
+            ),
+            ("5s:fail-often:device", "unknown action \"fail-often\""),
         ] {
             let e = parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

@@ -29,7 +29,7 @@ pub const DEFAULT_STEP_SECS: u64 = 10;
 pub const DEFAULT_THREADS: &[u64] = &[1, 4, 16];
 
 /// Properties of the runner itself, besides the workload's and the bindings'.
-const RUNNER_PROPERTIES: &[&str] = &["hdrhistogram.percentiles", "ssh.config"];
+const RUNNER_PROPERTIES: &[&str] = &["hdrhistogram.percentiles", "ssh.config", "faultdisk.size"];
 
 /// A workload with its properties resolved and its spec parsed.
 pub struct ResolvedWorkload {
@@ -458,6 +458,9 @@ fn check_nodes(req: &RunRequest, props: &Properties) -> Result<()> {
 /// A cap on the device under the database: iodig must be able to make cgroups and throttle in
 /// them (root, cgroup v1 blkio or v2 io), and the target must be what holds the data.
 fn check_device_fault(req: &RunRequest, props: &Properties, f: &Fault) -> Result<()> {
+    if f.action.needs_faulty_disk() {
+        return check_faulty_disk(req, props, f);
+    }
     let spec = &f.spec;
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
@@ -486,6 +489,42 @@ fn check_device_fault(req: &RunRequest, props: &Properties, f: &Fault) -> Result
         ))
         .into());
     }
+    Ok(())
+}
+
+/// Slow, failing and full devices: iodig mounts a disk of its own (ext4 on a loop device over a
+/// FUSE file) on `rocksdb.dir`, which needs embedded RocksDB, root, `/dev/fuse` and the tools.
+fn check_faulty_disk(req: &RunRequest, props: &Properties, f: &Fault) -> Result<()> {
+    let spec = &f.spec;
+    let action = f.action.name();
+    if req.db != "rocksdb" {
+        return Err(UsageError(format!(
+            "--fault {spec}: {action} works on the disk iodig mounts under embedded RocksDB (--db rocksdb, target device); for --db {} use cap=RATE or faults to its nodes",
+            req.db
+        ))
+        .into());
+    }
+    if f.target != "device" {
+        return Err(UsageError(format!(
+            "--fault {spec}: the target of {action} is the data device; write it as {}:{action}:device",
+            spec.split(':').next().unwrap_or("3s")
+        ))
+        .into());
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(UsageError(format!(
+            "--fault {spec}: {action} mounts a loop device over a FUSE file, which needs root; run iodig as root (sudo) or leave the fault out"
+        ))
+        .into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Err(UsageError(format!(
+            "--fault {spec}: {action} serves the disk through FUSE, and /dev/fuse is missing; load the fuse module (modprobe fuse) or leave the fault out"
+        ))
+        .into());
+    }
+    fault::faulty_disk_size(props.get("faultdisk.size")).map_err(UsageError)?;
     Ok(())
 }
 

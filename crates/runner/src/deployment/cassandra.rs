@@ -248,6 +248,7 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
         // A cap never outlives its step: lift it on every node the schedule capped.
         for f in plan.faults.iter().filter(|f| f.action.on_device()) {
+            // Only caps reach managed nodes; the faulty disk's actions are refused up front.
             let _ = cap_node(&self.dir, &node_address(&f.target), IoLimit::None);
         }
         super::mark_grown_by(Some(&self.dir), plan, step, workload)
@@ -264,6 +265,16 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
                 FaultAction::Restart => iodig_cassandra::NodeFault::Restart,
                 FaultAction::Cap(limit) => return cap_node(&dir, &address, *limit),
                 FaultAction::Uncap => return cap_node(&dir, &address, IoLimit::None),
+                // Refused before the run starts (plan::check_faults); said again if it ever gets here.
+                a @ (FaultAction::Slow(..)
+                | FaultAction::Fail(_)
+                | FaultAction::Fill
+                | FaultAction::Heal) => {
+                    return Err(format!(
+                        "{} needs the faulty disk iodig makes under embedded RocksDB",
+                        a.name()
+                    ))
+                }
             };
             iodig_cassandra::inject(&dir, &address, &fault)
                 .map(|done| (address, done))

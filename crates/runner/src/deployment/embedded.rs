@@ -1,5 +1,6 @@
-//! Embedded databases: RocksDB in a data directory iodig may wipe and reload when it made it,
-//! and the no-op `basic` binding, which has no data to keep.
+//! Embedded databases: RocksDB in a data directory iodig may wipe and reload when it made it
+//! (on a faulty disk of iodig's own when the fault schedule makes the device slow, failing or
+//! full), and the no-op `basic` binding, which has no data to keep.
 
 use super::{db_error, Deployment};
 use crate::dataset::{self, MarkerState};
@@ -11,6 +12,7 @@ use crate::request::{LoadPolicy, RunOutcome};
 use crate::step::Phase;
 use anyhow::{Context, Result};
 use iodig_db::{BasicFactory, DbFactory};
+use iodig_faultdisk::FaultyDisk;
 use iodig_sysstat::cgroup;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -21,6 +23,8 @@ pub struct DataDir {
     dir: Option<PathBuf>,
     /// A cap on the data device in force (`--fault …:cap=RATE:device`), lifted at the step's end.
     cap: Arc<Mutex<Option<DeviceCap>>>,
+    /// The disk mounted on the data directory for slow, failing and full device faults.
+    disk: Option<Arc<FaultyDisk>>,
 }
 
 impl<F: DbFactory> Deployment<F> for DataDir {
@@ -29,15 +33,25 @@ impl<F: DbFactory> Deployment<F> for DataDir {
     }
 
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
-        // A cap never outlives its step.
+        // A cap, a delay, a failure or a fill never outlives its step.
         drop(lock(&self.cap).take());
+        if let Some(disk) = self.disk.as_ref().filter(|d| d.faulted()) {
+            iodig_model::eprintln_lossy!("note: at the end of step {step}: {}", disk.heal());
+        }
         super::mark_grown_by(self.dir.as_deref(), plan, step, workload)
     }
 
     fn fault_handler(&self) -> Option<FaultHandler> {
         let dir = self.dir.clone()?;
         let cap = Arc::clone(&self.cap);
+        let disk = self.disk.clone();
         Some(Arc::new(move |f: &Fault| {
+            if f.action.needs_faulty_disk() {
+                let disk = disk
+                    .as_ref()
+                    .ok_or("no faulty disk was set up for this run")?;
+                return on_faulty_disk(disk, &f.action);
+            }
             let mut held = lock(&cap);
             match f.action {
                 FaultAction::Cap(limit) => {
@@ -59,6 +73,18 @@ impl<F: DbFactory> Deployment<F> for DataDir {
             }
         }))
     }
+}
+
+/// Slow, failing, full and healed: what the FUSE layer under the loop device now does.
+fn on_faulty_disk(disk: &FaultyDisk, action: &FaultAction) -> Result<(String, String), String> {
+    let done = match action {
+        FaultAction::Slow(d, which) => disk.slow(*d, *which),
+        FaultAction::Fail(which) => disk.fail(*which),
+        FaultAction::Fill => disk.fill()?,
+        FaultAction::Heal => disk.heal(),
+        other => return Err(format!("{} is not a fault of the disk", other.name())),
+    };
+    Ok((format!("device {}", disk.device_name()), done))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -118,13 +144,40 @@ impl<F: DbFactory> Deployment<F> for NoData {}
 /// another dataset) before the database is opened on it.
 #[cfg(feature = "rocksdb")]
 pub fn run_rocksdb(plan: &Plan, stop: &AtomicBool) -> Result<RunOutcome> {
+    let dir = plan.props.get("rocksdb.dir").map(PathBuf::from);
     let deployment = DataDir {
-        dir: plan.props.get("rocksdb.dir").map(PathBuf::from),
+        disk: faulty_disk(plan, dir.as_deref())?.map(Arc::new),
+        dir,
         cap: Arc::default(),
     };
     let load = deployment.prepare(plan)?;
     let factory = iodig_db::rocks::RocksFactory::open(&plan.props).map_err(db_error)?;
-    sweep(plan, &factory, &deployment, load, stop)
+    // The database closes (factory dropped) before its disk is unmounted (deployment dropped).
+    let outcome = sweep(plan, &factory, &deployment, load, stop);
+    drop(factory);
+    outcome
+}
+
+/// The disk the schedule's slow, failing and full faults act on, mounted on the data directory
+/// before the database opens; none when the schedule has no such fault.
+#[cfg_attr(not(feature = "rocksdb"), allow(dead_code))]
+fn faulty_disk(plan: &Plan, dir: Option<&Path>) -> Result<Option<FaultyDisk>> {
+    if !plan.faults.iter().any(|f| f.action.needs_faulty_disk()) {
+        return Ok(None);
+    }
+    let dir = dir.context("device faults need -p rocksdb.dir")?;
+    let size =
+        crate::fault::faulty_disk_size(plan.props.get("faultdisk.size")).map_err(UsageError)?;
+    let disk = FaultyDisk::create(dir, size)
+        .map_err(|e| anyhow::anyhow!("cannot make the faulty disk for the device faults: {e}"))?;
+    iodig_model::eprintln_lossy!(
+        "note: {} is on {}, a {:.1} GB disk iodig made for the device faults ({})",
+        dir.display(),
+        disk.device_name(),
+        size as f64 / 1e9,
+        iodig_faultdisk::MECHANISM
+    );
+    Ok(Some(disk))
 }
 
 /// The no-op binding.

@@ -1,0 +1,286 @@
+//! Slow, failing and full devices under embedded RocksDB inside a step (`--fault 3s:slow=20ms:device`
+//! and kin): iodig mounts a disk of its own on the data directory (ext4 on a loop device over a
+//! file it serves through FUSE); the kernel's trace of that device and the client's latency and
+//! errors show each fault in exactly its window, and nothing of the disk is left afterwards.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// The workload C run both read tests share: reads that go to the device (4 MiB memtables
+/// flushed to SST files, a 1 MiB block cache), with the given faults.
+fn read_run(dir: &Path, faults: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "-P",
+        "workloads/workloadc",
+        "-p",
+        "recordcount=50000",
+        "-p",
+        "rocksdb.writebuffersize=4M",
+        "-p",
+        "rocksdb.blockcachesize=1M",
+        "-p",
+        "faultdisk.size=512MiB",
+        "--threads",
+        "4",
+        "--duration",
+        "10s",
+        "--warmup",
+        "1s",
+        "--trace",
+        "ebpf",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    for f in faults {
+        args.extend(["--fault", f]);
+    }
+    run_iodig(&args)
+}
+
+/// The start of each fault event of the step, in schedule order.
+fn fault_times(step_dir: &Path) -> Vec<(u64, String)> {
+    let events = read_json(&step_dir.join("db-events.json"));
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "fault")
+        .map(|e| {
+            (
+                e["start_unix_ms"].as_u64().unwrap(),
+                e["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Per whole second of the client's series: (second's end, value) of a READ field.
+fn read_series(step_dir: &Path, field: &str) -> Vec<(u64, f64)> {
+    let series = read_json(&step_dir.join("timeseries.json"));
+    series
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| {
+            let v = &s["series"]["READ"][field];
+            Some((s["unix_ms"].as_u64()?, v.as_f64()?))
+        })
+        .collect()
+}
+
+/// Nothing of the disk outlives the run: no mount on the data directory, no loop device over
+/// a FUSE file of iodig's, no state directory.
+fn assert_nothing_left(r: &Run) {
+    let run = r.run_json();
+    let data = run["config"]["properties"]["rocksdb.dir"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| r.run_dir().join("data/rocksdb").display().to_string());
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(&data) && !mounts.contains("iodig-faultdisk"),
+        "left mounted: {mounts}"
+    );
+    for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let backing =
+            std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
+        assert!(
+            !backing.contains(".iodig-faultdisk-"),
+            "{:?} still backed by {backing}",
+            e.file_name()
+        );
+    }
+}
+
+fn device_of(trace: &Value) -> &Value {
+    trace["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"].as_str().unwrap_or_default().starts_with("loop"))
+        .unwrap_or_else(|| panic!("the trace covers the loop device: {trace}"))
+}
+
+#[test]
+fn a_slow_then_failing_disk_shows_in_its_windows_and_heals() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "device faults need root");
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let r = read_run(
+        dir.path(),
+        &[
+            "3s:slow-reads=20ms:device",
+            "5s:heal:device",
+            "6s:fail-reads:device",
+            "8s:heal:device",
+        ],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("FUSE"),
+        "says which mechanism ran: {}",
+        r.stderr
+    );
+    let run = r.run_json();
+    let step_dir = r.run_dir().join(run["steps"][1]["dir"].as_str().unwrap());
+    let faults = fault_times(&step_dir);
+    assert_eq!(faults.len(), 4, "{faults:?}");
+    assert!(
+        faults[0].1.contains("reads of loop") && faults[0].1.contains("20 ms longer"),
+        "{faults:?}"
+    );
+    assert!(faults[2].1.contains("fail with EIO"), "{faults:?}");
+    assert!(
+        faults[3].1.contains("failed") && !faults[3].1.contains(" 0 failed"),
+        "the heal counts the failed IOs: {faults:?}"
+    );
+    let (slow_at, healed_at, fail_at, fail_healed_at) =
+        (faults[0].0, faults[1].0, faults[2].0, faults[3].0);
+
+    // The kernel saw the delay on the device: every read it completed in a whole second
+    // inside the window took at least the 20 ms added (the lowest latency bucket that second
+    // starts at 16.8 ms or above), against a healthy device before it.
+    let trace = read_json(&step_dir.join("trace.json"));
+    let device = device_of(&trace);
+    let seconds_in = |from: u64, to: u64| -> Vec<&Value> {
+        device["seconds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| {
+                let t = s["unix_ms"].as_u64().unwrap();
+                t >= from && t + 1000 <= to && s["ops"]["read"]["ios"].as_u64() > Some(0)
+            })
+            .map(|s| &s["ops"]["read"])
+            .collect()
+    };
+    let slow: Vec<u64> = seconds_in(slow_at, healed_at)
+        .iter()
+        .map(|r| r["lat_hist"][0]["lower"].as_u64().unwrap())
+        .collect();
+    let before: Vec<u64> = seconds_in(trace["start_unix_ms"].as_u64().unwrap(), slow_at)
+        .iter()
+        .map(|r| r["lat_p99_ns"].as_u64().unwrap())
+        .collect();
+    assert!(!slow.is_empty() && !before.is_empty(), "{device}");
+    assert!(
+        slow.iter().all(|ns| *ns >= 16_000_000),
+        "fastest device reads per second in the slow window: {slow:?} ns"
+    );
+    assert!(
+        before.iter().all(|ns| *ns < 5_000_000),
+        "device read p99 per second before: {before:?} ns"
+    );
+
+    // The client felt it: read p50 in the slow window above the delay, far above before.
+    let p50 = read_series(&step_dir, "p50_us");
+    let client_slow: Vec<f64> = p50
+        .iter()
+        .filter(|(t, _)| *t > slow_at + 1000 && *t <= healed_at)
+        .map(|(_, v)| *v)
+        .collect();
+    let client_before: Vec<f64> = p50
+        .iter()
+        .filter(|(t, _)| *t + 1000 <= slow_at)
+        .map(|(_, v)| *v)
+        .collect();
+    assert!(
+        !client_slow.is_empty() && !client_before.is_empty(),
+        "{p50:?}"
+    );
+    assert!(
+        client_slow.iter().all(|us| *us >= 20_000.0),
+        "client read p50 in the slow window {client_slow:?} µs"
+    );
+
+    // Reads failed while the disk failed them, and only then; they work again after the heal.
+    let errors = read_json(&step_dir.join("timeseries.json"));
+    let mut failed_inside = 0.0;
+    let mut failed_outside = 0.0;
+    let mut ok_after = 0.0;
+    for s in errors.as_array().unwrap() {
+        let t = s["unix_ms"].as_u64().unwrap();
+        let errs = s["series"]["READ-FAILED"]["count"].as_f64().unwrap_or(0.0);
+        if t > fail_at && t <= fail_healed_at + 1000 {
+            failed_inside += errs;
+        } else {
+            failed_outside += errs;
+        }
+        if t > fail_healed_at + 1000 {
+            ok_after += s["series"]["READ"]["count"].as_f64().unwrap_or(0.0);
+        }
+    }
+    assert!(failed_inside > 0.0, "no failed reads in the fail window");
+    assert_eq!(failed_outside, 0.0, "reads failed outside the window");
+    assert!(ok_after > 0.0, "reads work again after the heal");
+
+    let report = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    assert!(
+        report.contains("Faults injected"),
+        "on the report's time line"
+    );
+    assert_nothing_left(&r);
+}
+
+#[test]
+fn a_full_file_system_fails_the_writes_and_the_run_goes_on() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "device faults need root");
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let r = run_iodig(&[
+        "run",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "rocksdb.writebuffersize=1M",
+        "-p",
+        "faultdisk.size=256MiB",
+        "--threads",
+        "2",
+        "--target",
+        "4000",
+        "--duration",
+        "8s",
+        "--warmup",
+        "1s",
+        "--trace",
+        "ebpf",
+        "--fault",
+        "3s:full:device",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "the run goes on past the fault: {}", r.stderr);
+    let run = r.run_json();
+    let step_dir = r.run_dir().join(run["steps"][1]["dir"].as_str().unwrap());
+    let faults = fault_times(&step_dir);
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert!(faults[0].1.contains("filled"), "{faults:?}");
+    let full_at = faults[0].0;
+    let series = read_json(&step_dir.join("timeseries.json"));
+    let (mut before, mut after) = (0.0, 0.0);
+    for s in series.as_array().unwrap() {
+        let errs = s["series"]["UPDATE-FAILED"]["count"]
+            .as_f64()
+            .unwrap_or(0.0);
+        if s["unix_ms"].as_u64().unwrap() <= full_at {
+            before += errs;
+        } else {
+            after += errs;
+        }
+    }
+    assert_eq!(before, 0.0, "updates failed before the fill");
+    assert!(after > 0.0, "no update failed on the full file system");
+    assert!(
+        r.stderr.contains("healed"),
+        "the fill is lifted at the step's end: {}",
+        r.stderr
+    );
+    assert_nothing_left(&r);
+}
