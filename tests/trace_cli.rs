@@ -168,6 +168,7 @@ fn run_events_writes_every_traced_io_of_each_step_beside_its_trace() {
         .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+    report_counts_every_io_by_size(&r);
 
     // Without a tracer there is nothing to write: said before anything starts.
     let off = run_iodig(&[
@@ -178,6 +179,56 @@ fn run_events_writes_every_traced_io_of_each_step_beside_its_trace() {
         off.stderr.contains("--events") && off.stderr.contains("--trace"),
         "{}",
         off.stderr
+    );
+}
+
+/// The report's "Every IO by size" tables, read back, hold each stream's data IOs exactly (per
+/// op, over all steps), and the per-IO scatter and finding are there.
+fn report_counts_every_io_by_size(r: &Run) {
+    let mut in_csv = std::collections::BTreeMap::<String, u64>::new();
+    for step in r.run_json()["steps"].as_array().unwrap() {
+        let csv = std::fs::read_to_string(
+            r.run_dir()
+                .join(step["dir"].as_str().unwrap())
+                .join("io-events.csv"),
+        )
+        .unwrap();
+        for row in csv
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+        {
+            if row[2] != "flush" && row[5] != "0" {
+                *in_csv.entry(row[2].to_string()).or_default() += 1;
+            }
+        }
+    }
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let mut in_report = std::collections::BTreeMap::<String, u64>::new();
+    for section in md.split("### Every IO by size (io-events.csv)").skip(1) {
+        let table = section
+            .split("\n\n")
+            .find(|b| b.contains("| op |"))
+            .unwrap();
+        for row in table.lines().skip(2) {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let ios: u64 = cells[3].replace(',', "").parse().unwrap();
+            *in_report.entry(cells[1].to_string()).or_default() += ios;
+        }
+    }
+    assert!(!in_csv.is_empty());
+    assert_eq!(
+        in_report, in_csv,
+        "the report's size tables against the streams"
+    );
+    let html = std::fs::read_to_string(r.run_dir().join("report.html")).unwrap();
+    assert!(
+        html.contains("Device latency of single writes by size"),
+        "the per-IO scatter"
+    );
+    assert!(
+        md.contains("Every write by size (io-events.csv): the slowest took"),
+        "the per-IO finding"
     );
 }
 

@@ -2,7 +2,7 @@
 //! render: the report and the comparison are built once here, so the HTML and the Markdown say
 //! the same thing with the same numbers.
 
-use crate::svg::{BarChart, HeatMap, LineChart, TwoAxisChart};
+use crate::svg::{BarChart, HeatMap, LineChart, Scatter, TwoAxisChart};
 
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -42,6 +42,7 @@ pub enum Chart {
     Bar(BarChart),
     TwoAxis(TwoAxisChart),
     Heat(HeatMap),
+    Scatter(Scatter),
 }
 
 impl Chart {
@@ -51,6 +52,7 @@ impl Chart {
             Chart::Bar(c) => &c.title,
             Chart::TwoAxis(c) => &c.title,
             Chart::Heat(c) => &c.title,
+            Chart::Scatter(c) => &c.title,
         }
     }
 
@@ -60,6 +62,7 @@ impl Chart {
             Chart::Bar(c) => c.svg(),
             Chart::TwoAxis(c) => c.svg(),
             Chart::Heat(c) => c.svg(),
+            Chart::Scatter(c) => c.svg(),
         }
     }
 }
@@ -112,6 +115,11 @@ impl Doc {
     pub fn bar_chart(&mut self, c: BarChart) {
         if !c.categories.is_empty() {
             self.blocks.push(Block::Chart(Box::new(Chart::Bar(c))));
+        }
+    }
+    pub fn scatter(&mut self, c: Scatter) {
+        if !c.is_empty() {
+            self.blocks.push(Block::Chart(Box::new(Chart::Scatter(c))));
         }
     }
     pub fn heat_map(&mut self, c: HeatMap) {

@@ -18,12 +18,13 @@ pub type StepRule = fn(&StepData, &StepView) -> Vec<String>;
 pub type SweepRule = fn(&WorkloadSweep) -> Vec<String>;
 
 /// The step rules, in the order their sentences are listed.
-pub const STEP_RULES: [StepRule; 10] = [
+pub const STEP_RULES: [StepRule; 11] = [
     io_bursts,
     queue_depth_peak,
     device_latency_outliers,
     system_vs_device,
     size_bands,
+    per_io_sizes,
     not_storage_bound,
     latency_during_db_events,
     cpu_pressure,
@@ -58,6 +59,14 @@ pub(super) fn step_findings(step: &StepData, v: &StepView) -> Vec<String> {
 
 fn sweep_findings(s: &WorkloadSweep) -> Vec<String> {
     SWEEP_RULES.iter().flat_map(|rule| rule(s)).collect()
+}
+
+/// Every IO by size (the per-IO stream): the slowest IO's size, the commonest size's tail.
+fn per_io_sizes(_: &StepData, v: &StepView) -> Vec<String> {
+    v.per_io
+        .as_ref()
+        .map(super::per_io::sentences)
+        .unwrap_or_default()
 }
 
 /// Bursts: the busiest slot against the mean over the traced window, per op.

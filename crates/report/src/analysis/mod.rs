@@ -9,6 +9,7 @@
 //!   did to the reads' per-second device latency;
 //! - [`background`]: the client's latency and each class's queue and device time with and
 //!   without flush/compaction IO, and the depth each class held;
+//! - [`per_io`]: every IO of the per-IO stream by size (latency per size class, IOs to draw);
 //! - [`levels`]: system level vs device level (per-second OS and device time of reads, writes);
 //! - [`storage`]: storage-bound or not (device reads per database read, page cache, memory);
 //! - [`findings`]: every findings rule — a new finding goes there (its module doc says how).
@@ -21,6 +22,7 @@ pub mod findings;
 pub mod io;
 pub mod levels;
 pub mod op;
+pub mod per_io;
 pub mod step;
 pub mod storage;
 pub mod sweep;

@@ -54,6 +54,8 @@ pub struct StepView {
     pub size_hists: Vec<SizeHist>,
     /// Dominant size buckets per op at the trace's 4 KiB resolution.
     pub bands: Vec<OpBands>,
+    /// Every IO by size, from the per-IO stream (`run --events`), when the step has one.
+    pub per_io: Option<super::per_io::PerIo>,
     /// Reads' and writes' per-second OS time against device time.
     pub levels: Vec<super::levels::LevelRow>,
     /// Device reads per database read, page cache and memory (traced steps that read).
@@ -167,6 +169,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
             .filter(|t| t.histograms)
             .map(op_bands)
             .unwrap_or_default(),
+        per_io: super::per_io::per_io(step),
         levels: Vec::new(),
         diskstats_check: step.trace.as_ref().and_then(diskstats_sentence),
         storage: super::storage::storage_bound(step),

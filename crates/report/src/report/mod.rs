@@ -11,6 +11,7 @@ mod findings;
 mod header;
 mod integrity;
 mod io_summary;
+mod per_io;
 mod per_second;
 mod step;
 mod steps_table;

@@ -1,10 +1,12 @@
 //! A step's section: when it ran and what it found, then its charts on one time axis (client,
 //! block IO, system), the per-second figures and the IO summary.
 
-use super::{attribution, block_io, client, cluster, events, io_summary, per_second, system};
+use super::{
+    attribution, block_io, client, cluster, events, io_summary, per_io, per_second, system,
+};
 use crate::analysis::StepView;
 use crate::doc::Doc;
-use crate::svg::{Band, HeatMap, LineChart, Series, XKind};
+use crate::svg::{Band, HeatMap, LineChart, Scatter, Series, XKind};
 
 pub(super) fn section(doc: &mut Doc, s: &StepView) {
     doc.h(2, s.title.clone());
@@ -12,6 +14,7 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
     let t = Timeline::of(s);
     client::charts(doc, s, &t);
     block_io::charts(doc, s, &t);
+    per_io::section(doc, s, &t);
     system::charts(doc, s, &t);
     per_second::table(doc, s);
     io_summary::tables(doc, s);
@@ -65,6 +68,17 @@ impl Timeline {
         c.band_legend = self.legend.clone();
         c.x_range = self.range;
         c
+    }
+
+    /// An empty scatter on the step's time axis.
+    pub(super) fn scatter(&self, title: &str, y_label: &str) -> Scatter {
+        Scatter {
+            title: title.into(),
+            y_label: y_label.into(),
+            x_range: self.range,
+            bands: self.bands.clone(),
+            ..Default::default()
+        }
     }
 
     /// An empty heat map on the step's time axis.

@@ -1,18 +1,20 @@
 //! Inline SVG charts (lines with labelled points, shaded time bands, grouped bars, latency heat
-//! maps) written by
+//! maps, scatters of single IOs) written by
 //! hand: the report must open offline as one file with no JavaScript, and a small writer of our
 //! own keeps the output compact (long per-second series are decimated to min/max per pixel so
 //! bursts stay visible) and the labels exactly as the briefs word them. One file per chart kind
-//! (`line`, `bars`, `two_axis`, `heat`); here what they share: colours, margins, ticks, decimation.
+//! (`line`, `bars`, `two_axis`, `heat`, `scatter`); here what they share: colours, margins, ticks, decimation.
 
 mod bars;
 mod heat;
 mod line;
+mod scatter;
 mod two_axis;
 
 pub use bars::BarChart;
 pub use heat::{HeatColumn, HeatMap};
 pub use line::{Band, LineChart, Series, XKind};
+pub use scatter::Scatter;
 pub use two_axis::{AxisSeries, TwoAxisChart};
 
 use std::fmt::Write;
