@@ -331,6 +331,59 @@ fn an_unreachable_host_fails_the_run_with_its_name_and_the_fix() {
     );
 }
 
+#[test]
+fn a_refused_key_fails_the_run_with_the_host_and_the_fix() {
+    let sshd = Sshd::start(&["127.0.0.1"]);
+    let tmp = tempfile::tempdir().unwrap();
+    // The same server, but a key it does not know.
+    let key = tmp.path().join("stranger");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let config = tmp.path().join("ssh_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host 127.0.0.*\n  Port {}\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  \
+             StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n",
+            sshd.port,
+            key.display()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("runs");
+    let r = common::run_basic(
+        "workloadc",
+        out.to_str().unwrap(),
+        &[
+            "--observe",
+            "127.0.0.1",
+            "-p",
+            &format!("ssh.config={}", config.display()),
+        ],
+    );
+    assert_eq!(r.code(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--observe 127.0.0.1: ssh failed")
+            && r.stderr.contains("Permission denied"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("give ssh a key it can use without a prompt"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+        "no run directory for a run that could not start"
+    );
+}
+
 /// Agents (`iodig-<hash> agent …` under sshd) still running.
 fn agent_pids() -> Vec<u32> {
     std::fs::read_dir("/proc")
