@@ -497,6 +497,35 @@ fn faults_that_do_not_fit_are_refused_before_anything_starts() {
         ],
         &["--fault 9s:kill:node1", "past the end", "5.0 s steps"],
     );
+    // Nodes on observed hosts: only what a signal over SSH can do, to a host that is observed.
+    let observed = |fault: &str| {
+        vec![
+            "run".to_string(),
+            "--db".into(),
+            "cassandra".into(),
+            "-p".into(),
+            "hosts=127.0.0.1".into(),
+            "--observe".into(),
+            "127.0.0.1".into(),
+            "--fault".into(),
+            fault.into(),
+            "--out".into(),
+            out.clone(),
+        ]
+    };
+    let args = observed("2s:restart:127.0.0.1");
+    expect_usage_error(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &["iodig did not start the node there", "host's own means"],
+    );
+    let args = observed("2s:kill:127.0.0.9");
+    expect_usage_error(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[
+            "target \"127.0.0.9\" is not an observed host",
+            "--observe (127.0.0.1)",
+        ],
+    );
     // Nothing was started for them: no managed node directory.
     assert!(!std::path::Path::new(&out)
         .join("data")

@@ -260,6 +260,12 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 std::process::id()
             )));
         }
+        // A managed deployment does its own faults; nodes on observed hosts are signalled over
+        // SSH (the handler is made before the observer borrows the hosts).
+        let faults = self
+            .deployment
+            .fault_handler()
+            .or_else(|| self.remote.as_ref().map(RemoteHosts::fault_handler));
         // The tracers load now, before any common start, so every client starts on time.
         let mut observer = Observer::new(
             trace,
@@ -272,7 +278,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             self.run.doc.notes.push(late);
         }
         if step.phase == Phase::Run {
-            if let Some(handler) = self.deployment.fault_handler() {
+            if let Some(handler) = faults {
                 observer = observer.with_faults(self.plan.faults.clone(), handler);
             }
         }

@@ -528,6 +528,24 @@ fn check_faulty_disk(req: &RunRequest, props: &Properties, f: &Fault) -> Result<
     Ok(())
 }
 
+/// A process fault to a node on an observed host: the target must be one of them, the action
+/// one that SSH and a signal can do.
+fn check_observed_fault(req: &RunRequest, f: &Fault) -> Result<()> {
+    let spec = &f.spec;
+    if remote::faults::target_index(&f.target, &req.observe).is_none() {
+        return Err(UsageError(format!(
+            "--fault {spec}: target {:?} is not an observed host; name one as given to --observe ({}) or nodeN for the N-th",
+            f.target,
+            req.observe.join(",")
+        ))
+        .into());
+    }
+    if let Some(why) = remote::faults::unsupported(&f.action) {
+        return Err(UsageError(format!("--fault {spec}: {why}")).into());
+    }
+    Ok(())
+}
+
 fn check_faults(
     req: &RunRequest,
     props: &Properties,
@@ -544,9 +562,11 @@ fn check_faults(
                 f.action.name()
             ))
             .into());
+        } else if req.db == "cassandra" && props.contains("hosts") && !req.observe.is_empty() {
+            check_observed_fault(req, &f)?;
         } else if req.db != "cassandra" || props.contains("hosts") {
             return Err(UsageError(format!(
-                "--fault {spec}: faults are injected into database nodes iodig manages (--db cassandra without -p hosts, --nodes N); --db {}{} has none",
+                "--fault {spec}: faults are injected into database nodes iodig manages (--db cassandra without -p hosts, --nodes N) or observes over SSH (--observe HOST with -p hosts); --db {}{} has none",
                 req.db,
                 if props.contains("hosts") { " with hosts" } else { "" }
             ))
@@ -559,7 +579,7 @@ fn check_faults(
             .or_else(|| f.target.strip_prefix("127.0.0."))
             .and_then(|n| n.parse::<u32>().ok())
             .filter(|n| (1..=nodes).contains(n));
-        if req.db == "cassandra" && index.is_none() {
+        if req.db == "cassandra" && index.is_none() && !props.contains("hosts") {
             return Err(UsageError(format!(
                 "--fault {spec}: target {:?} is not one of the {nodes} managed node(s); use node1…node{nodes} or 127.0.0.1…127.0.0.{nodes}",
                 f.target

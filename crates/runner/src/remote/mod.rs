@@ -4,13 +4,15 @@
 //! events during each step. Every step is bracketed by clock comparisons over the same channel,
 //! and the host's files are put on this machine's clock before they are written.
 //!
-//! `ssh` reaches hosts, `protocol` is what travels, `agent` is the far end, `clock` the offsets.
+//! `ssh` reaches hosts, `protocol` is what travels, `agent` is the far end, `clock` the offsets,
+//! `faults` signals the observed nodes (`--fault …:kill:HOST`) over SSH commands of their own.
 //! A host that cannot be reached fails the run before it starts; one that dies mid-run leaves
 //! its steps marked partial, and the run goes on.
 
 pub mod agent;
 pub mod clients;
 pub mod clock;
+pub mod faults;
 pub mod protocol;
 pub mod ssh;
 
@@ -77,6 +79,7 @@ struct Agent {
 pub struct RemoteHosts {
     agents: Vec<Agent>,
     facts: Vec<ObservedHost>,
+    ssh: Ssh,
 }
 
 /// One host's share of a step, ready to be written.
@@ -107,7 +110,26 @@ impl RemoteHosts {
         if same_kernel.len() < facts.len() {
             iodig_model::eprintln_lossy!("note: some observed hosts share one kernel (same boot id): their device totals are the same IO, and each node's own share comes from its cgroup");
         }
-        Ok(RemoteHosts { agents, facts })
+        Ok(RemoteHosts {
+            agents,
+            facts,
+            ssh: opts.ssh.clone(),
+        })
+    }
+
+    /// Faults to the observed hosts' nodes (kill, pause, stop), each over an SSH command.
+    pub fn fault_handler(&self) -> crate::fault::FaultHandler {
+        let targets = self
+            .agents
+            .iter()
+            .zip(&self.facts)
+            .map(|(a, f)| faults::FaultTarget {
+                host: a.host.clone(),
+                pid: f.node.as_ref().map(|n| n.pid),
+            })
+            .collect();
+        let observed = self.agents.iter().map(|a| a.host.spec.clone()).collect();
+        faults::handler(self.ssh.clone(), targets, observed)
     }
 
     /// What the hosts said about themselves, for run.json.
