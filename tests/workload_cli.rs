@@ -427,6 +427,32 @@ fn clients_split_the_key_space_and_merge_exactly() {
         per_second_reads, 10_000,
         "per-second histograms from both interval logs"
     );
+    // The logs by start second are merged too: every read of both clients, once, in the same
+    // seconds as in the clients' own logs.
+    let starts = |dir: &std::path::Path| {
+        let run = iodig_report::load_run(dir).unwrap();
+        let step = run.steps.iter().find(|s| !s.is_load()).unwrap();
+        let mut per_second = std::collections::BTreeMap::<u64, u64>::new();
+        let found = step
+            .for_each_client_start_second(
+                |s| s == "READ",
+                |start, end, _, h| {
+                    *per_second
+                        .entry(iodig_report::analysis::background::second_of(start, end))
+                        .or_default() += h.len();
+                },
+            )
+            .unwrap();
+        assert!(found, "{}: latency-by-start.hlog", dir.display());
+        per_second
+    };
+    let mut expected = starts(&a);
+    for (sec, n) in starts(&b) {
+        *expected.entry(sec).or_default() += n;
+    }
+    let merged_starts = starts(&m.run_dir());
+    assert_eq!(merged_starts.values().sum::<u64>(), 10_000);
+    assert_eq!(merged_starts, expected, "second by second");
 }
 
 #[test]

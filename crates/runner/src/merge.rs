@@ -1,7 +1,7 @@
 //! `iodig merge`: combines the run directories of N clients that drove one database at the same
 //! time into one run directory, exactly: histograms are added (never percentiles averaged),
 //! operations and return codes summed, and per-second histograms from each client's HDR
-//! interval log added by wall-clock second. Each client's block-IO trace, system samples,
+//! interval log added by wall-clock second (and the logs by start second alike). Each client's block-IO trace, system samples,
 //! database events and observed nodes are kept whole under the merged step's `clients/<i>/`
 //! (hard links where the file system allows), listed in its `clients.json`.
 
@@ -263,6 +263,9 @@ fn merge_step(
     )?;
     merged.write_json(&dir, files::TIMESERIES, &samples)?;
     merged.write_bytes(&dir, files::HDR_LOG, &hlog)?;
+    if let Some(log) = merge_start_logs(dirs)? {
+        merged.write_bytes(&dir, files::HDR_START_LOG, &log)?;
+    }
     merged.write_json(&dir, files::CLIENTS, &parts)?;
     merged.write_json(&dir, files::STEP_SUMMARY, &summary)?;
     merged.push_step(summary)
@@ -361,6 +364,20 @@ struct Second {
     series: BTreeMap<String, Histogram>,
 }
 
+/// Which second an interval of a log belongs to, from its start and end (unix ms).
+type KeyOf = fn(u64, u64) -> u64;
+
+/// The log by completion: the second an interval ends in (as the client cut them).
+fn by_end(_start_ms: u64, end_ms: u64) -> u64 {
+    end_ms.div_ceil(1000)
+}
+
+/// The log by start: the second an interval mostly covers (its straggler intervals, written
+/// later for the same second, land there too).
+fn by_middle(start_ms: u64, end_ms: u64) -> u64 {
+    (start_ms + end_ms.saturating_sub(start_ms) / 2) / 1000
+}
+
 /// Sums per-second operations by wall-clock second and adds the per-second histograms of the
 /// clients' interval logs; writes a merged interval log.
 fn merge_seconds(dirs: &[PathBuf]) -> Result<(Vec<Sample>, Vec<u8>)> {
@@ -372,28 +389,18 @@ fn merge_seconds(dirs: &[PathBuf]) -> Result<(Vec<Sample>, Vec<u8>)> {
             sec.operations += s.operations;
             sec.secs = sec.secs.max(s.secs);
         }
-        read_hlog(&dir.join(files::HDR_LOG), &mut seconds)?;
+        read_hlog(&dir.join(files::HDR_LOG), &mut seconds, by_end)?;
     }
+    // Each second's interval ends on it and lasts as long as the longest client's.
+    let hlog = write_log(
+        &seconds,
+        "iodig merged latency log: histograms of all clients added per second, microseconds",
+        |sec, s| {
+            let len = (s.secs.max(0.001) * 1000.0) as u64;
+            (sec * 1000 - len, len)
+        },
+    )?;
     let start_ms = seconds.keys().next().map_or(0, |s| s * 1000);
-    let mut hlog = Vec::new();
-    let mut ser = V2DeflateSerializer::new();
-    let base = UNIX_EPOCH + Duration::from_millis(start_ms);
-    {
-        let mut writer = IntervalLogWriterBuilder::new()
-            .add_comment("iodig merged latency log: histograms of all clients added per second, microseconds")
-            .with_start_time(base)
-            .with_base_time(base)
-            .begin_log_with(&mut hlog, &mut ser)?;
-        for (sec, s) in &seconds {
-            let end = Duration::from_millis(sec * 1000 - start_ms);
-            let len = Duration::from_secs_f64(s.secs.max(0.001));
-            for (name, h) in &s.series {
-                writer
-                    .write_histogram(h, end.saturating_sub(len), len, Tag::new(name))
-                    .map_err(|e| anyhow!("cannot write the merged interval log: {e:?}"))?;
-            }
-        }
-    }
     let samples = seconds
         .into_iter()
         .map(|(sec, s)| Sample {
@@ -416,7 +423,62 @@ fn merge_seconds(dirs: &[PathBuf]) -> Result<(Vec<Sample>, Vec<u8>)> {
     Ok((samples, hlog))
 }
 
-fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>) -> Result<()> {
+/// The clients' logs by start second added second by second, when any client wrote one.
+fn merge_start_logs(dirs: &[PathBuf]) -> Result<Option<Vec<u8>>> {
+    let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
+    let mut any = false;
+    for dir in dirs {
+        let path = dir.join(files::HDR_START_LOG);
+        if path.is_file() {
+            any = true;
+            read_hlog(&path, &mut seconds, by_middle)?;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    write_log(
+        &seconds,
+        "iodig merged latency log by start: each operation in the second it started (intended start under a target), all clients added, microseconds",
+        |sec, _| (sec * 1000, 1000),
+    )
+    .map(Some)
+}
+
+/// An interval log of `seconds`: each second's histograms over the interval `span` gives
+/// (start unix ms, length ms).
+fn write_log(
+    seconds: &BTreeMap<u64, Second>,
+    comment: &str,
+    span: impl Fn(u64, &Second) -> (u64, u64),
+) -> Result<Vec<u8>> {
+    let start_ms = seconds.iter().next().map_or(0, |(sec, s)| span(*sec, s).0);
+    let mut hlog = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let base = UNIX_EPOCH + Duration::from_millis(start_ms);
+    let mut writer = IntervalLogWriterBuilder::new()
+        .add_comment(comment)
+        .with_start_time(base)
+        .with_base_time(base)
+        .begin_log_with(&mut hlog, &mut ser)?;
+    for (sec, s) in seconds {
+        let (from, len) = span(*sec, s);
+        for (name, h) in &s.series {
+            writer
+                .write_histogram(
+                    h,
+                    Duration::from_millis(from.saturating_sub(start_ms)),
+                    Duration::from_millis(len),
+                    Tag::new(name),
+                )
+                .map_err(|e| anyhow!("cannot write the merged interval log: {e:?}"))?;
+        }
+    }
+    drop(writer);
+    Ok(hlog)
+}
+
+fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>, key: KeyOf) -> Result<()> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut base = Duration::ZERO;
     let mut de = Deserializer::new();
@@ -426,7 +488,8 @@ fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>) -> Result<()> {
             LogEntry::StartTime(t) if base.is_zero() => base = t,
             LogEntry::StartTime(_) => {}
             LogEntry::Interval(i) => {
-                let end = base + i.start_timestamp() + i.duration();
+                let start = base + i.start_timestamp();
+                let end = start + i.duration();
                 let raw =
                     base64::engine::general_purpose::STANDARD.decode(i.encoded_histogram())?;
                 let h: Histogram = de
@@ -435,7 +498,7 @@ fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>) -> Result<()> {
                 let tag = i
                     .tag()
                     .map_or("UNTAGGED".to_string(), |t| t.as_str().to_string());
-                let sec = (end.as_millis() as u64).div_ceil(1000);
+                let sec = key(start.as_millis() as u64, end.as_millis() as u64);
                 let slot = seconds
                     .entry(sec)
                     .or_default()
