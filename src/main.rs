@@ -13,6 +13,18 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+extern "C" {
+    /// mimalloc's collection (in the static library the allocator links): with `force`, freed
+    /// pages held for reuse go back to the system now.
+    fn mi_collect(force: bool);
+}
+
+/// Between steps: the last step's freed memory back to the system, so RSS tracks what is live.
+fn release_memory() {
+    // SAFETY: mi_collect takes no pointers and may be called from any thread at any time.
+    unsafe { mi_collect(true) }
+}
+
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse_from(cli::normalize_args(std::env::args())) {
         Ok(cli) => cli,
@@ -24,6 +36,7 @@ fn main() -> ExitCode {
     };
     // Parsed: the arguments' copies are owned now, so the secrets among the originals can go.
     scrub::hide_secret_args();
+    iodig_runner::memory::set_release(release_memory);
     let result = match &cli.command {
         cli::Command::Run(args) => cmd::bench::run(args, iodig_runner::Phase::Run),
         cli::Command::Load(args) => cmd::bench::run(args, iodig_runner::Phase::Load),

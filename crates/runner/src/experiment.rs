@@ -193,6 +193,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         self.progress
             .set_label(format!("{} t={threads}", plan.label));
         let interrupted = self.step(&plan.workloads[0], &step, "load")?;
+        crate::memory::release();
         if !interrupted {
             self.deployment.after_load(plan)?;
         }
@@ -227,6 +228,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         format!("{}-t{t}", w.label)
                     };
                     let stopped = self.step(w, &step, &name)?;
+                    crate::memory::release();
                     self.deployment.after_run_step(plan, &name, w)?;
                     if stopped {
                         return Ok(true);

@@ -17,6 +17,7 @@ pub mod errors;
 pub mod experiment;
 pub mod experiment_file;
 pub mod fault;
+pub mod memory;
 pub mod merge;
 pub mod observe;
 pub mod pacer;
