@@ -284,3 +284,59 @@ fn a_full_file_system_fails_the_writes_and_the_run_goes_on() {
     );
     assert_nothing_left(&r);
 }
+
+#[test]
+fn a_step_whose_database_became_unusable_ends_with_that_reason() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "device faults need root");
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    // Updates only, each synced: once the disk fails writes, every one fails.
+    let r = run_iodig(&[
+        "run",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "readproportion=0",
+        "-p",
+        "updateproportion=1",
+        "-p",
+        "rocksdb.sync=true",
+        "-p",
+        "faultdisk.size=256MiB",
+        "-p",
+        "unusableafter=3",
+        "--threads",
+        "2",
+        "--duration",
+        "30s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--fault",
+        "2s:fail-writes:device",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "the run goes on: {}", r.stderr);
+    let run = r.run_json();
+    let step = &run["steps"][1];
+    let why = step["ended_early"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{step}"));
+    assert!(
+        why.contains("database unusable: every operation failed for 3 s (UPDATE-FAILED"),
+        "{why}"
+    );
+    let runtime = step["runtime_ms"].as_u64().unwrap();
+    assert!(
+        (5_000..15_000).contains(&runtime),
+        "ended 3 s after the writes began to fail at 2 s, not at 30 s: {runtime} ms"
+    );
+    assert_eq!(run["status"], "completed");
+    let report = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    assert!(report.contains("It ended after"), "the report says why");
+    assert_nothing_left(&r);
+}

@@ -185,6 +185,10 @@ pub struct StepSummary {
     /// ended there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep_stop: Option<SweepStop>,
+    /// Why the step ended before its time when the database became unusable (every operation
+    /// failing for `unusableafter` seconds); the run goes on with the next step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_early: Option<String>,
 }
 
 /// Why a workload's thread sweep ended at a step, and what it left out, as the briefs stop

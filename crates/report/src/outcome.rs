@@ -219,6 +219,7 @@ mod tests {
             client_cpu_s: None,
             nodes: Vec::new(),
             sweep_stop: None,
+            ended_early: None,
         }
     }
 

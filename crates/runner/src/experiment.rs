@@ -189,6 +189,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             max_execution: None,
             warmup: Duration::ZERO,
             interval_mode: plan.interval_mode(target)?,
+            unusable_after: plan.unusable_after()?,
         };
         self.progress
             .set_label(format!("{} t={threads}", plan.label));
@@ -219,6 +220,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         max_execution: plan.step_duration(w),
                         warmup: plan.req.warmup,
                         interval_mode: plan.interval_mode(plan.req.target)?,
+                        unusable_after: plan.unusable_after()?,
                     };
                     self.deployment.before_run_step(plan, self.factory)?;
                     self.progress.set_label(format!("{} t={t}", w.label));
@@ -353,7 +355,15 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             }
             _ => None,
         };
-        let closed = self.factory.close();
+        let mut closed = self.factory.close();
+        if let (Err(e), false) = (&closed, self.plan.faults.is_empty()) {
+            // The schedule broke the database on purpose: its last flush failing is one more
+            // consequence to record, not a failure of the run.
+            let note = format!("closing the database after the faults failed: {e}");
+            iodig_model::eprintln_lossy!("warning: {note}");
+            self.run.doc.notes.push(note);
+            closed = Ok(());
+        }
         self.add_late_db_events();
         self.run.finish(if interrupted {
             "interrupted"

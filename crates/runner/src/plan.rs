@@ -29,7 +29,12 @@ pub const DEFAULT_STEP_SECS: u64 = 10;
 pub const DEFAULT_THREADS: &[u64] = &[1, 4, 16];
 
 /// Properties of the runner itself, besides the workload's and the bindings'.
-const RUNNER_PROPERTIES: &[&str] = &["hdrhistogram.percentiles", "ssh.config", "faultdisk.size"];
+const RUNNER_PROPERTIES: &[&str] = &[
+    "hdrhistogram.percentiles",
+    "ssh.config",
+    "faultdisk.size",
+    "unusableafter",
+];
 
 /// A workload with its properties resolved and its spec parsed.
 pub struct ResolvedWorkload {
@@ -162,6 +167,16 @@ impl Plan {
                 (0, _) => None,
                 (s, _) => Some(Duration::from_secs(s)),
             })
+    }
+
+    /// `unusableafter` (seconds, default 10; 0 never): a step ends when every operation of that
+    /// many whole seconds in a row failed.
+    pub fn unusable_after(&self) -> Result<Option<u64>> {
+        let n = self
+            .props
+            .get_u64("unusableafter", 10)
+            .map_err(|e| UsageError(e.0))?;
+        Ok((n > 0).then_some(n))
     }
 
     /// YCSB's `measurement.interval`; by default intended-start latency is kept only for steps

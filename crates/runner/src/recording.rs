@@ -151,6 +151,7 @@ fn summarize(
             0.0
         },
         interrupted: r.interrupted,
+        ended_early: r.ended_early.clone(),
         series: r.totals.summaries(),
         returns: r.totals.returns(&status_names),
         trace_mode: trace.map(|t| t.mode.clone()),

@@ -363,6 +363,7 @@ mod tests {
             client_cpu_s: None,
             nodes: vec![],
             sweep_stop: None,
+            ended_early: None,
         }
     }
 

@@ -259,6 +259,7 @@ mod tests {
             max_execution: duration.map(Duration::from_secs),
             warmup: Duration::from_secs(warmup),
             interval_mode: IntervalMode::Op,
+            unusable_after: None,
         }
     }
 

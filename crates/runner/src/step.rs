@@ -45,6 +45,9 @@ pub struct StepPlan {
     pub max_execution: Option<Duration>,
     pub warmup: Duration,
     pub interval_mode: IntervalMode,
+    /// End the step when every operation of this many whole seconds in a row failed (the
+    /// database became unusable); `None` never does.
+    pub unusable_after: Option<u64>,
 }
 
 /// Called by the collector at the edges of the measured window.
@@ -70,6 +73,8 @@ pub struct StepResult {
     pub interrupted: bool,
     /// First worker failure, if any.
     pub error: Option<String>,
+    /// Why the step ended before its time because the database became unusable.
+    pub ended_early: Option<String>,
     /// CPU time this process used in the measured window (workers, driver, collector, samplers).
     pub client_cpu: Duration,
 }
@@ -356,6 +361,7 @@ impl<'a> Collector<'a> {
         observer.measurement_started();
         let deadline = self.plan.max_execution.map(|d| started + d);
         let mut state = CollectState::new(self.plan.interval_mode, started_wall);
+        let mut ended_early = None;
         loop {
             let next = next_second_boundary(started_wall, started);
             let until = deadline.map_or(next, |d| d.min(next));
@@ -365,6 +371,15 @@ impl<'a> Collector<'a> {
                 break;
             }
             state.collect(&self.shared, started)?;
+            if let Some(reason) = self
+                .plan
+                .unusable_after
+                .and_then(|n| unusable(&state.samples, n))
+            {
+                iodig_model::eprintln_lossy!("warning: ending the step: {reason}");
+                ended_early = Some(reason);
+                break;
+            }
             progress.tick(
                 self.plan,
                 &state.totals,
@@ -400,9 +415,46 @@ impl<'a> Collector<'a> {
             start_hlog: state.start_hlog,
             interrupted,
             error,
+            ended_early,
             client_cpu,
         })
     }
+}
+
+/// Why the database is unusable, when every operation of the last `seconds` whole seconds
+/// failed (and some were tried in each): "database unusable: every operation failed for 10 s
+/// (UPDATE-FAILED 52,114)".
+fn unusable(samples: &[Sample], seconds: u64) -> Option<String> {
+    let n = usize::try_from(seconds).ok().filter(|n| *n > 0)?;
+    let whole: Vec<&Sample> = samples.iter().filter(|s| s.secs >= 0.999).collect();
+    let last = whole.get(whole.len().checked_sub(n)?..)?;
+    let mut failed = BTreeMap::<&str, u64>::new();
+    for s in last {
+        let mut ok = 0;
+        let mut bad = 0;
+        for (name, v) in &s.series {
+            if name.starts_with("Intended-") || name == "CLEANUP" {
+                continue;
+            }
+            if name.ends_with("-FAILED") {
+                bad += v.count;
+                *failed.entry(name.as_str()).or_default() += v.count;
+            } else {
+                ok += v.count;
+            }
+        }
+        if ok > 0 || bad == 0 {
+            return None;
+        }
+    }
+    let counts: Vec<String> = failed
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    Some(format!(
+        "database unusable: every operation failed for {seconds} s ({}); -p unusableafter=0 keeps such steps to their end",
+        counts.join(", ")
+    ))
 }
 
 /// The next whole wall-clock second at least half a second away, as an `Instant`, so client
@@ -567,5 +619,60 @@ impl CollectState {
                 .map_err(|e| anyhow!("cannot write the HDR interval log: {e:?}"))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unusable;
+    use iodig_model::{Sample, SeriesSummary};
+
+    fn second(secs: f64, series: &[(&str, u64)]) -> Sample {
+        Sample {
+            secs,
+            series: series
+                .iter()
+                .map(|(n, c)| {
+                    (
+                        (*n).to_string(),
+                        SeriesSummary {
+                            count: *c,
+                            ..Default::default()
+                        },
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_database_is_unusable_when_every_op_of_n_whole_seconds_failed() {
+        let ok = second(1.0, &[("READ", 10), ("READ-FAILED", 3)]);
+        let bad = second(
+            1.0,
+            &[("UPDATE-FAILED", 50), ("Intended-UPDATE-FAILED", 50)],
+        );
+        let idle = second(1.0, &[]);
+        let partial = second(0.4, &[("UPDATE-FAILED", 20)]);
+        let samples = vec![ok, bad.clone(), partial, bad.clone(), bad.clone()];
+        let why = unusable(&samples, 3).expect("three whole failing seconds");
+        assert!(
+            why.contains("every operation failed for 3 s (UPDATE-FAILED 150)"),
+            "{why}"
+        );
+        assert!(
+            unusable(&samples, 4).is_none(),
+            "the fourth second back had successes"
+        );
+        assert!(
+            unusable(&[bad.clone(), idle, bad.clone()], 2).is_none(),
+            "nothing tried"
+        );
+        assert!(
+            unusable(std::slice::from_ref(&bad), 0).is_none(),
+            "0 never ends a step"
+        );
+        assert!(unusable(&[bad], 2).is_none(), "not yet two seconds");
     }
 }

@@ -25,6 +25,8 @@ pub struct StepView {
     pub operations: u64,
     pub throughput_ops_per_sec: f64,
     pub interrupted: bool,
+    /// Why the step ended before its time (the database became unusable).
+    pub ended_early: Option<String>,
     pub outcome: Outcome,
     pub start_ms: f64,
     pub end_ms: f64,
@@ -79,6 +81,9 @@ impl StepView {
         c.extend(self.outcome.not_found_mark());
         if self.interrupted {
             c.push("interrupted".to_string());
+        }
+        if self.ended_early.is_some() {
+            c.push("ended early".to_string());
         }
         c
     }
@@ -136,7 +141,17 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         operations: sum.operations,
         throughput_ops_per_sec: sum.throughput_ops_per_sec,
         interrupted: sum.interrupted,
-        warnings: outcome.findings(sum.operations),
+        ended_early: sum.ended_early.clone(),
+        warnings: outcome
+            .findings(sum.operations)
+            .into_iter()
+            .chain(sum.ended_early.iter().map(|r| {
+                format!(
+                    "It ended after {:.1} s: {r}.",
+                    sum.runtime_ms as f64 / 1000.0
+                )
+            }))
+            .collect(),
         outcome,
         start_ms: sum.started_unix_ms as f64,
         end_ms: step.end_unix_ms() as f64,

@@ -472,6 +472,7 @@ fn step(
         client_cpu_s: Some(total_ops as f64 * 12e-6),
         nodes: Vec::new(),
         sweep_stop: None,
+        ended_early: None,
     };
     write_json_atomic(&dir.join(files::STEP_SUMMARY), &summary)?;
     write_json_atomic(&dir.join(files::TIMESERIES), &samples)?;
