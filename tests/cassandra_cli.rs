@@ -2,6 +2,8 @@
 //! status; and `iodig run --db cassandra` without hosts, which starts and stops a managed node.
 
 mod common;
+#[path = "cassandra/observed_faults.rs"]
+mod observed_faults;
 
 use common::*;
 use std::path::Path;
@@ -202,98 +204,7 @@ fn workloads_a_to_f_run_against_a_real_node() {
         (owns - 100.0).abs() < 0.5,
         "ownership sums to {owns}% for RF 1"
     );
-    faults_reach_a_node_on_an_observed_host(&common);
-}
-
-/// Last, as it kills the node: the node seen as on a host of its own (through a real sshd),
-/// paused and then killed mid-step over SSH (`--fault …:127.0.0.1` with `--observe 127.0.0.1`);
-/// the run goes on and both faults and what they did are on its time line.
-fn faults_reach_a_node_on_an_observed_host(common: &[&str]) {
-    let sshd = sshd::Sshd::start(&["127.0.0.1"]);
-    let r = run_iodig(
-        &[
-            &[
-                "run",
-                "--no-load",
-                "-P",
-                "workloads/workloadc",
-                "-p",
-                "operationcount=100000000",
-                "-p",
-                &sshd.property(),
-                "--observe",
-                "127.0.0.1",
-                "--threads",
-                "8",
-                "--duration",
-                "8s",
-                "--warmup",
-                "0s",
-                "--fault",
-                "1s:pause=2s:127.0.0.1",
-                "--fault",
-                "5s:kill:127.0.0.1",
-            ],
-            common,
-        ]
-        .concat(),
-    );
-    assert_eq!(r.code(), 0, "the run goes on past the faults: {}", r.stderr);
-    let run = r.run_json();
-    let pid = run["cluster"]["observed"][0]["node"]["pid"]
-        .as_u64()
-        .unwrap();
-    let step_dir = r.run_dir().join(run["steps"][0]["dir"].as_str().unwrap());
-    let events = read_json(&step_dir.join("db-events.json"));
-    let faults: Vec<(u64, String)> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "fault")
-        .map(|e| {
-            (
-                e["start_unix_ms"].as_u64().unwrap(),
-                e["detail"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(faults.len(), 2, "{events}");
-    assert!(
-        faults[0].1.contains("paused (SIGSTOP") && faults[0].1.contains("over ssh"),
-        "{faults:?}"
-    );
-    assert!(
-        faults[1]
-            .1
-            .contains(&format!("killed (SIGKILL) pid {pid} over ssh")),
-        "{faults:?}"
-    );
-    assert!(
-        !Path::new(&format!("/proc/{pid}")).exists(),
-        "the node's JVM {pid} is gone"
-    );
-    // The pause held the reads in flight for its 2 s; after the kill, reads fail.
-    let series = read_json(&step_dir.join("timeseries.json"));
-    let slowest_us = series
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["series"]["READ"]["max_us"].as_u64())
-        .max()
-        .unwrap();
-    assert!(
-        slowest_us >= 1_500_000,
-        "the slowest read took {slowest_us} µs across a 2 s pause"
-    );
-    let killed_at = faults[1].0;
-    let failed_after: u64 = series
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|s| s["unix_ms"].as_u64().unwrap() > killed_at + 1000)
-        .filter_map(|s| s["series"]["READ-FAILED"]["count"].as_u64())
-        .sum();
-    assert!(failed_after > 0, "no read failed after the kill");
+    observed_faults::faults_reach_a_node_on_an_observed_host(&common);
 }
 
 #[test]
