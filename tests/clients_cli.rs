@@ -1,6 +1,7 @@
 //! `run --clients` over a real OpenSSH server on two loopback addresses: two iodig clients on
 //! the no-op binding start their steps together at one common time, come back over ssh and
-//! merge to exactly the sum of their operations; bad values are refused before anything starts.
+//! merge to exactly the sum of their operations; with `--observe`, client 1 alone observes the
+//! database's hosts and the merge keeps it; bad values are refused before anything starts.
 
 mod common;
 
@@ -157,6 +158,68 @@ fn two_clients_over_ssh_start_together_and_merge_to_the_sum_of_their_operations(
             .collect();
         assert!(left.is_empty(), "{left:?}");
     }
+}
+
+#[test]
+fn with_observe_client_1_alone_observes_and_the_merge_keeps_it() {
+    let sshd = Sshd::start(&["127.0.0.1", "127.0.0.2"]);
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "basic",
+        "-P",
+        "workloadc",
+        "-p",
+        "recordcount=1000",
+        "-p",
+        &sshd.property(),
+        "--threads",
+        "1",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--clients",
+        "127.0.0.1,127.0.0.2",
+        "--observe",
+        "127.0.0.2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let merged_dir = r.run_dir();
+    let clients: Vec<Value> = (1..=2)
+        .map(|i| read_json(&merged_dir.join(format!("clients/{i}/run.json"))))
+        .collect();
+    assert_eq!(flag_value(&clients[0], "--observe"), "127.0.0.2");
+    let line = clients[1]["tool"]["command_line"].to_string();
+    assert!(
+        !line.contains("--observe"),
+        "client 2 observes nothing: {line}"
+    );
+    // The merged run has client 1's observed host, and its step the host's files.
+    let merged = r.run_json();
+    let observed = &merged["cluster"]["observed"];
+    assert_eq!(observed[0]["host"], "127.0.0.2", "{merged}");
+    let step = merged["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["phase"] == "run")
+        .unwrap();
+    let nodes = step["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1, "{step}");
+    assert_eq!(nodes[0]["host"], "127.0.0.2");
+    let node_dir = merged_dir.join(nodes[0]["dir"].as_str().unwrap());
+    assert!(
+        node_dir.join("sys.json").is_file(),
+        "the host's system samples in {}",
+        node_dir.display()
+    );
 }
 
 #[test]

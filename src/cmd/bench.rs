@@ -138,12 +138,6 @@ fn run_clients(
         ))
         .into());
     }
-    if !req.observe.is_empty() {
-        return Err(UsageError(
-            "--observe with --clients is not supported yet; observe the nodes from one client started by hand (--client 1/N --start-at TIME --observe …) or leave --observe out".into(),
-        )
-        .into());
-    }
     if let Some(f) = req.faults.first() {
         return Err(UsageError(format!(
             "--fault {f} with --clients: every client would inject it; inject faults from one client started by hand (--client 1/N --start-at TIME --fault …)"
@@ -177,12 +171,22 @@ fn run_clients(
         .into());
     }
     let (client_args, files) = client_command(args, phase)?;
+    // One client observes the database's hosts, over SSH from its own host: its ssh setup
+    // (keys, ~/.ssh/config, or -p ssh.config as given, a path on that host) must reach them.
+    let mut first_client_args = Vec::new();
+    if !req.observe.is_empty() {
+        first_client_args.extend(["--observe".to_string(), req.observe.join(",")]);
+        if let Some(cfg) = plan.props.get("ssh.config") {
+            first_client_args.extend(["-p".to_string(), format!("ssh.config={cfg}")]);
+        }
+    }
     let stop = iodig_runner::install_stop_handler()?;
     let outcome = clients::run_clients(
         &clients::ClientsRun {
             hosts,
             ssh: plan.ssh.clone(),
             args: client_args,
+            first_client_args,
             files,
             seed: plan.seed,
             start_at: req.start_at,

@@ -7,7 +7,8 @@
 //! client started by hand would, with its own `--client` slice). Every host is reached, sent
 //! iodig and the files before the start time is chosen, so an unreachable host fails the run
 //! before anything starts (exit 2). A client that fails mid-run is left out of the merge, which
-//! says which and why; the others' results are kept.
+//! says which and why; the others' results are kept. With `--observe`, client 1 observes the
+//! database's hosts (over SSH from its own host); the merged run keeps what it observed.
 
 use super::ssh::{self, quote, Ssh, SshHost};
 use crate::errors::UsageError;
@@ -43,6 +44,9 @@ pub struct ClientsRun {
     pub ssh: Ssh,
     /// The client's `run`/`load` arguments, without `--client`, `--start-at`, `--seed`, `--out`.
     pub args: Vec<String>,
+    /// What client 1 alone gets besides: `--observe` (one client observes the database's
+    /// hosts, from its own host; several would trace the same IO several times).
+    pub first_client_args: Vec<String>,
     pub files: Vec<StagedFile>,
     /// Client I gets seed + I − 1, so clients draw different operations, reproducibly.
     pub seed: u64,
@@ -228,6 +232,9 @@ fn launch(
 ) -> Result<Client> {
     let start = start_at.duration_since(UNIX_EPOCH).unwrap_or_default();
     let mut args = run.args.clone();
+    if index == 1 {
+        args.extend(run.first_client_args.iter().cloned());
+    }
     args.extend([
         "--client".into(),
         format!("{index}/{n}"),
