@@ -222,6 +222,99 @@ fn with_observe_client_1_alone_observes_and_the_merge_keeps_it() {
     );
 }
 
+/// The pid of the iodig process running as client `i/n` (not the shells around it).
+fn client_pid(i: u64, n: u64) -> Option<u32> {
+    let want = format!("{i}/{n}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let is_iodig = args.first().is_some_and(|a| {
+            Path::new(a)
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with("iodig-"))
+        });
+        let is_client = args.windows(2).any(|w| w[0] == "--client" && w[1] == want);
+        (is_iodig && is_client).then_some(pid)
+    })
+}
+
+#[test]
+fn a_client_that_dies_mid_run_is_left_out_of_the_merge_which_says_so() {
+    let sshd = Sshd::start(&["127.0.0.1", "127.0.0.2"]);
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    // Client 2 is killed once its step is under way (it starts a few seconds after launch).
+    let killer = std::thread::spawn(|| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if let Some(pid) = client_pid(2, 2) {
+                std::thread::sleep(std::time::Duration::from_secs(6));
+                // SAFETY: kill has no memory preconditions; the pid is the client we found.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                return Some(pid);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        None
+    });
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "basic",
+        "-P",
+        "workloadc",
+        "-p",
+        "recordcount=1000",
+        "-p",
+        &sshd.property(),
+        "--threads",
+        "1",
+        "--target",
+        "200",
+        "--duration",
+        "8s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "off",
+        "--clients",
+        "127.0.0.1,127.0.0.2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let killed = killer.join().unwrap();
+    assert!(killed.is_some(), "client 2 never ran: {}", r.stderr);
+    assert_eq!(r.code(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("1 of 2 clients failed") && r.stderr.contains("client 2 (127.0.0.2"),
+        "{}",
+        r.stderr
+    );
+    // The merged run holds client 1's operations alone, and says who is missing.
+    let merged = r.run_json();
+    let client1 = read_json(&r.run_dir().join("clients/1/run.json"));
+    let ops = |run: &Value| {
+        run["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["phase"] == "run")
+            .map(|s| s["operations"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    assert!(ops(&client1) > 0);
+    assert_eq!(ops(&merged), ops(&client1), "{merged}");
+    assert!(
+        merged["notes"].to_string().contains("client 2"),
+        "{}",
+        merged["notes"]
+    );
+}
+
 #[test]
 fn bad_clients_and_start_times_exit_2_before_anything_starts() {
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
