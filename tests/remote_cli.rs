@@ -384,6 +384,123 @@ fn a_refused_key_fails_the_run_with_the_host_and_the_fix() {
     );
 }
 
+/// A login of its own on this machine, for an observed host where iodig is not root; removed
+/// (home included) on drop.
+struct TestUser(String);
+
+impl TestUser {
+    fn create() -> TestUser {
+        let name = format!("iodigobs{}", std::process::id());
+        let home = format!("/var/tmp/{name}-home");
+        let ok = std::process::Command::new("useradd")
+            // `*`: no password, and not a locked account (sshd refuses those even with a key).
+            .args([
+                "--create-home",
+                "--home-dir",
+                &home,
+                "--shell",
+                "/bin/sh",
+                "--password",
+                "*",
+                &name,
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "useradd {name} failed");
+        TestUser(name)
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("userdel")
+            .args(["--remove", "--force", &self.0])
+            .status();
+    }
+}
+
+#[test]
+fn a_host_where_iodig_is_not_root_falls_back_to_diskstats_and_says_so() {
+    assert!(
+        is_root(),
+        "this test traces block IO and adds a user: run it as root"
+    );
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let user = TestUser::create();
+    let sshd = Sshd::start(&["127.0.0.1"]);
+    // sshd reads authorized_keys as the user logging in.
+    use std::os::unix::fs::PermissionsExt;
+    let sshd_dir = sshd.config.parent().unwrap();
+    std::fs::set_permissions(sshd_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        sshd_dir.join("authorized_keys"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    // The same server and key, as that user (no password-less sudo there).
+    let config = tmp.path().join("ssh_config");
+    let text = std::fs::read_to_string(&sshd.config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("User root", &format!("User {}", user.0)),
+    )
+    .unwrap();
+    let out = tmp.path().join("runs");
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloadc",
+        "-p",
+        "recordcount=2000",
+        "-p",
+        &format!("ssh.config={}", config.display()),
+        "--threads",
+        "1",
+        "--duration",
+        "2s",
+        "--warmup",
+        "0s",
+        "--trace",
+        "auto",
+        "--observe",
+        "127.0.0.1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("127.0.0.1: not root and no password-less sudo here: block IO from /proc/diskstats, not eBPF"),
+        "said once, with the host: {}",
+        r.stderr
+    );
+    let run = r.run_json();
+    let step = run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["phase"] == "run")
+        .unwrap();
+    assert_eq!(
+        step["trace_mode"], "ebpf",
+        "this machine keeps eBPF: {step}"
+    );
+    assert_eq!(step["nodes"][0]["trace_mode"], "diskstats", "{step}");
+    assert!(
+        run["cluster"]["observed"][0]["notes"]
+            .to_string()
+            .contains("/proc/diskstats"),
+        "{}",
+        run["cluster"]
+    );
+    no_agent_left();
+}
+
 /// Agents (`iodig-<hash> agent …` under sshd) still running.
 fn agent_pids() -> Vec<u32> {
     std::fs::read_dir("/proc")
