@@ -7,6 +7,8 @@
 //! The stack, top to bottom: the data directory (ext4) → `/dev/loopN` → `<state>/fuse/disk`
 //! (this process, `fuse`) → `<state>/image` (a sparse file beside the data directory).
 
+#![warn(missing_docs)]
+
 mod fuse;
 mod stack;
 
@@ -21,30 +23,39 @@ pub struct Injection {
     pub read_delay_us: AtomicU64,
     /// Added to every write, in µs.
     pub write_delay_us: AtomicU64,
+    /// Every read fails with EIO.
     pub fail_reads: AtomicBool,
+    /// Every write (and cache flush) fails with EIO.
     pub fail_writes: AtomicBool,
-    /// Requests delayed / failed so far, for the fault's account of what it did.
+    /// Requests delayed so far, for the fault's account of what it did.
     pub delayed: AtomicU64,
+    /// Requests failed so far.
     pub failed: AtomicU64,
 }
 
 /// Which direction of IO a slow or failing device affects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
+    /// Reads only (`slow-reads`, `fail-reads`).
     Reads,
+    /// Writes only (`slow-writes`, `fail-writes`; under the latter cache flushes fail too).
     Writes,
+    /// Both (`slow`, `fail`).
     Both,
 }
 
 impl Direction {
+    /// Whether reads are affected.
     pub fn reads(self) -> bool {
         self != Direction::Writes
     }
 
+    /// Whether writes are affected.
     pub fn writes(self) -> bool {
         self != Direction::Reads
     }
 
+    /// "reads", "writes" or "reads and writes", for the fault's event.
     pub fn describe(self) -> &'static str {
         match self {
             Direction::Reads => "reads",
