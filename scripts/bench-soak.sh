@@ -60,9 +60,12 @@ while kill -0 "$pid" 2>/dev/null; do
         if ((steps > seen_steps)); then
             seen_steps=$steps
             bytes=$(du -sb --exclude='report*' "$run_dir" | cut -f1)
-            echo "$now $steps $bytes" >>"$step_log"
+            # The RSS of the sample before: the end of the step just recorded (the report,
+            # written after the last step, reads the whole run back and is not the run's own).
+            echo "$now $steps $bytes ${prev_rss:-0}" >>"$step_log"
         fi
     fi
+    [[ -n $rss ]] && prev_rss=$rss
     sleep 10
 done
 wait "$pid" || { echo "bench-soak.sh: iodig failed:" >&2; tail -5 "$work/stderr" >&2; exit 1; }
@@ -77,10 +80,15 @@ after_min = next((kb for t, kb in rss if t >= 60), rss[0][1])
 end = rss[-1][1]
 peak = max(kb for _, kb in rss)
 print(f"soak: {n} steps × {minutes} min at {target} ops/s, --db {sys.argv[6]}, workload A, 8 threads, traced")
-print(f"client RSS: {after_min/1024:.1f} MiB after 1 min, {end/1024:.1f} MiB at the end, "
-      f"peak {peak/1024:.1f} MiB: growth {100*(end-after_min)/after_min:+.1f} %")
+# The last samples are the report being written (it reads the whole run back): the run's own
+# growth is judged at the end of its last step (the sample before it was recorded), the
+# report's peak is shown apart.
+last_step_kb = steps[-1][3] if steps else end
+print(f"client RSS: {after_min/1024:.1f} MiB after 1 min, {last_step_kb/1024:.1f} MiB as the last step "
+      f"ended: growth {100*(last_step_kb-after_min)/after_min:+.1f} %; "
+      f"{end/1024:.1f} MiB at the very end, peak {peak/1024:.1f} MiB (the report included)")
 prev = 0
-for t, s, b in steps:
-    print(f"  after step {s} (t={t} s): run directory {b/1e6:.2f} MB (+{(b-prev)/1e6:.2f} MB)")
+for t, s, b, kb in steps:
+    print(f"  after step {s} (t={t} s): run directory {b/1e6:.2f} MB (+{(b-prev)/1e6:.2f} MB), RSS {kb/1024:.1f} MiB")
     prev = b
 PY
