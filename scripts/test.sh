@@ -7,10 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The SSH tests (`run --observe`) start their own sshd on 127.0.0.x with keys they make. Only the
-# server binary is needed: policy-rc.d keeps the package from starting a system sshd on port 22.
-if [[ ! -x /usr/sbin/sshd ]]; then
-  echo "test: installing openssh-server for the SSH tests (its system service is not started)" >&2
+# The SSH tests (`run --observe`) start their own sshd on 127.0.0.x with keys they make; one
+# of them runs a "host" whose clock is off through libfaketime. Only the server binary and the
+# library are needed: policy-rc.d keeps the package from starting a system sshd on port 22.
+test_packages=()
+[[ -x /usr/sbin/sshd ]] || test_packages+=(openssh-server)
+dpkg-query -W -f='${Status}' libfaketime 2>/dev/null | grep -q "install ok installed" || test_packages+=(libfaketime)
+if ((${#test_packages[@]})); then
+  echo "test: installing ${test_packages[*]} for the SSH tests (no system service is started)" >&2
   sudo_cmd=()
   [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
   made_policy=0
@@ -20,7 +24,7 @@ if [[ ! -x /usr/sbin/sshd ]]; then
     made_policy=1
   fi
   "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq openssh-server >/dev/null
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${test_packages[@]}" >/dev/null
   if ((made_policy)); then "${sudo_cmd[@]}" rm -f /usr/sbin/policy-rc.d; fi
 fi
 cargo fmt --all -- --check

@@ -501,6 +501,103 @@ fn a_host_where_iodig_is_not_root_falls_back_to_diskstats_and_says_so() {
     no_agent_left();
 }
 
+/// libfaketime's library, which scripts/test.sh installs.
+fn libfaketime() -> std::path::PathBuf {
+    let found = std::fs::read_dir("/usr/lib")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("faketime/libfaketime.so.1"))
+        .find(|p| p.is_file());
+    found.expect("libfaketime missing: run scripts/test.sh (apt-get install libfaketime)")
+}
+
+#[test]
+fn a_host_whose_clock_is_off_is_warned_about_and_put_on_this_clock() {
+    assert!(is_root(), "this test traces block IO: run it as root");
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // The "host" runs 5 s ahead: every command of its sessions sees the wall clock through
+    // libfaketime (its monotonic clock, which the kernel's IO timestamps count in, stays true).
+    let sshd = Sshd::start_with(
+        &["127.0.0.1"],
+        "AcceptEnv LD_PRELOAD FAKETIME FAKETIME_DONT_FAKE_MONOTONIC\n",
+    );
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let config = tmp.path().join("ssh_config");
+    let mut text = std::fs::read_to_string(&sshd.config).unwrap();
+    text.push_str(&format!(
+        "  SetEnv LD_PRELOAD={} FAKETIME=+5s FAKETIME_DONT_FAKE_MONOTONIC=1\n",
+        libfaketime().display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    let out = tmp.path().join("runs");
+    let r = run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloadc",
+        "-p",
+        "recordcount=2000",
+        "-p",
+        &format!("ssh.config={}", config.display()),
+        "--threads",
+        "1",
+        "--duration",
+        "3s",
+        "--warmup",
+        "0s",
+        "--observe",
+        "127.0.0.1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("warning: 127.0.0.1: its clock is +5")
+            && r.stderr.contains("ms off this machine's"),
+        "{}",
+        r.stderr
+    );
+    let run = r.run_json();
+    let step = run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["phase"] == "run")
+        .unwrap();
+    let node = &step["nodes"][0];
+    for c in ["clock_before", "clock_after"] {
+        let off = node[c]["offset_ms"].as_f64().unwrap();
+        assert!((off - 5000.0).abs() < 250.0, "{c}: {off} ms: {node}");
+    }
+    let applied = node["applied_offset_ms"].as_f64().unwrap();
+    assert!((applied - 5000.0).abs() < 250.0, "{node}");
+    // Its trace, shifted onto this machine's clock, covers the same window as the local one.
+    let local = read_json(
+        &r.run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("trace.json"),
+    );
+    let remote = read_json(
+        &r.run_dir()
+            .join(node["dir"].as_str().unwrap())
+            .join("trace.json"),
+    );
+    for edge in ["start_unix_ms", "end_unix_ms"] {
+        let (l, h) = (
+            local[edge].as_i64().unwrap(),
+            remote[edge].as_i64().unwrap(),
+        );
+        assert!(
+            (l - h).abs() < 500,
+            "{edge}: local {l}, host {h} after the shift"
+        );
+    }
+    no_agent_left();
+}
+
 /// Agents (`iodig-<hash> agent …` under sshd) still running.
 fn agent_pids() -> Vec<u32> {
     std::fs::read_dir("/proc")

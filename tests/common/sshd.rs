@@ -19,6 +19,11 @@ impl Sshd {
     /// Starts sshd listening on each address. Panics with the fix when OpenSSH's server is
     /// missing (scripts/setup.sh installs it): a test that needs it must not pass without it.
     pub fn start(addresses: &[&str]) -> Sshd {
+        Sshd::start_with(addresses, "")
+    }
+
+    /// Starts sshd with more lines in its sshd_config (e.g. `AcceptEnv …`).
+    pub fn start_with(addresses: &[&str], extra_config: &str) -> Sshd {
         let sshd = Path::new("/usr/sbin/sshd");
         assert!(
             sshd.exists(),
@@ -52,7 +57,7 @@ impl Sshd {
             format!(
                 "{listen}HostKey {hk}\nAuthorizedKeysFile {ak}\nPidFile {pid}\nStrictModes no\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n\
-                 PermitRootLogin prohibit-password\nLogLevel ERROR\n",
+                 PermitRootLogin prohibit-password\nLogLevel ERROR\n{extra_config}",
                 hk = d.join("host_key").display(),
                 ak = d.join("authorized_keys").display(),
                 pid = d.join("sshd.pid").display(),
