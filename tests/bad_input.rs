@@ -692,4 +692,25 @@ fn device_faults_that_do_not_fit_are_refused_up_front() {
         &["run", "--fault", "2s:slow=0s:device", "--out", &out],
         &["slows nothing"],
     );
+    // A data directory that holds something: the faulty disk would hide it.
+    let busy = tempfile::tempdir().unwrap();
+    std::fs::write(busy.path().join("keep"), "mine").unwrap();
+    let dir_prop = format!("rocksdb.dir={}", busy.path().display());
+    expect_usage_error(
+        &[
+            "run",
+            "--fault",
+            "2s:full:device",
+            "-p",
+            &dir_prop,
+            "--out",
+            &out,
+        ],
+        &[
+            "-p rocksdb.dir=",
+            "not empty",
+            "give an empty or new directory",
+        ],
+    );
+    assert!(busy.path().join("keep").exists());
 }

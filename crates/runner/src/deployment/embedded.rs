@@ -166,6 +166,13 @@ fn faulty_disk(plan: &Plan, dir: Option<&Path>) -> Result<Option<FaultyDisk>> {
         return Ok(None);
     }
     let dir = dir.context("device faults need -p rocksdb.dir")?;
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        return Err(UsageError(format!(
+            "-p rocksdb.dir={}: not empty, and the slow, failing and full device faults mount a disk of their own there; give an empty or new directory",
+            dir.display()
+        ))
+        .into());
+    }
     let size =
         crate::fault::faulty_disk_size(plan.props.get("faultdisk.size")).map_err(UsageError)?;
     let disk = FaultyDisk::create(dir, size)
