@@ -72,28 +72,40 @@ fn read_series(step_dir: &Path, field: &str) -> Vec<(u64, f64)> {
         .collect()
 }
 
-/// Nothing of the disk outlives the run: no mount on the data directory, no loop device over
-/// a FUSE file of iodig's, no state directory.
-fn assert_nothing_left(r: &Run) {
-    let run = r.run_json();
-    let data = run["config"]["properties"]["rocksdb.dir"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| r.run_dir().join("data/rocksdb").display().to_string());
+/// Nothing of this run's disk outlives it: no mount under its `--out` (the data directory and
+/// the FUSE layer beside it), no loop device over a file there. Only this run's paths are
+/// looked at: another test's disk may be up at the same time.
+fn assert_nothing_left(out: &Path) {
+    let out = std::fs::canonicalize(out).unwrap().display().to_string();
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    assert!(
-        !mounts.contains(&data) && !mounts.contains("iodig-faultdisk"),
-        "left mounted: {mounts}"
-    );
+    let left: Vec<&str> = mounts.lines().filter(|l| l.contains(&out)).collect();
+    assert!(left.is_empty(), "left mounted: {left:?}");
     for e in std::fs::read_dir("/sys/block").unwrap().flatten() {
         let backing =
             std::fs::read_to_string(e.path().join("loop/backing_file")).unwrap_or_default();
         assert!(
-            !backing.contains(".iodig-faultdisk-"),
+            !backing.contains(&out),
             "{:?} still backed by {backing}",
             e.file_name()
         );
     }
+    let states: Vec<_> = walk_names(Path::new(&out))
+        .into_iter()
+        .filter(|n| n.starts_with(".iodig-faultdisk-"))
+        .collect();
+    assert!(states.is_empty(), "state directories left: {states:?}");
+}
+
+/// Every file and directory name under `dir`, recursively.
+fn walk_names(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        names.push(e.file_name().to_string_lossy().into_owned());
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            names.extend(walk_names(&e.path()));
+        }
+    }
+    names
 }
 
 fn device_of(trace: &Value) -> &Value {
@@ -223,7 +235,7 @@ fn a_slow_then_failing_disk_shows_in_its_windows_and_heals() {
         report.contains("Faults injected"),
         "on the report's time line"
     );
-    assert_nothing_left(&r);
+    assert_nothing_left(dir.path());
 }
 
 #[test]
@@ -282,7 +294,7 @@ fn a_full_file_system_fails_the_writes_and_the_run_goes_on() {
         "the fill is lifted at the step's end: {}",
         r.stderr
     );
-    assert_nothing_left(&r);
+    assert_nothing_left(dir.path());
 }
 
 #[test]
@@ -338,5 +350,5 @@ fn a_step_whose_database_became_unusable_ends_with_that_reason() {
     assert_eq!(run["status"], "completed");
     let report = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
     assert!(report.contains("It ended after"), "the report says why");
-    assert_nothing_left(&r);
+    assert_nothing_left(dir.path());
 }
