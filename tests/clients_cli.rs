@@ -6,7 +6,7 @@
 mod common;
 
 use common::sshd::Sshd;
-use common::{read_json, run_iodig};
+use common::{read_json, run_iodig, run_step};
 use serde_json::Value;
 use std::path::Path;
 
@@ -205,12 +205,7 @@ fn with_observe_client_1_alone_observes_and_the_merge_keeps_it() {
     let merged = r.run_json();
     let observed = &merged["cluster"]["observed"];
     assert_eq!(observed[0]["host"], "127.0.0.2", "{merged}");
-    let step = merged["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["phase"] == "run")
-        .unwrap();
+    let step = run_step(&merged);
     let nodes = step["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 1, "{step}");
     assert_eq!(nodes[0]["host"], "127.0.0.2");

@@ -51,16 +51,9 @@ fn a_device_capped_mid_step_shows_in_the_trace_and_the_latency_and_is_lifted() {
     let run = r.run_json();
     let step = &run["steps"][1];
     let step_dir = r.run_dir().join(step["dir"].as_str().unwrap());
-    let events = read_json(&step_dir.join("db-events.json"));
-    let faults: Vec<u64> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "fault")
-        .map(|e| e["start_unix_ms"].as_u64().unwrap())
-        .collect();
-    assert_eq!(faults.len(), 2, "{events}");
-    let (capped, uncapped) = (faults[0], faults[1]);
+    let faults = fault_events(&step_dir);
+    assert_eq!(faults.len(), 2, "{faults:?}");
+    let (capped, uncapped) = (faults[0].0, faults[1].0);
 
     // iodig's own reads per second, as the kernel attributed them.
     let trace = read_json(&step_dir.join("trace.json"));

@@ -9,8 +9,8 @@ use common::*;
 use serde_json::Value;
 use std::path::Path;
 
-/// The workload C run both read tests share: reads that go to the device (4 MiB memtables
-/// flushed to SST files, a 1 MiB block cache), with the given faults.
+/// The workload C run of the read test: reads that go to the device (4 MiB memtables flushed
+/// to SST files, a 1 MiB block cache), with the given faults.
 fn read_run(dir: &Path, faults: &[&str]) -> Run {
     let mut args = vec![
         "run",
@@ -41,21 +41,23 @@ fn read_run(dir: &Path, faults: &[&str]) -> Run {
     run_iodig(&args)
 }
 
-/// The start of each fault event of the step, in schedule order.
-fn fault_times(step_dir: &Path) -> Vec<(u64, String)> {
-    let events = read_json(&step_dir.join("db-events.json"));
-    events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "fault")
-        .map(|e| {
-            (
-                e["start_unix_ms"].as_u64().unwrap(),
-                e["detail"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+/// Workload A on 20,000 records, 2 threads, on a 256 MiB faulty disk, with the test's own flags.
+fn update_run(dir: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "-P",
+        "workloads/workloada",
+        "-p",
+        "recordcount=20000",
+        "-p",
+        "faultdisk.size=256MiB",
+        "--threads",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run_iodig(&args)
 }
 
 /// Per whole second of the client's series: (second's end, value) of a READ field.
@@ -139,7 +141,7 @@ fn a_slow_then_failing_disk_shows_in_its_windows_and_heals() {
     );
     let run = r.run_json();
     let step_dir = r.run_dir().join(run["steps"][1]["dir"].as_str().unwrap());
-    let faults = fault_times(&step_dir);
+    let faults = fault_events(&step_dir);
     assert_eq!(faults.len(), 4, "{faults:?}");
     assert!(
         faults[0].1.contains("reads of loop") && faults[0].1.contains("20 ms longer"),
@@ -243,35 +245,27 @@ fn a_full_file_system_fails_the_writes_and_the_run_goes_on() {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(unsafe { libc::geteuid() }, 0, "device faults need root");
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    let r = run_iodig(&[
-        "run",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "rocksdb.writebuffersize=1M",
-        "-p",
-        "faultdisk.size=256MiB",
-        "--threads",
-        "2",
-        "--target",
-        "4000",
-        "--duration",
-        "8s",
-        "--warmup",
-        "1s",
-        "--trace",
-        "ebpf",
-        "--fault",
-        "3s:full:device",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let r = update_run(
+        dir.path(),
+        &[
+            "-p",
+            "rocksdb.writebuffersize=1M",
+            "--target",
+            "4000",
+            "--duration",
+            "8s",
+            "--warmup",
+            "1s",
+            "--trace",
+            "ebpf",
+            "--fault",
+            "3s:full:device",
+        ],
+    );
     assert_eq!(r.code(), 0, "the run goes on past the fault: {}", r.stderr);
     let run = r.run_json();
     let step_dir = r.run_dir().join(run["steps"][1]["dir"].as_str().unwrap());
-    let faults = fault_times(&step_dir);
+    let faults = fault_events(&step_dir);
     assert_eq!(faults.len(), 1, "{faults:?}");
     assert!(faults[0].1.contains("filled"), "{faults:?}");
     let full_at = faults[0].0;
@@ -303,35 +297,27 @@ fn a_step_whose_database_became_unusable_ends_with_that_reason() {
     assert_eq!(unsafe { libc::geteuid() }, 0, "device faults need root");
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     // Updates only, each synced: once the disk fails writes, every one fails.
-    let r = run_iodig(&[
-        "run",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "readproportion=0",
-        "-p",
-        "updateproportion=1",
-        "-p",
-        "rocksdb.sync=true",
-        "-p",
-        "faultdisk.size=256MiB",
-        "-p",
-        "unusableafter=3",
-        "--threads",
-        "2",
-        "--duration",
-        "30s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--fault",
-        "2s:fail-writes:device",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let r = update_run(
+        dir.path(),
+        &[
+            "-p",
+            "readproportion=0",
+            "-p",
+            "updateproportion=1",
+            "-p",
+            "rocksdb.sync=true",
+            "-p",
+            "unusableafter=3",
+            "--duration",
+            "30s",
+            "--warmup",
+            "0s",
+            "--trace",
+            "off",
+            "--fault",
+            "2s:fail-writes:device",
+        ],
+    );
     assert_eq!(r.code(), 0, "the run goes on: {}", r.stderr);
     let run = r.run_json();
     let step = &run["steps"][1];

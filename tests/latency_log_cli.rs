@@ -33,18 +33,7 @@ fn the_log_by_start_puts_each_op_in_the_second_it_was_meant_to_start() {
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = iodig_report::load_run(&r.run_dir()).unwrap();
     let step = run.steps.iter().find(|s| !s.is_load()).unwrap();
-    let mut per_second = std::collections::BTreeMap::<u64, u64>::new();
-    let found = step
-        .for_each_client_start_second(
-            |s| s == "READ",
-            |start, end, _, h| {
-                *per_second
-                    .entry(iodig_report::analysis::background::second_of(start, end))
-                    .or_default() += h.len();
-            },
-        )
-        .unwrap();
-    assert!(found, "latency-by-start.hlog written");
+    let per_second = starts_per_second(step, "READ").expect("latency-by-start.hlog written");
     let total: u64 = per_second.values().sum();
     assert_eq!(total, step.summary.operations, "every operation once");
     let whole: Vec<u64> = per_second

@@ -5,7 +5,7 @@
 mod common;
 
 use common::sshd::Sshd;
-use common::{read_json, run_iodig};
+use common::{read_json, run_iodig, run_step};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -384,6 +384,31 @@ fn a_refused_key_fails_the_run_with_the_host_and_the_fix() {
     );
 }
 
+/// A short RocksDB run here that observes 127.0.0.1 through `config` (an ssh_config).
+fn observe_local_host(config: &Path, out: &Path, duration: &str) -> common::Run {
+    run_iodig(&[
+        "run",
+        "--db",
+        "rocksdb",
+        "-P",
+        "workloadc",
+        "-p",
+        "recordcount=2000",
+        "-p",
+        &format!("ssh.config={}", config.display()),
+        "--threads",
+        "1",
+        "--duration",
+        duration,
+        "--warmup",
+        "0s",
+        "--observe",
+        "127.0.0.1",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// A login of its own on this machine, for an observed host where iodig is not root; removed
 /// (home included) on drop.
 struct TestUser(String);
@@ -450,29 +475,7 @@ fn a_host_where_iodig_is_not_root_falls_back_to_diskstats_and_says_so() {
     )
     .unwrap();
     let out = tmp.path().join("runs");
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-P",
-        "workloadc",
-        "-p",
-        "recordcount=2000",
-        "-p",
-        &format!("ssh.config={}", config.display()),
-        "--threads",
-        "1",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "auto",
-        "--observe",
-        "127.0.0.1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = observe_local_host(&config, &out, "2s");
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(
         r.stderr.contains("127.0.0.1: not root and no password-less sudo here: block IO from /proc/diskstats, not eBPF"),
@@ -480,12 +483,7 @@ fn a_host_where_iodig_is_not_root_falls_back_to_diskstats_and_says_so() {
         r.stderr
     );
     let run = r.run_json();
-    let step = run["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["phase"] == "run")
-        .unwrap();
+    let step = run_step(&run);
     assert_eq!(
         step["trace_mode"], "ebpf",
         "this machine keeps eBPF: {step}"
@@ -532,27 +530,7 @@ fn a_host_whose_clock_is_off_is_warned_about_and_put_on_this_clock() {
     ));
     std::fs::write(&config, text).unwrap();
     let out = tmp.path().join("runs");
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-P",
-        "workloadc",
-        "-p",
-        "recordcount=2000",
-        "-p",
-        &format!("ssh.config={}", config.display()),
-        "--threads",
-        "1",
-        "--duration",
-        "3s",
-        "--warmup",
-        "0s",
-        "--observe",
-        "127.0.0.1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = observe_local_host(&config, &out, "3s");
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(
         r.stderr.contains("warning: 127.0.0.1: its clock is +5")
@@ -561,12 +539,7 @@ fn a_host_whose_clock_is_off_is_warned_about_and_put_on_this_clock() {
         r.stderr
     );
     let run = r.run_json();
-    let step = run["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["phase"] == "run")
-        .unwrap();
+    let step = run_step(&run);
     let node = &step["nodes"][0];
     for c in ["clock_before", "clock_after"] {
         let off = node[c]["offset_ms"].as_f64().unwrap();

@@ -432,19 +432,8 @@ fn clients_split_the_key_space_and_merge_exactly() {
     let starts = |dir: &std::path::Path| {
         let run = iodig_report::load_run(dir).unwrap();
         let step = run.steps.iter().find(|s| !s.is_load()).unwrap();
-        let mut per_second = std::collections::BTreeMap::<u64, u64>::new();
-        let found = step
-            .for_each_client_start_second(
-                |s| s == "READ",
-                |start, end, _, h| {
-                    *per_second
-                        .entry(iodig_report::analysis::background::second_of(start, end))
-                        .or_default() += h.len();
-                },
-            )
-            .unwrap();
-        assert!(found, "{}: latency-by-start.hlog", dir.display());
-        per_second
+        starts_per_second(step, "READ")
+            .unwrap_or_else(|| panic!("{}: latency-by-start.hlog", dir.display()))
     };
     let mut expected = starts(&a);
     for (sec, n) in starts(&b) {

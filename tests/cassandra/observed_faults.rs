@@ -44,20 +44,8 @@ pub fn faults_reach_a_node_on_an_observed_host(common: &[&str]) {
         .as_u64()
         .unwrap();
     let step_dir = r.run_dir().join(run["steps"][0]["dir"].as_str().unwrap());
-    let events = read_json(&step_dir.join("db-events.json"));
-    let faults: Vec<(u64, String)> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "fault")
-        .map(|e| {
-            (
-                e["start_unix_ms"].as_u64().unwrap(),
-                e["detail"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(faults.len(), 2, "{events}");
+    let faults = fault_events(&step_dir);
+    assert_eq!(faults.len(), 2, "{faults:?}");
     assert!(
         faults[0].1.contains("paused (SIGSTOP") && faults[0].1.contains("over ssh"),
         "{faults:?}"

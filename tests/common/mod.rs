@@ -107,3 +107,73 @@ pub fn ycsb_value(parsed: &[(String, String, String)], metric: &str, name: &str)
         .find(|(m, n, _)| m == metric && n == name)
         .map(|(_, _, v)| v.parse().unwrap())
 }
+
+/// Runs iodig and checks it exited 2 with a one-line error holding every needle.
+pub fn expect_usage_error(args: &[&str], needles: &[&str]) -> Run {
+    let r = run_iodig(args);
+    assert_eq!(r.code(), 2, "args {args:?}\nstderr: {}", r.stderr);
+    let err_line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error"))
+        .unwrap_or_else(|| panic!("no error line: {}", r.stderr));
+    for n in needles {
+        assert!(r.stderr.contains(n), "{n:?} not in: {}", r.stderr);
+    }
+    assert!(err_line.len() < 400, "error is not one line: {err_line}");
+    r
+}
+
+/// A scratch `--out` directory and its path as a string.
+pub fn out_dir() -> (tempfile::TempDir, String) {
+    let d = tempfile::tempdir().unwrap();
+    let s = d.path().to_str().unwrap().to_string();
+    (d, s)
+}
+
+/// Operations of `series` per second they started in, from a step's `latency-by-start.hlog`
+/// (read by the report's own reader); `None` when the step has no such log.
+pub fn starts_per_second(
+    step: &iodig_report::data::StepData,
+    series: &str,
+) -> Option<std::collections::BTreeMap<u64, u64>> {
+    let mut per_second = std::collections::BTreeMap::<u64, u64>::new();
+    let found = step
+        .for_each_client_start_second(
+            |s| s == series,
+            |start, end, _, h| {
+                *per_second
+                    .entry(iodig_report::analysis::background::second_of(start, end))
+                    .or_default() += h.len();
+            },
+        )
+        .unwrap();
+    found.then_some(per_second)
+}
+
+/// Each fault event of a step (`db-events.json`): its start (unix ms) and detail, in order.
+pub fn fault_events(step_dir: &Path) -> Vec<(u64, String)> {
+    let events = read_json(&step_dir.join("db-events.json"));
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "fault")
+        .map(|e| {
+            (
+                e["start_unix_ms"].as_u64().unwrap(),
+                e["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The first measured (run-phase) step of a run.json.
+pub fn run_step(run: &serde_json::Value) -> &serde_json::Value {
+    run["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["phase"] == "run")
+        .unwrap()
+}

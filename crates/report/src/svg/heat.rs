@@ -46,57 +46,30 @@ impl HeatMap {
     }
 
     pub fn svg(&self) -> String {
-        let pw = WIDTH - LEFT - RIGHT;
-        let ph = HEIGHT - TOP - BOTTOM;
         let cells = || self.columns.iter().flat_map(|c| c.cells.iter());
         let lo = cells()
             .map(|c| c.0)
             .filter(|v| *v > 0.0)
             .fold(f64::INFINITY, f64::min);
         let hi = cells().map(|c| c.1).fold(0.0f64, f64::max);
-        let (lo, hi) = if lo.is_finite() && hi > lo {
-            (lo, hi)
-        } else {
-            (0.001, 1.0)
-        };
-        let y_ticks = log_ticks(lo, hi);
-        let (ylo, yhi) = (
-            y_ticks.first().copied().unwrap_or(lo).min(lo),
-            y_ticks.last().copied().unwrap_or(hi).max(hi),
-        );
-        let sy = |v: f64| {
-            let v = v.max(ylo);
-            TOP + ph - (v.ln() - ylo.ln()) / (yhi.ln() - ylo.ln()) * ph
-        };
-        let (x0, x1) = self.x_range.unwrap_or_else(|| {
+        let x = self.x_range.unwrap_or_else(|| {
             let a = self.columns.first().map_or(0.0, |c| c.x_ms);
             let b = self.columns.last().map_or(1000.0, |c| c.x_ms + c.width_ms);
             (a, b)
         });
-        let span = (x1 - x0).max(1.0);
-        let sx = |x: f64| LEFT + ((x - x0) / span).clamp(0.0, 1.0) * pw;
+        let f = TimeLogFrame::new(x, lo, hi);
         let max_count = cells().map(|c| c.2).max().unwrap_or(1).max(1);
         let mut o = String::new();
-        open_svg(&mut o, &self.title);
-        for b in &self.bands {
-            let (a, z) = (sx(b.x0), sx(b.x1));
-            let _ = write!(
-                o,
-                r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{ph}" fill="{}" opacity="0.35"/>"#,
-                (z - a).max(1.0),
-                BAND_FILLS[b.kind.min(2)]
-            );
-        }
-        y_grid(&mut o, &y_ticks, sy, pw);
+        f.open(&mut o, &self.title, &self.bands);
         for col in &self.columns {
-            let (a, z) = (sx(col.x_ms), sx(col.x_ms + col.width_ms));
+            let (a, z) = (f.sx(col.x_ms), f.sx(col.x_ms + col.width_ms));
             for &(l, u, n) in &col.cells {
                 // Log shade: a second with one slow IO among thousands still shows.
                 let level = ((n as f64).ln_1p() / (max_count as f64).ln_1p() * RAMP.len() as f64)
                     .ceil()
                     .clamp(1.0, RAMP.len() as f64) as usize
                     - 1;
-                let (yt, yb) = (sy(u), sy(l));
+                let (yt, yb) = (f.sy(u), f.sy(l));
                 let _ = write!(
                     o,
                     r#"<rect data-count="{n}" data-lower-ms="{l}" data-upper-ms="{u}" x="{a:.1}" y="{yt:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} · {}–{} ms: {} IO{}</title></rect>"#,
@@ -111,23 +84,7 @@ impl HeatMap {
                 );
             }
         }
-        for t in time_ticks(x0, x1) {
-            let _ = write!(
-                o,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                sx(t),
-                TOP + ph + 16.0,
-                clock(t)
-            );
-        }
-        let _ = write!(
-            o,
-            r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle">time (UTC, hh:mm:ss)</text><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"##,
-            LEFT + pw / 2.0,
-            HEIGHT - 8.0,
-            TOP + ph / 2.0,
-            esc(&self.y_label)
-        );
+        f.axes(&mut o, &self.y_label);
         // Legend: the ramp's ends, then the shaded events.
         let mut lx = LEFT;
         for (i, fill) in RAMP.iter().enumerate() {

@@ -149,6 +149,91 @@ pub fn clock(ms: f64) -> String {
     format!("{:02}:{:02}:{:02}", d / 3600, d % 3600 / 60, d % 60)
 }
 
+/// The frame of the charts of IOs over time (heat maps, scatters): the step's time on x, a
+/// latency on a log y axis, the database's events shaded under the data.
+struct TimeLogFrame {
+    x0: f64,
+    x1: f64,
+    y_ticks: Vec<f64>,
+    ylo: f64,
+    yhi: f64,
+}
+
+impl TimeLogFrame {
+    /// Over `x` (unix ms) and the data's positive `lo`..`hi` (a 1 µs–1 ms axis when empty).
+    fn new(x: (f64, f64), lo: f64, hi: f64) -> TimeLogFrame {
+        let (lo, hi) = if lo.is_finite() && hi > lo {
+            (lo, hi)
+        } else {
+            (0.001, 1.0)
+        };
+        let y_ticks = log_ticks(lo, hi);
+        TimeLogFrame {
+            x0: x.0,
+            x1: x.1,
+            ylo: y_ticks.first().copied().unwrap_or(lo).min(lo),
+            yhi: y_ticks.last().copied().unwrap_or(hi).max(hi),
+            y_ticks,
+        }
+    }
+
+    fn pw() -> f64 {
+        WIDTH - LEFT - RIGHT
+    }
+
+    fn ph() -> f64 {
+        HEIGHT - TOP - BOTTOM
+    }
+
+    fn sx(&self, x: f64) -> f64 {
+        let span = (self.x1 - self.x0).max(1.0);
+        LEFT + ((x - self.x0) / span).clamp(0.0, 1.0) * Self::pw()
+    }
+
+    fn sy(&self, v: f64) -> f64 {
+        let (lo, hi) = (self.ylo.ln(), self.yhi.ln());
+        TOP + Self::ph() - (v.max(self.ylo).ln() - lo) / (hi - lo) * Self::ph()
+    }
+
+    /// The opening, the shaded events and the grid, under whatever the chart draws next.
+    fn open(&self, o: &mut String, title: &str, bands: &[Band]) {
+        open_svg(o, title);
+        let ph = Self::ph();
+        for b in bands {
+            let (a, z) = (self.sx(b.x0), self.sx(b.x1));
+            let _ = write!(
+                o,
+                r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{ph}" fill="{}" opacity="0.35"/>"#,
+                (z - a).max(1.0),
+                BAND_FILLS[b.kind.min(2)]
+            );
+        }
+        y_grid(o, &self.y_ticks, |v| self.sy(v), Self::pw());
+    }
+
+    /// The time ticks, the frame and both axis labels, over what the chart drew.
+    fn axes(&self, o: &mut String, y_label: &str) {
+        let (pw, ph) = (Self::pw(), Self::ph());
+        for t in time_ticks(self.x0, self.x1) {
+            let _ = write!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                self.sx(t),
+                TOP + ph + 16.0,
+                clock(t)
+            );
+        }
+        let _ = write!(
+            o,
+            r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle">time (UTC, hh:mm:ss)</text><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"##,
+            LEFT + pw / 2.0,
+            HEIGHT - 8.0,
+            TOP + ph / 2.0,
+            esc(y_label)
+        );
+    }
+}
+
 /// Tick labels: 1.5k, 120k, 2.5M, 0.25.
 /// Horizontal grid lines with their labels at the y ticks, across the plot width `pw`.
 fn y_grid(o: &mut String, ticks: &[f64], sy: impl Fn(f64) -> f64, pw: f64) {

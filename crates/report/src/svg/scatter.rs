@@ -25,49 +25,22 @@ impl Scatter {
     }
 
     pub fn svg(&self) -> String {
-        let pw = WIDTH - LEFT - RIGHT;
-        let ph = HEIGHT - TOP - BOTTOM;
         let ys = || self.points.iter().map(|p| p.1).filter(|v| *v > 0.0);
         let lo = ys().fold(f64::INFINITY, f64::min);
         let hi = ys().fold(0.0f64, f64::max);
-        let (lo, hi) = if lo.is_finite() && hi > lo {
-            (lo, hi)
-        } else {
-            (0.001, 1.0)
-        };
-        let y_ticks = log_ticks(lo, hi);
-        let (ylo, yhi) = (
-            y_ticks.first().copied().unwrap_or(lo).min(lo),
-            y_ticks.last().copied().unwrap_or(hi).max(hi),
-        );
-        let sy = |v: f64| {
-            let v = v.max(ylo);
-            TOP + ph - (v.ln() - ylo.ln()) / (yhi.ln() - ylo.ln()) * ph
-        };
-        let (x0, x1) = self.x_range.unwrap_or_else(|| {
+        let x = self.x_range.unwrap_or_else(|| {
             let a = self.points.first().map_or(0.0, |p| p.0);
             let b = self.points.last().map_or(1000.0, |p| p.0);
             (a, b)
         });
-        let span = (x1 - x0).max(1.0);
-        let sx = |x: f64| LEFT + ((x - x0) / span).clamp(0.0, 1.0) * pw;
+        let f = TimeLogFrame::new(x, lo, hi);
         let mut o = String::new();
-        open_svg(&mut o, &self.title);
-        for b in &self.bands {
-            let (a, z) = (sx(b.x0), sx(b.x1));
-            let _ = write!(
-                o,
-                r#"<rect x="{a:.1}" y="{TOP}" width="{:.1}" height="{ph}" fill="{}" opacity="0.35"/>"#,
-                (z - a).max(1.0),
-                BAND_FILLS[b.kind.min(2)]
-            );
-        }
-        y_grid(&mut o, &y_ticks, sy, pw);
+        f.open(&mut o, &self.title, &self.bands);
         // One path per colour, a short stroke per dot: far smaller than a circle element each.
         let mut by_colour: std::collections::BTreeMap<usize, String> = Default::default();
         for &(x, y, c) in &self.points {
             let d = by_colour.entry(c).or_default();
-            let _ = write!(d, "M{:.1} {:.1}h0", sx(x), sy(y));
+            let _ = write!(d, "M{:.1} {:.1}h0", f.sx(x), f.sy(y));
         }
         for (c, d) in &by_colour {
             let _ = write!(
@@ -77,23 +50,7 @@ impl Scatter {
                 PALETTE[c % PALETTE.len()]
             );
         }
-        for t in time_ticks(x0, x1) {
-            let _ = write!(
-                o,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                sx(t),
-                TOP + ph + 16.0,
-                clock(t)
-            );
-        }
-        let _ = write!(
-            o,
-            r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#333"/><text x="{:.1}" y="{:.1}" text-anchor="middle">time (UTC, hh:mm:ss)</text><text transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"##,
-            LEFT + pw / 2.0,
-            HEIGHT - 8.0,
-            TOP + ph / 2.0,
-            esc(&self.y_label)
-        );
+        f.axes(&mut o, &self.y_label);
         let mut lx = LEFT;
         for (c, name) in &self.legend {
             let _ = write!(
