@@ -426,10 +426,18 @@ impl<'a> Collector<'a> {
 /// (UPDATE-FAILED 52,114)".
 fn unusable(samples: &[Sample], seconds: u64) -> Option<String> {
     let n = usize::try_from(seconds).ok().filter(|n| *n > 0)?;
-    let whole: Vec<&Sample> = samples.iter().filter(|s| s.secs >= 0.999).collect();
-    let last = whole.get(whole.len().checked_sub(n)?..)?;
+    // Called every second: only the last `n` whole seconds are looked at, not the whole step.
+    let last: Vec<&Sample> = samples
+        .iter()
+        .rev()
+        .filter(|s| s.secs >= 0.999)
+        .take(n)
+        .collect();
+    if last.len() < n {
+        return None;
+    }
     let mut failed = BTreeMap::<&str, u64>::new();
-    for s in last {
+    for s in &last {
         let mut ok = 0;
         let mut bad = 0;
         for (name, v) in &s.series {
