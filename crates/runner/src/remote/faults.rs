@@ -39,7 +39,8 @@ pub fn unsupported(action: &FaultAction) -> Option<&'static str> {
 }
 
 /// Signals the nodes of observed hosts over SSH; the handler runs on the fault thread.
-pub fn handler(ssh: Ssh, targets: Vec<FaultTarget>, observed: Vec<String>) -> FaultHandler {
+pub fn handler(ssh: Ssh, targets: Vec<FaultTarget>) -> FaultHandler {
+    let observed: Vec<String> = targets.iter().map(|t| t.host.spec.clone()).collect();
     Arc::new(move |f: &Fault| {
         let t = target_index(&f.target, &observed)
             .and_then(|i| targets.get(i))

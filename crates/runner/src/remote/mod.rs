@@ -128,8 +128,7 @@ impl RemoteHosts {
                 pid: f.node.as_ref().map(|n| n.pid),
             })
             .collect();
-        let observed = self.agents.iter().map(|a| a.host.spec.clone()).collect();
-        faults::handler(self.ssh.clone(), targets, observed)
+        faults::handler(self.ssh.clone(), targets)
     }
 
     /// What the hosts said about themselves, for run.json.
