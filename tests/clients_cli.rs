@@ -160,12 +160,11 @@ fn two_clients_over_ssh_start_together_and_merge_to_the_sum_of_their_operations(
     }
 }
 
-#[test]
-fn with_observe_client_1_alone_observes_and_the_merge_keeps_it() {
-    let sshd = Sshd::start(&["127.0.0.1", "127.0.0.2"]);
-    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
-    let out = tmp.path().join("runs");
-    let r = run_iodig(&[
+/// Workload C on the no-op binding, one thread per client, on 127.0.0.1 and 127.0.0.2, with
+/// the test's own flags.
+fn two_clients(sshd: &Sshd, out: &Path, extra: &[&str]) -> common::Run {
+    let property = sshd.property();
+    let mut args = vec![
         "run",
         "--db",
         "basic",
@@ -174,22 +173,28 @@ fn with_observe_client_1_alone_observes_and_the_merge_keeps_it() {
         "-p",
         "recordcount=1000",
         "-p",
-        &sshd.property(),
+        &property,
         "--threads",
         "1",
-        "--duration",
-        "2s",
         "--warmup",
         "0s",
         "--trace",
         "off",
         "--clients",
         "127.0.0.1,127.0.0.2",
-        "--observe",
-        "127.0.0.2",
         "--out",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    run_iodig(&args)
+}
+
+#[test]
+fn with_observe_client_1_alone_observes_and_the_merge_keeps_it() {
+    let sshd = Sshd::start(&["127.0.0.1", "127.0.0.2"]);
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let r = two_clients(&sshd, &out, &["--duration", "2s", "--observe", "127.0.0.2"]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let merged_dir = r.run_dir();
     let clients: Vec<Value> = (1..=2)
@@ -256,31 +261,7 @@ fn a_client_that_dies_mid_run_is_left_out_of_the_merge_which_says_so() {
         }
         None
     });
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "basic",
-        "-P",
-        "workloadc",
-        "-p",
-        "recordcount=1000",
-        "-p",
-        &sshd.property(),
-        "--threads",
-        "1",
-        "--target",
-        "200",
-        "--duration",
-        "8s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--clients",
-        "127.0.0.1,127.0.0.2",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = two_clients(&sshd, &out, &["--target", "200", "--duration", "8s"]);
     let killed = killer.join().unwrap();
     assert!(killed.is_some(), "client 2 never ran: {}", r.stderr);
     assert_eq!(r.code(), 1, "{}", r.stderr);
