@@ -10,6 +10,16 @@ use common::{read_json, run_iodig, run_step};
 use serde_json::Value;
 use std::path::Path;
 
+/// The tests that start clients run one at a time: clients share their working directories on
+/// a host (one per client number), and the death test kills client 2 by what it runs.
+static CLIENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    CLIENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The value after `flag` in a run's recorded command line.
 fn flag_value(run: &Value, flag: &str) -> String {
     let line: Vec<&str> = run["tool"]["command_line"]
@@ -24,6 +34,7 @@ fn flag_value(run: &Value, flag: &str) -> String {
 
 #[test]
 fn two_clients_over_ssh_start_together_and_merge_to_the_sum_of_their_operations() {
+    let _one = one_at_a_time();
     let sshd = Sshd::start(&["127.0.0.1", "127.0.0.2"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     // A property file given by path: it must travel to the clients, under its own name.
@@ -191,6 +202,7 @@ fn two_clients(sshd: &Sshd, out: &Path, extra: &[&str]) -> common::Run {
 
 #[test]
 fn with_observe_client_1_alone_observes_and_the_merge_keeps_it() {
+    let _one = one_at_a_time();
     let sshd = Sshd::start(&["127.0.0.1", "127.0.0.2"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
@@ -244,6 +256,7 @@ fn client_pid(i: u64, n: u64) -> Option<u32> {
 
 #[test]
 fn a_client_that_dies_mid_run_is_left_out_of_the_merge_which_says_so() {
+    let _one = one_at_a_time();
     let sshd = Sshd::start(&["127.0.0.1", "127.0.0.2"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
