@@ -236,6 +236,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a duration"))
 }
 
+/// Parses `--fail-on-regression`: a percentage, 0 or more.
+pub fn parse_percentage(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
+        _ => Err(format!("{s:?}: give a percentage ≥ 0, e.g. 5")),
+    }
+}
+
 /// Parses `--slot-ms`, refusing widths the tracer cannot use before anything starts.
 pub fn parse_slot_ms(s: &str) -> Result<u32, String> {
     let ms: u32 = s

@@ -37,31 +37,26 @@ fn main() -> ExitCode {
     // Parsed: the arguments' copies are owned now, so the secrets among the originals can go.
     scrub::hide_secret_args();
     iodig_runner::memory::set_release(release_memory);
-    let result = match &cli.command {
-        cli::Command::Run(args) => cmd::bench::run(args, iodig_runner::Phase::Run),
-        cli::Command::Load(args) => cmd::bench::run(args, iodig_runner::Phase::Load),
-        cli::Command::Trace(args) => cmd::trace::run(args),
-        cli::Command::Cassandra(args) => cmd::cassandra::run(args),
-        cli::Command::Merge(args) => cmd::merge::run(args),
-        cli::Command::Report(args) => cmd::report::run(args),
-        cli::Command::Compare(args) => cmd::compare::run(args),
-        cli::Command::Verify(args) => cmd::verify::run(args),
-        cli::Command::Agent(args) => cmd::agent::run(args),
+    let result: Result<ExitCode, cmd::Failure> = match &cli.command {
+        cli::Command::Run(args) => {
+            cmd::bench::run(args, iodig_runner::Phase::Run).map_err(cmd::Failure::from)
+        }
+        cli::Command::Load(args) => {
+            cmd::bench::run(args, iodig_runner::Phase::Load).map_err(cmd::Failure::from)
+        }
+        cli::Command::Trace(args) => cmd::trace::run(args).map_err(cmd::Failure::from),
+        cli::Command::Cassandra(args) => cmd::cassandra::run(args).map_err(cmd::Failure::from),
+        cli::Command::Merge(args) => cmd::merge::run(args).map_err(cmd::Failure::from),
+        cli::Command::Report(args) => cmd::report::run(args).map_err(cmd::Failure::from),
+        cli::Command::Compare(args) => cmd::compare::run(args).map_err(cmd::Failure::from),
+        cli::Command::Verify(args) => cmd::verify::run(args).map_err(cmd::Failure::from),
+        cli::Command::Agent(args) => cmd::agent::run(args).map_err(cmd::Failure::from),
     };
     match result {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            // report and compare only fail on their input (a run directory, an output path).
-            let input_only = matches!(
-                cli.command,
-                cli::Command::Report(_) | cli::Command::Compare(_)
-            );
-            ExitCode::from(if input_only {
-                2
-            } else {
-                iodig_runner::exit_code_of(&e)
-            })
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.exit_code)
         }
     }
 }

@@ -2,11 +2,10 @@
 //! it speaks JSON lines on stdin and stdout until stdin closes.
 
 use crate::cli::parse_slot_ms;
-use anyhow::Result;
 use clap::Args;
 use iodig_iotrace::{TraceMode, TraceOptions};
 use iodig_runner::remote::agent::{serve, AgentOptions};
-use iodig_runner::UsageError;
+use iodig_runner::{RunError, UsageError};
 use std::process::ExitCode;
 
 /// Flags of `iodig agent` (set by the observing iodig).
@@ -28,7 +27,7 @@ pub struct AgentArgs {
     pub slot_ms: u32,
 }
 
-pub fn run(args: &AgentArgs) -> Result<ExitCode> {
+pub fn run(args: &AgentArgs) -> Result<ExitCode, RunError> {
     let mode: TraceMode = args
         .trace
         .parse()

@@ -1,17 +1,16 @@
 //! `iodig run` and `iodig load`: flags to a [`RunRequest`], then the runner does the work.
 
 use crate::cli::{parse_duration, BenchArgs};
-use anyhow::Result;
 use iodig_iotrace::{TraceMode, TraceOptions, WatchOptions};
 use iodig_runner::experiment_file::ExperimentFile;
 use iodig_runner::remote::clients;
-use iodig_runner::{LoadPolicy, Phase, RunRequest, UsageError, WorkloadRun};
+use iodig_runner::{LoadPolicy, Phase, RunError, RunRequest, UsageError, WorkloadRun};
 use std::process::ExitCode;
 
 /// Warm-up of a run step unless `--warmup` or an experiment file says otherwise.
 const DEFAULT_WARMUP: std::time::Duration = std::time::Duration::from_secs(2);
 
-pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
+pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode, RunError> {
     let trace = args.trace.as_deref().unwrap_or("auto");
     let mode: TraceMode = trace
         .parse()
@@ -106,7 +105,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode> {
 }
 
 /// A start time that has passed cannot line clients up: refused before anything starts.
-fn check_start_in_future(t: std::time::SystemTime) -> Result<()> {
+fn check_start_in_future(t: std::time::SystemTime) -> Result<(), RunError> {
     let now = std::time::SystemTime::now();
     if let Ok(ago) = now.duration_since(t) {
         let example = now
@@ -131,7 +130,7 @@ fn run_clients(
     phase: Phase,
     req: &RunRequest,
     hosts: &[String],
-) -> Result<ExitCode> {
+) -> Result<ExitCode, RunError> {
     if let Some((i, n)) = req.client {
         return Err(UsageError(format!(
             "--clients starts each client with --client I/N itself; leave out --client {i}/{n} (or start the clients yourself with --client I/N --start-at TIME and merge them with iodig merge)"
@@ -196,11 +195,11 @@ fn run_clients(
     )?;
     crate::cmd::merge::show(&outcome.merged);
     if !outcome.failed.is_empty() {
-        return Err(anyhow::anyhow!(
+        return Err(RunError::Failed(anyhow::anyhow!(
             "{} of {n} clients failed ({}); the merged run holds the others",
             outcome.failed.len(),
             outcome.failed.join("; ")
-        ));
+        )));
     }
     Ok(if outcome.interrupted {
         ExitCode::from(130)
@@ -216,7 +215,7 @@ fn run_clients(
 fn client_command(
     args: &BenchArgs,
     phase: Phase,
-) -> Result<(Vec<String>, Vec<clients::StagedFile>)> {
+) -> anyhow::Result<(Vec<String>, Vec<clients::StagedFile>)> {
     let BenchArgs {
         experiment,
         workload,
@@ -335,17 +334,18 @@ fn apply_experiment_file(
     req: &mut RunRequest,
     path: &std::path::Path,
     overrides: &[String],
-) -> Result<Vec<String>> {
+) -> anyhow::Result<Vec<String>> {
     let file = ExperimentFile::read(path)?;
-    let duration = |flag: &str, v: &Option<String>| -> Result<Option<std::time::Duration>> {
-        v.as_deref()
-            .map(|d| {
-                parse_duration(d).map_err(|e| {
-                    UsageError(format!("{}: {flag} = {d:?}: {e}", path.display())).into()
+    let duration =
+        |flag: &str, v: &Option<String>| -> anyhow::Result<Option<std::time::Duration>> {
+            v.as_deref()
+                .map(|d| {
+                    parse_duration(d).map_err(|e| {
+                        UsageError(format!("{}: {flag} = {d:?}: {e}", path.display())).into()
+                    })
                 })
-            })
-            .transpose()
-    };
+                .transpose()
+        };
     req.workloads = file.workload_runs(overrides);
     req.repetitions = file.repetitions.max(1);
     if let Some(db) = &file.db {

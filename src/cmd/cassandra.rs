@@ -98,11 +98,16 @@ pub struct DirArg {
     pub dir: PathBuf,
 }
 
-pub fn run(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
+pub fn run(args: &CassandraArgs) -> Result<ExitCode, iodig_runner::RunError> {
     if let Some(dir) = nodes_dir_of(&args.command) {
         // A directory `up` never made is the user's mistake (exit 2), not a failure of the nodes.
         iodig_cassandra::Cluster::load(dir).map_err(|e| iodig_runner::UsageError(e.to_string()))?;
     }
+    Ok(run_command(args)?)
+}
+
+/// The subcommand itself, once its nodes directory is known to exist.
+fn run_command(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         CassandraCommand::Up {
             nodes,

@@ -3,7 +3,7 @@
 //! one SVG per chart); exit 1 with --fail-on-regression when a later run is worse than the first
 //! beyond the limit.
 
-use anyhow::Result;
+use iodig_report::ReportError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -23,17 +23,11 @@ pub struct CompareArgs {
     pub op: Option<iodig_report::LatencyOp>,
     /// Exit 1 when a later run's ops/s is lower, or its read p99 higher, than the baseline's by more
     /// than PCT percent at any workload × thread count.
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = crate::cli::parse_percentage)]
     pub fail_on_regression: Option<f64>,
 }
 
-pub fn run(args: &CompareArgs) -> Result<ExitCode> {
-    if let Some(p) = args.fail_on_regression {
-        anyhow::ensure!(
-            p.is_finite() && p >= 0.0,
-            "--fail-on-regression {p}: give a percentage ≥ 0, e.g. 5"
-        );
-    }
+pub fn run(args: &CompareArgs) -> Result<ExitCode, ReportError> {
     let out = iodig_report::write_compare(&iodig_report::CompareOptions {
         runs: args.runs.clone(),
         out: args.out.clone(),

@@ -1,10 +1,10 @@
 //! `iodig merge`: several clients' run directories into one, exactly.
 
 use crate::cli::MergeArgs;
-use anyhow::Result;
+use iodig_runner::RunError;
 use std::process::ExitCode;
 
-pub fn run(args: &MergeArgs) -> Result<ExitCode> {
+pub fn run(args: &MergeArgs) -> Result<ExitCode, RunError> {
     let merged = iodig_runner::merge::merge_runs(&args.runs, &args.out)?;
     show(&merged);
     Ok(ExitCode::SUCCESS)

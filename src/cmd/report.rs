@@ -1,8 +1,7 @@
 //! `iodig report RUN_DIR`: writes report.html, report.md and the CSV files into the run
 //! directory and prints their paths and the findings.
 
-use anyhow::Result;
-use iodig_report::LatencyOp;
+use iodig_report::{LatencyOp, ReportError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,7 +19,7 @@ pub struct ReportArgs {
     pub quiet: bool,
 }
 
-pub fn run(args: &ReportArgs) -> Result<ExitCode> {
+pub fn run(args: &ReportArgs) -> Result<ExitCode, ReportError> {
     let out = iodig_report::write_report_with(
         &args.run_dir,
         &iodig_report::ReportOptions {

@@ -5,6 +5,7 @@ use crate::cli::{parse_duration, parse_slot_ms};
 use anyhow::{Context, Result};
 use iodig_iotrace::render::By;
 use iodig_iotrace::{render, BadTarget, TraceError, TraceMode, TraceOptions, WatchOptions};
+use iodig_runner::RunError;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -49,7 +50,7 @@ pub struct TraceArgs {
     pub command: Vec<String>,
 }
 
-pub fn run(args: &TraceArgs) -> Result<ExitCode> {
+pub fn run(args: &TraceArgs) -> Result<ExitCode, RunError> {
     let opts = TraceOptions {
         mode: args.mode,
         devices: args.devices.clone(),
@@ -61,20 +62,7 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
         pids: args.pids.clone(),
         no_attribution: args.no_attribution,
     };
-    let session = match iodig_iotrace::start_watching(&opts, &watch) {
-        Ok(s) => s,
-        Err(e @ TraceError::UnknownDevice { .. }) => return Ok(fail(&e, 2)),
-        Err(TraceError::Other(e)) if e.downcast_ref::<BadTarget>().is_some() => {
-            return Ok(fail(&e, 2))
-        }
-        Err(e @ TraceError::Privilege { .. }) => {
-            return Ok(fail(
-                &format!("{e} (--mode ebpf was asked for; try --mode auto)"),
-                3,
-            ))
-        }
-        Err(TraceError::Other(e)) => return Err(e),
-    };
+    let session = iodig_iotrace::start_watching(&opts, &watch).map_err(start_error)?;
     if let Some(note) = session.note() {
         eprintln!("iodig trace: {note}");
     }
@@ -82,7 +70,10 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
     let child_code = trace_until_done(args, &stop)?;
     let doc = session.stop().context("stopping the tracer")?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(anyhow::Error::from)?
+        );
     } else if let Some(by) = args.by {
         print!("{}", render::by(&doc, by));
     } else {
@@ -91,9 +82,17 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode> {
     Ok(child_code.map_or(ExitCode::SUCCESS, ExitCode::from))
 }
 
-fn fail(msg: &dyn std::fmt::Display, code: u8) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(code)
+/// The tracer's refusal by kind: a device or watch target that is not there is the user's to
+/// fix (2); eBPF asked for by name and not possible is a missing privilege (3).
+fn start_error(e: TraceError) -> RunError {
+    match e {
+        TraceError::UnknownDevice { .. } => RunError::Usage(e.into()),
+        TraceError::Other(e) if e.downcast_ref::<BadTarget>().is_some() => RunError::Usage(e),
+        TraceError::Privilege { .. } => RunError::Privilege(anyhow::anyhow!(
+            "{e} (--mode ebpf was asked for; try --mode auto)"
+        )),
+        TraceError::Other(e) => RunError::Failed(e),
+    }
 }
 
 /// Waits for the duration, the command, or SIGINT/SIGTERM; returns the command's exit code.

@@ -2,10 +2,9 @@
 //! against the database as it is now (managed nodes are started again), and records the result
 //! in that run directory.
 
-use anyhow::Result;
 use iodig_iotrace::{TraceMode, TraceOptions, WatchOptions};
 use iodig_model::secret::REDACTED;
-use iodig_runner::{LoadPolicy, Phase, RunRequest, WorkloadRun};
+use iodig_runner::{LoadPolicy, Phase, RunError, RunRequest, WorkloadRun};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,10 +19,10 @@ pub struct VerifyArgs {
     pub property: Vec<String>,
 }
 
-pub fn run(args: &VerifyArgs) -> Result<ExitCode> {
+pub fn run(args: &VerifyArgs) -> Result<ExitCode, RunError> {
     let dir = iodig_runner::verify::run_dir_arg(&args.run_dir)?;
     iodig_runner::verify::require_ledger(&dir)?;
-    let doc = iodig_model::reading::read_run_doc(&dir)?;
+    let doc = iodig_model::reading::read_run_doc(&dir).map_err(RunError::from)?;
     // The run's own properties, less the secrets its record does not keep; then the flags.
     let mut overrides: Vec<String> = doc
         .config

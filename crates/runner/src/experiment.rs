@@ -4,6 +4,7 @@
 
 use crate::deployment::{self, db_error, Deployment};
 use crate::environment;
+use crate::errors::RunError;
 use crate::observe::{preflight_trace, trace_options, Observer};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::progress::{Progress, ProgressMode};
@@ -25,9 +26,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Runs the request end to end.
-pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome> {
+pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome, RunError> {
     let plan = Plan::resolve(req)?;
-    deployment::run(plan, stop)
+    Ok(deployment::run(plan, stop)?)
 }
 
 /// The sweep of one run over an open binding in its deployment.

@@ -35,7 +35,7 @@ pub mod stop_rule;
 pub mod timed;
 pub mod verify;
 
-pub use errors::{exit_code_of, PrivilegeError, UsageError};
+pub use errors::{PrivilegeError, RunError, UsageError};
 pub use experiment::execute;
 pub use request::{LoadPolicy, RunOutcome, RunRequest, WorkloadRun};
 pub use signals::install_stop_handler;

@@ -5,7 +5,7 @@
 //! database events and observed nodes are kept whole under the merged step's `clients/<i>/`
 //! (hard links where the file system allows), listed in its `clients.json`.
 
-use crate::errors::UsageError;
+use crate::errors::{RunError, UsageError};
 use crate::rundir::RunDir;
 use crate::step::unix_ms;
 use anyhow::{anyhow, Context, Result};
@@ -37,7 +37,7 @@ pub struct ClientRun {
 
 /// Merges `runs` (one per client, numbered in the order given) into a new run directory under
 /// `out`; returns its path.
-pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf> {
+pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf, RunError> {
     if runs.len() < 2 {
         return Err(UsageError(
             "iodig merge needs at least two run directories, one per client".into(),
@@ -54,7 +54,7 @@ pub fn merge_runs(runs: &[PathBuf], out: &Path) -> Result<PathBuf> {
             name: dir.display().to_string(),
         })
         .collect();
-    merge_clients(&clients, out, Vec::new())
+    Ok(merge_clients(&clients, out, Vec::new())?)
 }
 
 /// Merges the clients' runs (at least one) into a new run directory under `out`, with `notes`

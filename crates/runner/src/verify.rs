@@ -2,7 +2,7 @@
 //! the read-back of every key it holds (`--verify` at the end of a run, `iodig verify` later),
 //! judged field by field into run.json's `integrity`.
 
-use crate::errors::UsageError;
+use crate::errors::{RunError, UsageError};
 use crate::step::{async_runtime, unix_ms};
 use anyhow::{Context, Result};
 use iodig_db::{Db, DbFactory, Execution, Record, Status};
@@ -74,7 +74,7 @@ impl Drop for LedgerSaver {
 }
 
 /// Refuses a run directory that holds no ledger: its run wrote no versioned values.
-pub fn require_ledger(run_dir: &Path) -> Result<()> {
+pub fn require_ledger(run_dir: &Path) -> Result<(), RunError> {
     if run_dir.join(LEDGER_FILE).is_file() {
         return Ok(());
     }
@@ -323,7 +323,7 @@ fn severity(verdict: &str) -> u8 {
 }
 
 /// The run directory `iodig verify` was given, checked.
-pub fn run_dir_arg(path: &Path) -> Result<PathBuf> {
+pub fn run_dir_arg(path: &Path) -> Result<PathBuf, RunError> {
     if !path.join(iodig_model::files::RUN).is_file() {
         return Err(UsageError(format!(
             "{}: not a run directory (no run.json); give the directory iodig run printed as 'run directory:'",

@@ -20,7 +20,7 @@ pub use ratio::{better, lower, significance};
 use crate::analysis::{sweeps_of, LatencyOp, Point, WorkloadSweep, OP_SERIES};
 use crate::data::{load_run, RunData};
 use crate::doc::Doc;
-use anyhow::{bail, Result};
+use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
 use std::path::PathBuf;
 
@@ -190,7 +190,7 @@ fn run_ops(r: &RunData) -> Vec<&'static str> {
 /// Which latency the comparison uses: `--op` when every run measured it (all ops always), else
 /// READ when every run has reads, else all ops with a caveat. Runs that share no operation at
 /// all, or an `--op` some run lacks, are refused naming what each run has.
-pub fn choose_op(runs: &[RunData], asked: Option<&LatencyOp>) -> Result<OpChoice> {
+pub fn choose_op(runs: &[RunData], asked: Option<&LatencyOp>) -> Result<OpChoice, ReportError> {
     let per_run: Vec<Vec<&str>> = runs.iter().map(run_ops).collect();
     let has = |op: &str| per_run.iter().all(|ops| ops.contains(&op));
     let listing = || {
@@ -202,10 +202,10 @@ pub fn choose_op(runs: &[RunData], asked: Option<&LatencyOp>) -> Result<OpChoice
     };
     let common: Vec<&str> = OP_SERIES.iter().copied().filter(|op| has(op)).collect();
     if common.is_empty() {
-        bail!(
+        return Err(ReportError::Op(format!(
             "the runs have no operation in common ({}): there is no latency to compare; compare runs of workloads that share an operation",
             listing()
-        );
+        )));
     }
     match asked {
         Some(LatencyOp::All) => Ok(OpChoice {
@@ -215,12 +215,12 @@ pub fn choose_op(runs: &[RunData], asked: Option<&LatencyOp>) -> Result<OpChoice
         Some(op) => {
             let series = op.series().unwrap_or("READ");
             if !has(series) {
-                bail!(
+                return Err(ReportError::Op(format!(
                     "--op {}: not measured by every run ({}); choose one they share ({}) or --op all",
                     op.words(),
                     listing(),
                     common.join(", ").to_lowercase()
-                );
+                )));
             }
             Ok(OpChoice {
                 op: op.clone(),
@@ -259,31 +259,32 @@ fn slug(title: &str) -> String {
 
 /// Reads the runs and writes compare.html, compare.md and one SVG file per chart into
 /// `opts.out`.
-pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
+pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput, ReportError> {
     if opts.runs.len() < 2 {
-        bail!(
+        return Err(ReportError::Runs(format!(
             "compare needs at least two run directories (the baseline first), got {}",
             opts.runs.len()
-        );
+        )));
     }
     let runs = opts
         .runs
         .iter()
         .map(|p| load_run(p))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map_err(ReportError::RunDir)?;
     if runs[0].run_steps().next().is_none() {
-        bail!(
+        return Err(ReportError::Runs(format!(
             "{}: the baseline has no run steps to compare",
             opts.runs[0].display()
-        );
+        )));
     }
     let op = choose_op(&runs, opts.op.as_ref())?;
     let c = compare_doc(&runs, opts.fail_on_regression_pct, &op);
     std::fs::create_dir_all(&opts.out).map_err(|e| {
-        anyhow::anyhow!(
+        ReportError::Output(anyhow::anyhow!(
             "--out {}: cannot create the directory ({e}); choose a writable directory",
             opts.out.display()
-        )
+        ))
     })?;
     // Each chart also stands alone as an SVG file, for slides and for compare.md to show.
     let mut files = Vec::new();
@@ -291,7 +292,7 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
     for (i, chart) in c.doc.charts().enumerate() {
         let name = format!("compare-{:02}-{}.svg", i + 1, slug(chart.title()));
         let p = opts.out.join(&name);
-        write_atomic(&p, chart.svg().as_bytes())?;
+        write_atomic(&p, chart.svg().as_bytes()).map_err(ReportError::Output)?;
         svg_names.push(name);
         files.push(p);
     }
@@ -300,7 +301,7 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput> {
         (MARKDOWN, crate::markdown::render_linked(&c.doc, &svg_names)),
     ] {
         let p = opts.out.join(name);
-        write_atomic(&p, text.as_bytes())?;
+        write_atomic(&p, text.as_bytes()).map_err(ReportError::Output)?;
         files.push(p);
     }
     Ok(CompareOutput {

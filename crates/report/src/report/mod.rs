@@ -23,7 +23,7 @@ pub use io_summary::size_short;
 use crate::analysis::{self, LatencyOp, Report};
 use crate::data::{load_run, RunData};
 use crate::doc::Doc;
-use anyhow::{bail, Result};
+use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
 use std::path::{Path, PathBuf};
 
@@ -52,23 +52,26 @@ pub struct ReportOptions {
 
 /// Reads `run_dir`, writes the report files into it (READ latency first), and returns their
 /// paths.
-pub fn write_report(run_dir: &Path) -> Result<ReportOutput> {
+pub fn write_report(run_dir: &Path) -> Result<ReportOutput, ReportError> {
     write_report_with(run_dir, &ReportOptions::default())
 }
 
 /// [`write_report`] with options; an `--op` the run never measured is refused, naming it.
-pub fn write_report_with(run_dir: &Path, opts: &ReportOptions) -> Result<ReportOutput> {
-    let run = load_run(run_dir)?;
+pub fn write_report_with(
+    run_dir: &Path,
+    opts: &ReportOptions,
+) -> Result<ReportOutput, ReportError> {
+    let run = load_run(run_dir).map_err(ReportError::RunDir)?;
     if let Some(op) = &opts.op {
         let points: Vec<_> = analysis::sweeps_of(&run, op);
         let all_points = points.iter().flat_map(|s| s.points.iter());
         if !op.measured_in(all_points.clone()) {
-            bail!(
+            return Err(ReportError::Op(format!(
                 "--op {}: {} measured no such operation (it has {}); choose one of those or --op all",
                 op.words(),
                 run_dir.display(),
                 measured_list(&analysis::measured_ops(all_points))
-            );
+            )));
         }
     }
     let report = analysis::analyse_with(&run, &opts.op.clone().unwrap_or_default());
@@ -84,7 +87,7 @@ pub fn write_report_with(run_dir: &Path, opts: &ReportOptions) -> Result<ReportO
     let mut files = Vec::new();
     for (name, bytes) in outputs {
         let p = run_dir.join(name);
-        write_atomic(&p, &bytes)?;
+        write_atomic(&p, &bytes).map_err(ReportError::Output)?;
         files.push(p);
     }
     Ok(ReportOutput {
