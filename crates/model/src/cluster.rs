@@ -38,8 +38,10 @@ impl ClusterDoc {
 pub struct NodeFacts {
     /// The node's client (CQL) address.
     pub address: String,
+    /// Data center the node is in, as the database reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datacenter: Option<String>,
+    /// Rack within the data center, as the database reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rack: Option<String>,
     /// Database version the node reports.
@@ -83,13 +85,19 @@ pub struct ObservedHost {
 pub struct HostNode {
     /// Its client address (`127.0.0.2:9042`).
     pub address: String,
+    /// Process id of the node on that host.
     pub pid: u32,
     /// The cgroup its IO is charged to, relative to the IO hierarchy's root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
+    /// Its data directories (cassandra.yaml's `data_file_directories`, else `<storagedir>/data`).
     pub data_dirs: Vec<String>,
+    /// Its commit-log directory (`commitlog_directory`, else `<storagedir>/commitlog`); none when
+    /// neither is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commitlog_dir: Option<String>,
+    /// Its log directory (the JVM's `-Dcassandra.logdir`), where `debug.log` is read; none when not
+    /// given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_dir: Option<String>,
     /// Bytes under the data directories when the run started (the node's load).
@@ -109,11 +117,14 @@ pub struct ClockSample {
 /// One observed host's part of a step (in `StepSummary::nodes`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeStep {
+    /// The host as given to `--observe` ([`ObservedHost::host`]).
     pub host: String,
     /// Directory of its files, relative to the run directory.
     pub dir: String,
+    /// The host's clock against this machine's just before the step; none when it did not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_before: Option<ClockSample>,
+    /// The same just after the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_after: Option<ClockSample>,
     /// Milliseconds subtracted from every timestamp of the host's files, so they are on this
@@ -130,8 +141,11 @@ pub struct NodeStep {
 /// What an observer on another host measured over one step, before it is written.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct NodeObservation {
+    /// The host's block-IO trace of the step; none when it took none (see `trace_error`).
     pub trace: Option<TraceDoc>,
+    /// The host's system samples of the step; none when its sampler could not start.
     pub sys: Option<SysDoc>,
+    /// The node's flushes and compactions during the step, from its own logs.
     #[serde(default)]
     pub events: Vec<DbEvent>,
     /// Why the trace is missing, when it is.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 pub struct DbEvent {
     /// `flush`, `compaction` or `file_deletion`.
     pub kind: String,
+    /// When the event began (unix ms); an instant event's only time.
     pub start_unix_ms: u64,
     /// None while the event has not finished (or its end is not in the log); instant events
     /// have `end == start`.

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 pub struct IntegrityDoc {
     /// `run` (checked at the end of the run) or `verify` (by `iodig verify` afterwards).
     pub checked_by: String,
+    /// When the read-back finished (unix ms).
     pub checked_unix_ms: u64,
     /// How the values were read back, e.g. `cassandra at QUORUM` or `rocksdb`.
     pub read_with: String,
@@ -40,6 +41,7 @@ pub struct IntegrityDoc {
 /// One key found wrong.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntegrityExample {
+    /// The record's key as the workload names it.
     pub key: String,
     /// `missing`, `stale`, `corrupt`.
     pub verdict: String,
@@ -56,8 +58,11 @@ pub struct IntegrityExample {
 /// Reads judged while the workload ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadsJudged {
+    /// Values the run's own reads returned that had a write to judge them by.
     pub checked: u64,
+    /// Of those, values older than a write acknowledged before the read began.
     pub stale: u64,
+    /// Of those, values that are not one iodig wrote.
     pub corrupt: u64,
 }
 

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::str::FromStr;
 
-/// A property whose value cannot be used; the message names it and says what would fix it.
 /// The properties that make two loads the same dataset: another value loads other data (the
 /// runner's dataset marker, `compare`'s caveats).
 pub const DATASET_PROPERTIES: [&str; 12] = [
@@ -24,6 +23,7 @@ pub const DATASET_PROPERTIES: [&str; 12] = [
     "table",
 ];
 
+/// A property whose value cannot be used; the message names it and says what would fix it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
 pub struct PropertyError(pub String);
@@ -37,6 +37,8 @@ pub struct Properties {
 }
 
 impl Properties {
+    /// No properties yet: add files with [`Properties::load_file`], then overrides with
+    /// [`Properties::apply_override`].
     pub fn new() -> Self {
         Self::default()
     }
@@ -90,6 +92,7 @@ impl Properties {
         }
     }
 
+    /// Sets a property as iodig's own choice (its origin reads `iodig`), replacing any value.
     pub fn set(&mut self, key: &str, value: impl Into<String>) {
         self.set_from(key, &value.into(), "iodig");
     }
@@ -106,19 +109,23 @@ impl Properties {
         self.origin.insert(key.to_string(), origin.to_string());
     }
 
+    /// The value; none when the property is not set.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.map.get(key).map(String::as_str)
     }
 
+    /// Whether the property is set, to any value.
     pub fn contains(&self, key: &str) -> bool {
         self.map.contains_key(key)
     }
 
+    /// Unsets a property, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
         self.origin.remove(key);
         self.map.remove(key)
     }
 
+    /// The value, or `default` when the property is not set.
     pub fn get_str<'a>(&'a self, key: &str, default: &'a str) -> &'a str {
         self.get(key).unwrap_or(default)
     }
@@ -147,10 +154,12 @@ impl Properties {
         }
     }
 
+    /// A whole number ≥ 0, or `default` when the property is not set.
     pub fn get_u64(&self, key: &str, default: u64) -> Result<u64, PropertyError> {
         self.parse(key, default, "a whole number ≥ 0")
     }
 
+    /// A finite number, or `default` when the property is not set.
     pub fn get_f64(&self, key: &str, default: f64) -> Result<f64, PropertyError> {
         let v: f64 = self.parse(key, default, "a number")?;
         if v.is_finite() {
@@ -162,6 +171,7 @@ impl Properties {
         }
     }
 
+    /// `true` or `false` (any case), or `default` when the property is not set.
     pub fn get_bool(&self, key: &str, default: bool) -> Result<bool, PropertyError> {
         match self.get(key).map(|v| v.trim().to_ascii_lowercase()) {
             None => Ok(default),
@@ -193,10 +203,14 @@ impl Properties {
         }
     }
 
+    /// Every property and its value in name order, secret values included; for anything
+    /// recorded or shown use [`Properties::to_redacted_map`].
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.map.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// A copy of every property, secret values included; for anything recorded or shown use
+    /// [`Properties::to_redacted_map`].
     pub fn to_map(&self) -> BTreeMap<String, String> {
         self.map.clone()
     }

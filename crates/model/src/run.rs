@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 /// The root document of a run directory (`run.json`), rewritten atomically after every step.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunDoc {
+    /// The [`crate::SCHEMA_VERSION`] it was written in; readers refuse versions they do not read
+    /// ([`crate::reading::check_schema`]).
     pub schema_version: u32,
+    /// The iodig that wrote the run, and the command line it was given.
     pub tool: ToolInfo,
     /// Unix time in milliseconds when the run started.
     pub started_unix_ms: u64,
@@ -16,7 +19,9 @@ pub struct RunDoc {
     /// `running`, `completed`, `interrupted` (Ctrl-C / SIGTERM), `failed`, or `killed` (its
     /// iodig was gone while it said `running`; see [`crate::reading`]).
     pub status: String,
+    /// What was asked for: enough to repeat the run, given the secrets again.
     pub config: RunConfig,
+    /// The machine and the storage under the data directory, as found when the run started.
     pub environment: Environment,
     /// Steps in the order they ran (the load step first when there was one).
     pub steps: Vec<StepSummary>,
@@ -36,9 +41,12 @@ pub struct RunDoc {
     pub integrity: Option<crate::integrity::IntegrityDoc>,
 }
 
+/// The program that wrote a run (`run.json`'s `tool`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolInfo {
+    /// Always `iodig`.
     pub name: String,
+    /// Its version (`0.1.0`), named when a reader refuses the file's schema version.
     pub version: String,
     /// The command line as typed, secret values replaced by `***` ([`crate::secret`]).
     pub command_line: Vec<String>,
@@ -75,13 +83,20 @@ pub struct RunConfig {
 /// The machine and storage the run measured.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Environment {
+    /// The machine's name (`/proc/sys/kernel/hostname`); empty when unreadable.
     pub hostname: String,
+    /// Kernel release (`/proc/sys/kernel/osrelease`, e.g. `6.1.0-18-amd64`).
     pub kernel: String,
+    /// The first `model name` of /proc/cpuinfo; empty where it has none (many ARM machines).
     pub cpu_model: String,
+    /// CPUs iodig could use (CPU affinity and cgroup quota applied); 0 when unknown.
     pub cpus: u64,
+    /// Physical memory (`MemTotal` of /proc/meminfo) in bytes; 0 when unreadable.
     pub memory_bytes: u64,
     /// The database's data directory, when it is local.
     pub data_dir: Option<String>,
+    /// The mount and disk holding `data_dir`; none without a local data directory or when its mount
+    /// could not be found.
     pub storage: Option<StorageInfo>,
     /// Kernel settings that shape storage IO, as read from /proc/sys/vm and /sys/kernel/mm:
     /// `vm.dirty_ratio`, `vm.dirty_background_ratio`, `vm.dirty_bytes`,
@@ -104,15 +119,22 @@ pub struct Environment {
 /// The file system and block device under the data directory.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StorageInfo {
+    /// Mount point of the file system holding the data directory.
     pub mount_point: String,
+    /// File system type (`ext4`, `xfs`, …).
     pub fs_type: String,
+    /// The mount's source as /proc/self/mountinfo gives it (`/dev/nvme0n1p2`, `/dev/mapper/…`).
     pub source: String,
     /// Whole-disk block device name (e.g. `nvme0n1`, `vda`), when one could be resolved.
     pub device: Option<String>,
     /// `MAJ:MIN` of that whole disk.
     pub dev_t: Option<String>,
+    /// The whole disk's `device/model` in sysfs; none when it reports none (virtio disks).
     pub model: Option<String>,
+    /// `queue/rotational`: true for a spinning disk (a virtual disk may say either).
     pub rotational: Option<bool>,
+    /// `queue/scheduler` as read: the schedulers on offer, the active one in brackets, e.g.
+    /// `none [mq-deadline] kyber`.
     pub scheduler: Option<String>,
     /// Fields below: none in run.json files from before they were kept.
     /// The drive's firmware revision (`device/firmware_rev`, `device/rev`), when it tells.
@@ -125,8 +147,10 @@ pub struct StorageInfo {
     /// own then the super block's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_options: Option<String>,
+    /// Read-ahead of the whole disk in KiB (`queue/read_ahead_kb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_ahead_kb: Option<u64>,
+    /// Requests the block layer may queue for the disk, per hardware queue (`queue/nr_requests`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nr_requests: Option<u64>,
     /// `write back` or `write through` (queue/write_cache).
@@ -153,7 +177,9 @@ pub struct StepSummary {
     pub dir: String,
     /// Workload label (`workloada`, …).
     pub workload: String,
+    /// Worker threads (YCSB's `-threads`) of this step.
     pub threads: u64,
+    /// Target rate of the whole client in ops/s (YCSB's `-target`); none = as fast as possible.
     pub target_ops_per_sec: Option<f64>,
     /// Unix time (ms) when measurement started (after warm-up).
     pub started_unix_ms: u64,
@@ -161,6 +187,8 @@ pub struct StepSummary {
     pub runtime_ms: u64,
     /// Operations done in the measured window, failed ones included (as YCSB counts them).
     pub operations: u64,
+    /// `operations` per second of `runtime_ms` (YCSB's `[OVERALL], Throughput(ops/sec)`); 0 when
+    /// the runtime is 0.
     pub throughput_ops_per_sec: f64,
     /// True when Ctrl-C, SIGTERM or a fatal error ended the step early.
     pub interrupted: bool,
@@ -171,6 +199,7 @@ pub struct StepSummary {
     /// How the block IO underneath was observed (`ebpf`, `diskstats`, `off`), and why.
     #[serde(default)]
     pub trace_mode: Option<String>,
+    /// Why the trace ran in that mode when it is not the one asked for (the trace's `note`).
     #[serde(default)]
     pub trace_note: Option<String>,
     /// CPU time (user + system, seconds) iodig's own process used in the measured window
@@ -213,15 +242,25 @@ impl StepSummary {
 /// Latency distribution of one series, in microseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SeriesSummary {
+    /// Operations recorded.
     pub count: u64,
+    /// Mean latency in µs.
     pub mean_us: f64,
+    /// Lowest latency in µs.
     pub min_us: u64,
+    /// Highest latency in µs.
     pub max_us: u64,
+    /// Median latency in µs.
     pub p50_us: u64,
+    /// 90th percentile latency in µs.
     pub p90_us: u64,
+    /// 95th percentile latency in µs.
     pub p95_us: u64,
+    /// 99th percentile latency in µs.
     pub p99_us: u64,
+    /// 99.9th percentile latency in µs.
     pub p999_us: u64,
+    /// 99.99th percentile latency in µs.
     pub p9999_us: u64,
 }
 
@@ -236,6 +275,7 @@ pub struct Sample {
     pub secs: f64,
     /// All operations completed in the interval.
     pub operations: u64,
+    /// `operations` over `secs`; 0 for an interval of no length.
     pub ops_per_sec: f64,
     /// Per-series figures for the interval.
     pub series: BTreeMap<String, SeriesSummary>,
@@ -243,18 +283,28 @@ pub struct Sample {
 
 /// The files of a step directory, by role.
 pub mod files {
+    /// The root document at the top of the run directory ([`crate::RunDoc`]).
     pub const RUN: &str = "run.json";
+    /// The step's [`crate::StepSummary`]; written last, so a step directory that has it is whole.
     pub const STEP_SUMMARY: &str = "summary.json";
+    /// The client's per-second samples ([`crate::Sample`]).
     pub const TIMESERIES: &str = "timeseries.json";
+    /// Whole-step HDR histograms per series ([`crate::StepHistograms`]).
     pub const HISTOGRAMS: &str = "histograms.json";
+    /// HdrHistogram interval log: one tagged histogram per series per second, in µs.
     pub const HDR_LOG: &str = "latency.hlog";
     /// The same histograms keyed by the second each operation started in (not ended).
     pub const HDR_START_LOG: &str = "latency-by-start.hlog";
     /// Every traced IO of the step, one CSV line each (`run --events`, eBPF only).
     pub const IO_EVENTS: &str = "io-events.csv";
+    /// YCSB's summary text, as printed on stdout.
     pub const YCSB_TEXT: &str = "ycsb.txt";
+    /// Block-IO trace of the measured window ([`crate::trace::TraceDoc`]).
     pub const TRACE: &str = "trace.json";
+    /// System samples of the step ([`crate::sys::SysDoc`]).
     pub const SYSSTAT: &str = "sys.json";
+    /// The database's flushes, compactions and file deletions, and faults injected
+    /// ([`crate::events::DbEvent`]).
     pub const EVENTS: &str = "db-events.json";
     /// In a merged step: each client's part ([`super::ClientStep`]).
     pub const CLIENTS: &str = "clients.json";
@@ -273,9 +323,13 @@ pub struct ClientStep {
     pub run: String,
     /// Directory of its files in the merged run, relative to the run directory.
     pub dir: String,
+    /// Start of its measured window (unix ms).
     pub started_unix_ms: u64,
+    /// Its measured wall time in ms.
     pub runtime_ms: u64,
+    /// Its operations in the measured window, failed ones included.
     pub operations: u64,
+    /// How it observed the block IO (`ebpf`, `diskstats`, `off`); none when it traced nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_mode: Option<String>,
     /// The files kept under `dir` (`trace.json`, `sys.json`, `db-events.json`, `nodes/…`).
@@ -286,18 +340,26 @@ pub struct ClientStep {
 /// steps, repetitions and clients merge exactly.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StepHistograms {
+    /// Unit of the recorded values: `us` (microseconds).
     pub unit: String,
+    /// By YCSB series name, the whole step's histogram: HDR V2 deflate encoding, base64.
     pub series: BTreeMap<String, String>,
 }
 
 /// The operation types measured, with YCSB's series names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum OpKind {
+    /// `READ`: one record read by key.
     Read,
+    /// `UPDATE`: fields of an existing record written.
     Update,
+    /// `INSERT`: a new record written.
     Insert,
+    /// `SCAN`: records read in key order from a start key.
     Scan,
+    /// `READ-MODIFY-WRITE`: a read then an update of the same record, timed as one operation.
     ReadModifyWrite,
+    /// `DELETE`: one record removed.
     Delete,
     /// Data-integrity check of a read (`dataintegrity=true`), as YCSB's `VERIFY`.
     Verify,
@@ -306,6 +368,7 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    /// Every kind, in the order of [`OpKind::index`].
     pub const ALL: [OpKind; 8] = [
         OpKind::Read,
         OpKind::Update,
@@ -331,6 +394,7 @@ impl OpKind {
         }
     }
 
+    /// Position in [`OpKind::ALL`], for arrays indexed by kind.
     pub fn index(self) -> usize {
         self as usize
     }

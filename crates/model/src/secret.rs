@@ -167,6 +167,7 @@ fn redact_line(line: &str) -> Cow<'_, str> {
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a secret value so that printing it shows [`REDACTED`].
     pub fn new(s: impl Into<String>) -> Self {
         Secret(s.into())
     }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// The system samples of one step (`sys.json`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SysDoc {
+    /// The machine the samples were taken on.
     pub host: HostFacts,
     /// Requested sampling interval in milliseconds.
     pub interval_ms: u64,
@@ -23,6 +24,7 @@ pub struct SysDoc {
     /// The processes that were asked for, in the order of `SysSample::procs`.
     #[serde(default)]
     pub processes: Vec<ProcInfo>,
+    /// One per interval, oldest first.
     pub samples: Vec<SysSample>,
     /// Readings that failed and were skipped (a file missing from /proc, a permission), one line
     /// each, deduplicated, so a gap in the series has a stated reason.
@@ -35,9 +37,11 @@ pub struct SysDoc {
 pub struct HostFacts {
     /// CPUs listed in /proc/stat at the start (online CPUs).
     pub cpus: u32,
+    /// Physical memory (`MemTotal` of /proc/meminfo) in bytes.
     pub mem_total_bytes: u64,
     /// USER_HZ: the unit of the CPU tick counters in /proc (usually 100).
     pub clock_ticks_per_s: u64,
+    /// Memory page size in bytes (usually 4096): the unit of RSS in /proc/PID/stat.
     pub page_size_bytes: u64,
     /// Interfaces summed into `NetSample::ext` at the start (every interface but `lo`).
     #[serde(default)]
@@ -47,10 +51,14 @@ pub struct HostFacts {
 /// A process that was asked to be sampled.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcInfo {
+    /// Who the process is, as the caller named it (`iodig`, `cassandra 127.0.0.2:9042`, `node …` on
+    /// an observed host).
     pub label: String,
+    /// Process id on the sampled host.
     pub pid: u32,
     /// Command name from /proc/PID/stat at the start; empty when the process was not found.
     pub comm: String,
+    /// What became of it by the end of sampling.
     pub state: ProcState,
     /// Unix time in ms of the first sample that found the process gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,7 +90,9 @@ pub struct SysSample {
     /// Per CPU, in /proc/stat order; empty unless per-CPU sampling was asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_cpu: Vec<CpuPct>,
+    /// Memory at the end of the interval.
     pub mem: MemSample,
+    /// Network rates over the interval.
     pub net: NetSample,
     /// One per `SysDoc::processes`, same order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -94,13 +104,22 @@ pub struct SysSample {
 /// `user` and `nice` include guest time, as the kernel counts it there.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuPct {
+    /// User mode, guest time included.
     pub user: f64,
+    /// User mode of niced (positive nice) processes, niced guest time included.
     pub nice: f64,
+    /// Kernel mode, interrupt handling excluded.
     pub system: f64,
+    /// Idle with IO outstanding: not work (see [`CpuPct::busy`]), but a sign of waiting for
+    /// storage.
     pub iowait: f64,
+    /// Hardware interrupt handling.
     pub irq: f64,
+    /// Softirq handling (network and block completions, timers).
     pub softirq: f64,
+    /// Taken by the hypervisor for other guests (virtual machines only).
     pub steal: f64,
+    /// Idle with no IO outstanding.
     pub idle: f64,
 }
 
@@ -115,12 +134,15 @@ impl CpuPct {
 /// Memory at the end of the interval, from /proc/meminfo, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct MemSample {
+    /// MemTotal: physical memory usable by the kernel.
     pub total_bytes: u64,
+    /// MemFree: memory not used at all (page cache is not free).
     pub free_bytes: u64,
     /// MemAvailable: the kernel's estimate of memory usable without swapping.
     pub available_bytes: u64,
     /// Page cache (Cached), excluding buffers.
     pub cached_bytes: u64,
+    /// Buffers: block-device cache, mostly file-system metadata.
     pub buffers_bytes: u64,
     /// Page cache waiting to be written back.
     pub dirty_bytes: u64,
@@ -137,32 +159,44 @@ pub struct NetSample {
     pub lo: NetRates,
 }
 
+/// Traffic of a set of interfaces over the interval, from /proc/net/dev, per second.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetRates {
+    /// Bytes received per second.
     pub rx_bytes_per_s: f64,
+    /// Bytes sent per second.
     pub tx_bytes_per_s: f64,
+    /// Packets received per second.
     pub rx_packets_per_s: f64,
+    /// Packets sent per second.
     pub tx_packets_per_s: f64,
 }
 
 /// One process over the interval.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcSample {
+    /// As in the matching [`ProcInfo`].
     pub label: String,
+    /// As in the matching [`ProcInfo`].
     pub pid: u32,
+    /// Whether the process could be read in this interval.
     pub state: ProcState,
     /// Absent when the process could not be read for this interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<ProcStats>,
 }
 
+/// CPU, memory and IO of one process over one interval (/proc/PID/stat, /proc/PID/io), its children
+/// not included.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcStats {
     /// User CPU as percent of one CPU (all threads; 250 means two and a half CPUs), like top.
     pub cpu_user_pct: f64,
+    /// System (kernel-mode) CPU as percent of one CPU, all threads.
     pub cpu_system_pct: f64,
     /// Resident set size at the end of the interval.
     pub rss_bytes: u64,
+    /// Threads at the end of the interval.
     pub threads: u64,
     /// From /proc/PID/io; absent when that file is unreadable (permission, no task IO accounting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -170,6 +204,7 @@ pub struct ProcStats {
 }
 
 impl ProcStats {
+    /// User + system CPU, in percent of one CPU.
     pub fn cpu_pct(&self) -> f64 {
         self.cpu_user_pct + self.cpu_system_pct
     }
@@ -192,31 +227,41 @@ pub struct ProcIo {
 /// Mean (weighted by interval length) and maximum of one series.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct MeanMax {
+    /// Mean over the samples, each weighted by its length in seconds.
     pub mean: f64,
+    /// Highest sample; 0 when there was none.
     pub max: f64,
 }
 
 /// What a report shows about the system next to the benchmark figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SysSummary {
+    /// Samples summarised.
     pub samples: usize,
     /// Total seconds covered by the samples.
     pub secs: f64,
     /// All-CPU busy percent (see [`CpuPct::busy`]).
     pub cpu_busy_pct: MeanMax,
+    /// All-CPU iowait percent (see [`CpuPct::iowait`]).
     pub cpu_iowait_pct: MeanMax,
+    /// Page cache waiting to be written back, in bytes.
     pub dirty_bytes: MeanMax,
+    /// Page cache being written back, in bytes.
     pub writeback_bytes: MeanMax,
     /// One per `SysDoc::processes`, same order, over the intervals where the process was read.
     pub procs: Vec<ProcSummary>,
 }
 
+/// One sampled process over the step.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcSummary {
+    /// As in the matching [`ProcInfo`].
     pub label: String,
+    /// As in the matching [`ProcInfo`].
     pub pid: u32,
     /// User + system CPU in percent of one CPU.
     pub cpu_pct: MeanMax,
+    /// Resident set size in bytes.
     pub rss_bytes: MeanMax,
 }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 /// The process that writes a run directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Writer {
+    /// Process id of the writing iodig on `host`.
     pub pid: u32,
     /// Start time of the process in clock ticks since boot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -18,12 +19,14 @@ pub struct Writer {
     /// `/proc/sys/kernel/random/boot_id` when the run started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_id: Option<String>,
+    /// Name of the host it runs on (`/proc/sys/kernel/hostname`); empty when unreadable.
     pub host: String,
 }
 
 /// Whether a recorded writer is still at work, as far as this reader can tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriterState {
+    /// A process with that pid runs on this host (with the same start time, when one was recorded).
     Alive,
     /// The process is gone; the reason says how the reader knows.
     Gone(String),

@@ -7,10 +7,13 @@ use std::collections::BTreeMap;
 /// A size range holding a share of one op's IOs, e.g. "74% 508–512 KiB".
 #[derive(Debug, Clone, PartialEq)]
 pub struct SizeBand {
+    /// Lower bound in bytes, excluded.
     pub lower: u64,
+    /// Upper bound in bytes, included; `u64::MAX` for the "> 2 GiB" band.
     pub upper: u64,
     /// Fraction of the op's IOs (0..=1).
     pub share: f64,
+    /// Share and range as shown: "74% 508–512 KiB", "80% > 2 GiB".
     pub label: String,
 }
 
@@ -18,14 +21,19 @@ pub struct SizeBand {
 /// two above) with its share of one op's IOs and bytes: the blog's "74 % 508 KB–512 KB".
 #[derive(Debug, Clone, PartialEq)]
 pub struct NarrowBand {
+    /// Lower bound in bytes, excluded.
     pub lower: u64,
+    /// Upper bound in bytes, included.
     pub upper: u64,
     /// "508–512 KiB".
     pub label: String,
+    /// IOs in the bucket.
     pub ios: u64,
+    /// Bytes of those IOs (the by-volume histogram's count).
     pub bytes: u64,
     /// Percent of the op's IOs and of its bytes (0..=100).
     pub pct_ios: f64,
+    /// Percent of the op's bytes (0..=100).
     pub pct_bytes: f64,
 }
 

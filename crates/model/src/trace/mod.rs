@@ -24,13 +24,18 @@ pub struct TraceDoc {
     /// eBPF attach flavour (`tp_btf` or `raw_tp`); none in other modes.
     #[serde(default)]
     pub attach: Option<String>,
+    /// Start of the traced window (unix ms).
     pub start_unix_ms: u64,
+    /// End of the traced window (unix ms).
     pub end_unix_ms: u64,
     /// Width of the sub-second slots behind the `*_max` per-second figures.
     pub slot_ms: u32,
     /// False in diskstats mode: no size or latency histograms, only iostat's figures.
     pub histograms: bool,
+    /// One per whole disk traced; a disk picked automatically that saw no IO is left out.
     pub devices: Vec<DeviceTrace>,
+    /// The tracer's blind spots and its totals against /proc/diskstats (and the attribution, see
+    /// [`TraceDoc::attribution`]).
     pub self_check: SelfCheck,
     /// CSV file of raw per-IO events, when asked for with `--events`.
     #[serde(default)]
@@ -75,26 +80,33 @@ pub struct Attribution {
 /// One class's reads or writes on one device, split by background IO (docs/tracing.md).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClassSplit {
+    /// Whole-disk name (`vda`, `nvme0n1`).
     pub device: String,
+    /// `read` or `write`.
     pub op: String,
+    /// Activity class of the submitting thread (`rocksdb.read`, `cassandra.compaction`, …).
     pub class: String,
     /// IOs during whose life (request allocation → completion) a background-class request was
     /// in the block layer: in flight when they started, or started before they completed.
     pub with_background: SplitSide,
+    /// IOs during whose life no background-class request was in the block layer.
     pub without_background: SplitSide,
 }
 
 /// Queue and device time of a set of IOs (those issued and completed while tracing).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SplitSide {
+    /// IOs on this side, counted at final completion.
     pub ios: u64,
     /// Sums in ns of OS queue time (request allocation → issue to the driver) and of device
     /// time (issue → completion); over the window's length, the mean depth this class held
     /// queued in the OS and at the device.
     pub queue_ns_sum: u64,
+    /// Device time (issue → completion) summed over these IOs, in ns; see `queue_ns_sum`.
     pub device_ns_sum: u64,
     /// Distributions, ±12 % buckets.
     pub queue: Option<Latency>,
+    /// Device time distribution, ±12 % buckets; none when no IO was timed.
     pub device: Option<Latency>,
 }
 
@@ -121,7 +133,9 @@ impl ClassSplit {
 /// One activity class: its name (`group.activity`), what it means and the threads it matches.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClassInfo {
+    /// `group.activity`, e.g. `cassandra.flush`, `kernel.writeback`, `other`.
     pub name: String,
+    /// What IO of the class is, in a sentence for the reader.
     pub description: String,
     /// Thread-name patterns (`Prefix*` or exact) with the ops they take, e.g. `iodig-worker* (write)`.
     #[serde(default)]
@@ -131,8 +145,12 @@ pub struct ClassInfo {
 /// What one submitter did on one device and op.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct AttrRow {
+    /// Whole-disk name (`vda`, `nvme0n1`).
     pub device: String,
+    /// Op name, one of [`OPS`].
     pub op: String,
+    /// Activity class from the thread name; `unknown` when not seen at submission, `capped` past
+    /// the kernel's key cap.
     pub class: String,
     /// Kernel id of the cgroup charged (the cgroup directory's inode number); 0 = none known.
     pub cgroup_id: u64,
@@ -142,8 +160,11 @@ pub struct AttrRow {
     pub pid: u32,
     /// The process's name (its main thread's comm) and the first submitting thread seen.
     pub process: String,
+    /// Name of the first submitting thread seen (its comm, at most 15 characters).
     pub thread: String,
+    /// IOs completed, each counted once at final completion.
     pub ios: u64,
+    /// Bytes completed, partial completions included (as the device totals count them).
     pub bytes: u64,
     /// Sizes, `lower < size <= upper`, ±12 % buckets.
     #[serde(default)]
@@ -156,13 +177,18 @@ pub struct AttrRow {
     pub seconds: Vec<AttrSecond>,
 }
 
+/// One unix second of an attribution row.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct AttrSecond {
+    /// Start of the second (unix ms, a multiple of 1000).
     pub unix_ms: u64,
+    /// IOs completed in the second.
     pub ios: u64,
+    /// Bytes completed in the second.
     pub bytes: u64,
     /// The busiest slot of the second, as rates.
     pub iops_max: f64,
+    /// The busiest slot's bytes as MB/s (MB = 10^6 bytes).
     pub mb_s_max: f64,
     /// The depth these IOs held in the block layer (queued or at the device): the time its IOs
     /// completed in this second spent there (allocation → completion), over one second.
@@ -179,7 +205,9 @@ pub struct Watched {
     pub target: String,
     /// What it resolved to: a cgroup path with its id, or `pid N (name)`.
     pub name: String,
+    /// IOs of the rows it matched.
     pub ios: u64,
+    /// Bytes of the rows it matched.
     pub bytes: u64,
     /// IOs and bytes per class.
     #[serde(default)]
@@ -189,37 +217,57 @@ pub struct Watched {
 /// Attribution rows summed for one device and op, against the device's totals.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct AttrCheck {
+    /// Whole-disk name.
     pub device: String,
+    /// Op name, one of [`OPS`].
     pub op: String,
+    /// IOs in the device's totals ([`OpTrace::ios`]).
     pub device_ios: u64,
+    /// IOs summed over the attribution rows; should equal `device_ios`.
     pub class_ios: u64,
+    /// Bytes in the device's totals ([`OpTrace::bytes`]).
     pub device_bytes: u64,
+    /// Bytes summed over the attribution rows; should equal `device_bytes`.
     pub class_bytes: u64,
 }
 
 /// Static facts about a whole-disk device that explain its trace (size clusters, flushes).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DeviceInfo {
+    /// Kernel name of the whole disk (`nvme0n1`, `vda`, `loop0`).
     pub name: String,
     /// `MAJ:MIN` as in /sys/dev/block.
     pub dev: String,
+    /// `device/model` in sysfs; none when the disk reports none (virtio, loop).
     pub model: Option<String>,
+    /// `queue/rotational`: true for a spinning disk (a virtual disk may say either).
     pub rotational: Option<bool>,
     /// The active I/O scheduler (the bracketed entry of queue/scheduler).
     pub scheduler: Option<String>,
+    /// `queue/nr_requests`: requests the block layer may queue for the disk, per hardware queue.
     pub nr_requests: Option<u64>,
+    /// `queue/max_sectors_kb`: the largest request the block layer sends, in KiB; larger IO is
+    /// split.
     pub max_sectors_kb: Option<u64>,
+    /// `queue/discard_max_bytes`: the largest discard the disk takes, in bytes; 0 = no discard.
     pub discard_max_bytes: Option<u64>,
     /// `write back` (volatile cache: flushes reach the device) or `write through`.
     pub write_cache: Option<String>,
+    /// Where a file system on the disk is mounted, when the disk was found from a path; the tracer
+    /// leaves it none in `trace.json`.
     pub mount_point: Option<String>,
+    /// That file system's type (`ext4`, `xfs`), under the same condition as `mount_point`.
     pub fs_type: Option<String>,
 }
 
+/// The trace of one whole disk over the window: totals per op and a per-second series.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct DeviceTrace {
+    /// Kernel name of the whole disk (`nvme0n1`, `vda`, `loop0`).
     pub name: String,
+    /// `MAJ:MIN` as in /sys/dev/block.
     pub dev: String,
+    /// Model and queue settings of the disk, from sysfs.
     pub info: Option<DeviceInfo>,
     /// Keyed by op name; read, write, discard and flush are always present.
     pub ops: BTreeMap<String, OpTrace>,
@@ -252,22 +300,32 @@ pub struct OpTrace {
 /// One histogram bucket. Sizes: `lower < value <= upper` bytes. Latencies: `lower <= ns < upper`.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Bucket {
+    /// Lower bound: bytes (excluded) or ns (included).
     pub lower: u64,
+    /// Upper bound: bytes (included) or ns (excluded).
     pub upper: u64,
+    /// IOs in the bucket; bytes in a by-volume histogram ([`OpTrace::size_bytes_hist`]).
     pub count: u64,
 }
 
 /// A latency distribution in ns. Percentiles are bucket upper bounds (≤ 6% high).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
+    /// IOs timed: the sum of the buckets.
     pub count: u64,
     /// Exact maximum when the kernel kept one (device latency), else the top bucket's bound.
     pub max_ns: u64,
+    /// Median in ns.
     pub p50_ns: u64,
+    /// 90th percentile in ns.
     pub p90_ns: u64,
+    /// 99th percentile in ns.
     pub p99_ns: u64,
+    /// 99.9th percentile in ns.
     pub p999_ns: u64,
+    /// 99.99th percentile in ns.
     pub p9999_ns: u64,
+    /// The non-empty buckets, lowest first, `lower <= ns < upper`.
     pub buckets: Vec<Bucket>,
 }
 
@@ -278,6 +336,7 @@ pub struct DeviceSecond {
     pub unix_ms: u64,
     /// Part of the second inside the traced window (edges are partial), in ms.
     pub covered_ms: u64,
+    /// Keyed by op name; read, write, discard and flush are always present, `other` when seen.
     pub ops: BTreeMap<String, OpSecond>,
     /// Time-weighted mean in-flight depth (eBPF: exact; diskstats: iostat's aqu-sz).
     pub qd_mean: Option<f64>,
@@ -291,21 +350,27 @@ pub struct DeviceSecond {
 /// One op in one second. MB = 10^6 bytes.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct OpSecond {
+    /// IOs completed in the second.
     pub ios: u64,
+    /// Bytes completed in the second (diskstats: sectors × 512).
     pub bytes: u64,
     /// Mean over the covered part of the second.
     pub mb_s: f64,
     /// The busiest slot of the second, as a rate.
     pub mb_s_max: f64,
+    /// IOs per second, over the covered part of the second.
     pub iops: f64,
+    /// The busiest slot of the second, as IOs per second.
     pub iops_max: f64,
     /// Device latency (issue → completion) of IOs completed in this second (eBPF only).
     pub lat_max_ns: Option<u64>,
+    /// p99 of the same device latency: a ±12 % bucket's upper bound, capped by `lat_max_ns`.
     pub lat_p99_ns: Option<u64>,
     /// OS time (request allocation → issue to the driver) of the same IOs, ±12 % buckets: p99
     /// and the top bucket's upper bound (eBPF only; none from tracers before it was kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_p99_ns: Option<u64>,
+    /// Upper bound of the top bucket of that OS time, in ns; see `queue_p99_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_max_ns: Option<u64>,
     /// Device latency of the same IOs as the kernel counted them, ±12 % buckets, non-empty
@@ -326,9 +391,13 @@ pub struct OpSecond {
 pub struct DiskstatsCheck {
     /// `read`, `write` (write + other write-class ops, as diskstats groups them), `discard`, `flush`.
     pub op: String,
+    /// IOs the tracer counted over the window.
     pub tracer_ios: u64,
+    /// IOs /proc/diskstats counted over the same window.
     pub diskstats_ios: u64,
+    /// Bytes the tracer counted, in 512-byte sectors.
     pub tracer_sectors: u64,
+    /// 512-byte sectors /proc/diskstats counted over the same window.
     pub diskstats_sectors: u64,
 }
 
@@ -343,10 +412,13 @@ pub struct SelfCheck {
     pub state_collisions: u64,
     /// Final completions of requests not seen at issue (in flight at attach): counted, no latency.
     pub completions_without_issue: u64,
+    /// Completions of only part of a request: their bytes are counted, the IO at its last part.
     pub partial_completions: u64,
+    /// Requests the driver gave back to the block layer to issue again (`block_rq_requeue`).
     pub requeues: u64,
     /// Program runs the kernel skipped (prog info `recursion_misses`), summed.
     pub recursion_misses: u64,
+    /// The loaded BPF programs' own statistics; empty outside eBPF mode.
     pub programs: Vec<ProgStat>,
     /// True when every device's tracer totals equal its diskstats deltas.
     pub diskstats_match: Option<bool>,
@@ -361,22 +433,31 @@ pub struct SelfCheck {
     pub attribution: Option<Attribution>,
 }
 
+/// One loaded BPF program's statistics, from the kernel's program info.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ProgStat {
+    /// Program name (`rq_issue_btf`, …).
     pub name: String,
+    /// Times the kernel ran it; like `run_time_ns`, counted only while BPF stats are on.
     pub run_cnt: u64,
     /// Zero unless BPF stats were on (`/proc/sys/kernel/bpf_stats_enabled`).
     pub run_time_ns: u64,
+    /// Runs the kernel skipped because the program was already running on that CPU.
     pub recursion_misses: u64,
 }
 
 /// One row of the briefs' summary: an op's share of all IOs and all bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpShare {
+    /// Op name, one of [`OPS`].
     pub op: String,
+    /// IOs of the op over all devices.
     pub ios: u64,
+    /// Bytes of the op over all devices.
     pub bytes: u64,
+    /// Percent of all IOs (0..=100).
     pub pct_ios: f64,
+    /// Percent of all bytes (0..=100).
     pub pct_bytes: f64,
 }
 
@@ -495,6 +576,7 @@ impl Attribution {
 }
 
 impl DeviceTrace {
+    /// The dominant size band of `op` on this disk alone; see [`dominant_band`].
     pub fn dominant_band(&self, op: &str) -> Option<SizeBand> {
         self.ops.get(op).and_then(|o| dominant_band(&o.size_hist))
     }
