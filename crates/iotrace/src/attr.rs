@@ -12,10 +12,15 @@ use std::path::{Path, PathBuf};
 
 /// Op bits of a rule (op indexes as `OPS`: read, write, discard, flush, other).
 pub const READ: u32 = 1;
+/// Writes (including the empty write that comes with an `fsync`'s flush).
 pub const WRITE: u32 = 2;
+/// Discards (trims).
 pub const DISCARD: u32 = 4;
+/// Cache flushes (an `fsync` on a device with a volatile write cache).
 pub const FLUSH: u32 = 8;
+/// Every other op: secure erase, write zeroes, zone and driver ops.
 pub const OTHER: u32 = 16;
+/// All five ops.
 pub const ANY: u32 = 31;
 /// Every op but read: what a foreground thread writes, syncs or trims.
 pub const NOT_READ: u32 = ANY & !READ;
@@ -23,16 +28,24 @@ pub const NOT_READ: u32 = ANY & !READ;
 /// One activity class: name (`group.activity`), meaning, and the thread-name patterns it
 /// takes, each `Prefix*` (prefix match) or an exact name, with the ops it applies to.
 pub struct Class {
+    /// `group.activity` (e.g. `cassandra.flush`), as rows and `attribution.classes` name it.
     pub name: &'static str,
+    /// What the class's IO is, in words, for `attribution.classes`.
     pub description: &'static str,
+    /// Thread-name patterns (at most 15 characters before any `*`) with the op bits each applies
+    /// to; empty for the rows the kernel fills without a rule.
     pub threads: &'static [(&'static str, u32)],
 }
 
 /// Rows the kernel fills without a rule: indexes fixed by the BPF side's rodata.
 pub const UNKNOWN: usize = 0;
+/// `capped`: IO of new keys once the kernel's attribution key cap is hit, one row per device × op.
 pub const CAPPED: usize = 1;
+/// `other`: user threads matching no rule.
 pub const OTHER_USER: usize = 2;
+/// `kernel.other`: kernel threads (`PF_KTHREAD`) matching no rule.
 pub const KERNEL_OTHER: usize = 3;
+/// `kernel.swap`: IO flagged `REQ_SWAP`, whichever thread submitted it, before any rule.
 pub const SWAP: usize = 4;
 
 /// The class table, in match order (first match wins, so specific patterns come first).
@@ -189,9 +202,13 @@ pub const MAX_RULES: usize = 64;
 /// A rule as the kernel matches it: `comm & mask == val` over 16 bytes, op bit in `ops`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
+    /// The pattern's bytes, NUL-padded, as the two native-endian words of a 16-byte thread name.
     pub val: [u64; 2],
+    /// Which bytes must equal `val`: the prefix, plus the NUL after an exact name.
     pub mask: [u64; 2],
+    /// Op bits ([`READ`], [`WRITE`], …) the rule applies to.
     pub ops: u32,
+    /// Index in [`CLASSES`] of the class a matching IO gets.
     pub class: u32,
 }
 
@@ -289,6 +306,7 @@ pub fn class_infos() -> Vec<ClassInfo> {
 /// The cgroup hierarchy IO is charged in.
 #[derive(Debug, Clone)]
 pub struct Hierarchy {
+    /// Its mount point, e.g. `/sys/fs/cgroup/blkio` (v1) or `/sys/fs/cgroup` (v2).
     pub root: PathBuf,
     /// `v1` (blkio controller) or `v2`.
     pub version: u8,
@@ -297,6 +315,7 @@ pub struct Hierarchy {
 }
 
 impl Hierarchy {
+    /// The hierarchy in one line, for the document's `cgroup_hierarchy` and for messages.
     pub fn describe(&self) -> String {
         match (self.version, self.io_enabled) {
             (1, _) => format!("cgroup v1 blkio at {}", self.root.display()),
@@ -377,15 +396,23 @@ pub fn cgroup_paths(h: &Hierarchy) -> HashMap<u64, String> {
 pub enum Target {
     /// A cgroup of the IO hierarchy (path from its root, kernfs id); its descendants count too.
     Cgroup {
+        /// The path as given to `--cgroup`, for messages and `attribution.watched`.
         given: String,
+        /// Its path from the hierarchy's root (`/` for the root itself).
         path: String,
+        /// Its kernfs id (the directory's inode number), as the kernel reports it per IO.
         id: u64,
     },
     /// A process, by thread-group id; `via` names the cgroup it came from, if any.
     Pid {
+        /// The `--pid` as given, or the `--cgroup` path whose processes replaced it.
         given: String,
+        /// The process id (thread-group id), matched against each row's `pid`.
         pid: u32,
+        /// Its name (`/proc/PID/comm`) when resolved; empty if it had already exited.
         name: String,
+        /// The cgroup directory it was found in, for a `--cgroup` outside the IO hierarchy; `None`
+        /// for `--pid`.
         via: Option<String>,
     },
 }
@@ -393,7 +420,10 @@ pub enum Target {
 /// What `--cgroup` / `--pid` resolve to, with caveats for the document.
 #[derive(Debug, Clone, Default)]
 pub struct Watch {
+    /// The targets in the order given (pids first), a cgroup outside the IO hierarchy expanded to
+    /// its processes.
     pub targets: Vec<Target>,
+    /// Caveats for the document's `attribution.notes`, e.g. a cgroup watched through its processes.
     pub notes: Vec<String>,
 }
 

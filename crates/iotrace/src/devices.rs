@@ -9,8 +9,11 @@ use std::path::{Path, PathBuf};
 /// A whole disk as the tracer needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Disk {
+    /// Kernel name under /sys/block, e.g. `vda`, `nvme0n1`, `loop0`.
     pub name: String,
+    /// Major device number.
     pub major: u32,
+    /// Minor device number (of the whole disk, not a partition).
     pub minor: u32,
 }
 
@@ -20,6 +23,7 @@ impl Disk {
         (self.major << 20) | self.minor
     }
 
+    /// `MAJ:MIN`, as /proc/diskstats and the document's `dev` write it.
     pub fn dev(&self) -> String {
         format!("{}:{}", self.major, self.minor)
     }

@@ -7,20 +7,33 @@ use std::collections::HashMap;
 /// One line of /proc/diskstats (fields 1–17 of Documentation/admin-guide/iostats.rst).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stat {
+    /// Field 1: reads completed.
     pub rd_ios: u64,
+    /// Field 3: sectors read (512 bytes each).
     pub rd_sectors: u64,
+    /// Field 4: ms spent on reads, summed over requests.
     pub rd_ticks: u64,
+    /// Field 5: writes completed.
     pub wr_ios: u64,
+    /// Field 7: sectors written (512 bytes each).
     pub wr_sectors: u64,
+    /// Field 8: ms spent on writes, summed over requests.
     pub wr_ticks: u64,
+    /// Field 9: requests in flight at the moment of reading (a gauge).
     pub in_flight: u64,
+    /// Field 10: ms during which at least one request was in flight (%util).
     pub io_ticks: u64,
     /// Field 11: since ≈5.7 the sum of request durations in ms, added at completion.
     pub time_in_queue: u64,
+    /// Field 12: discards completed (0 before Linux 4.18).
     pub dc_ios: u64,
+    /// Field 14: sectors discarded (512 bytes each).
     pub dc_sectors: u64,
+    /// Field 15: ms spent on discards, summed over requests.
     pub dc_ticks: u64,
+    /// Field 16: flush requests completed (0 before Linux 5.5).
     pub fl_ios: u64,
+    /// Field 17: ms spent on flushes, summed over requests.
     pub fl_ticks: u64,
 }
 

@@ -3,11 +3,18 @@
 
 use iodig_model::trace::{Bucket, Latency};
 
+/// Size buckets up to 2 MiB: bucket 0 holds 0-byte IOs (flushes), bucket i the sizes in
+/// (4096·(i−1), 4096·i] bytes.
 pub const SIZE_LIN_BUCKETS: usize = 513;
+/// All size buckets (689): the linear ones, then 16 per power of two from 2 MiB to 4 GiB.
 pub const SIZE_BUCKETS: usize = SIZE_LIN_BUCKETS + 11 * 16;
+/// Sub-bucket bits of the whole-trace latency histograms: 8 buckets per power of two (±6%).
 pub const LAT_SUB_BITS: u32 = 3;
+/// Buckets of a whole-trace latency histogram (304), exact below 8 ns, up to 2^40 ns (18 min).
 pub const LAT_BUCKETS: usize = ((40 - LAT_SUB_BITS + 1) << LAT_SUB_BITS) as usize;
+/// Sub-bucket bits of the per-second and attribution histograms: 4 per power of two (±12%).
 pub const SEC_SUB_BITS: u32 = 2;
+/// Buckets of a per-second latency histogram (156), up to 2^40 ns.
 pub const SEC_BUCKETS: usize = ((40 - SEC_SUB_BITS + 1) << SEC_SUB_BITS) as usize;
 const LAT_CLAMP: u64 = (1 << 40) - 1;
 

@@ -3,6 +3,8 @@
 //! [`start`] picks the mode (eBPF when permitted and supported, else diskstats, saying why),
 //! [`TraceSession::stop`] returns the [`TraceDoc`]. Dropping a session detaches its probes.
 
+#![warn(missing_docs)]
+
 pub mod attr;
 pub mod devices;
 pub mod diskstats;
@@ -30,7 +32,9 @@ pub enum TraceMode {
     Auto,
     /// eBPF or fail with [`TraceError::Privilege`].
     Ebpf,
+    /// /proc/diskstats sampling: iostat's figures per second, no histograms or attribution.
     Diskstats,
+    /// No tracing: a document with mode `off`, the window's times and no device.
     Off,
 }
 
@@ -50,8 +54,10 @@ impl FromStr for TraceMode {
     }
 }
 
+/// What to trace and how finely (`iodig trace`, `run --trace`).
 #[derive(Debug, Clone)]
 pub struct TraceOptions {
+    /// Which tracer; [`TraceMode::Auto`] by default.
     pub mode: TraceMode,
     /// "vda", "/dev/vda" or partition names (traced as their whole disk); empty = every whole
     /// disk, keeping those with activity in the result.
@@ -93,14 +99,24 @@ pub struct WatchOptions {
 #[error("{0}")]
 pub struct BadTarget(pub String);
 
+/// Why a trace could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// eBPF was asked for explicitly but is not permitted or not supported (exit 3).
     #[error("eBPF tracing unavailable: {reason}")]
-    Privilege { reason: String },
+    Privilege {
+        /// What is missing (kernel BTF, the capabilities) or the load or attach error.
+        reason: String,
+    },
     /// A device name that is not a block device here (exit 2).
     #[error("unknown block device {name:?}; block devices present: {}", present.join(", "))]
-    UnknownDevice { name: String, present: Vec<String> },
+    UnknownDevice {
+        /// The name as given.
+        name: String,
+        /// The whole disks under /sys/block, sorted, for the message.
+        present: Vec<String>,
+    },
+    /// Anything else: a bad slot width, more than [`MAX_DEVS`] devices, a [`BadTarget`].
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }

@@ -15,6 +15,7 @@ pub fn op_class(cmd_flags: u32) -> usize {
     }
 }
 
+/// The name of the op in `cmd_flags`, as the document writes it (`read`, `write`, …, `other`).
 pub fn op_name(cmd_flags: u32) -> &'static str {
     iodig_model::trace::OPS[op_class(cmd_flags)]
 }

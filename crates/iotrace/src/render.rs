@@ -9,8 +9,11 @@ use std::str::FromStr;
 /// What `--by` groups the attribution tables by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum By {
+    /// By activity class (`cassandra.flush`, `rocksdb.wal`, …); also prints the background split.
     Class,
+    /// By the cgroup the IO was charged to (its path, else its id).
     Cgroup,
+    /// By submitting process (name and pid); IO not seen at submission under its class.
     Process,
 }
 

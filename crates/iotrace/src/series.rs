@@ -13,10 +13,16 @@ const NS: u64 = 1_000_000_000;
 pub struct SlotRec {
     /// (ios, bytes, max device latency ns) per op, in [`OPS`] order.
     pub ops: [(u64, u64, u64); 5],
+    /// Highest device queue depth reached at an issue in this slot (exact).
     pub qd_max: u64,
+    /// Tracked requests issued to the driver in this slot (depth +1 each).
     pub n_issue: u64,
+    /// Tracked requests that left the device in this slot, at final completion or requeue (depth −1
+    /// each).
     pub n_done: u64,
+    /// Sum over this slot's issues of their time after the slot's start, ns (for the mean depth).
     pub sum_issue_off: u64,
+    /// Sum over this slot's leaves of their time after the slot's start, ns.
     pub sum_done_off: u64,
 }
 
@@ -37,8 +43,11 @@ impl SlotRec {
 /// The traced window and slot width, all in unix ns.
 #[derive(Debug, Clone, Copy)]
 pub struct Window {
+    /// When tracing started.
     pub start_ns: u64,
+    /// When tracing stopped (exclusive).
     pub end_ns: u64,
+    /// Slot width (`--slot-ms`); divides a second.
     pub slot_ns: u64,
 }
 
