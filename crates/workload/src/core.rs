@@ -29,16 +29,23 @@ pub trait MeasuredDb: Db {
 /// One operation of the run phase, in the order of YCSB's `DiscreteGenerator`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxOp {
+    /// A read of one key (`readproportion`), recorded as `READ`.
     Read,
+    /// An update of one random field, or of every field with `writeallfields` (`updateproportion`).
     Update,
+    /// An insert of the next new key past the loaded ones, all fields (`insertproportion`).
     Insert,
+    /// A scan of up to `maxscanlength` records from a chosen key (`scanproportion`).
     Scan,
+    /// A read and an update of one key, timed together as `READ-MODIFY-WRITE` besides their own
+    /// `READ` and `UPDATE` (`readmodifywriteproportion`).
     ReadModifyWrite,
 }
 
 /// A fatal workload error: the run cannot go on correctly.
 #[derive(Debug)]
 pub enum WorkloadError {
+    /// More than 2^20 run-phase inserts were outstanding at once: the step stops with this error.
     TooManyUnacknowledged,
 }
 
@@ -120,6 +127,7 @@ impl LengthGen {
 /// Shared state of one phase: the load key counter, the run-phase insert counter, the op mix,
 /// and prototypes of the per-worker generators (built once: zipfian setup is O(n)).
 pub struct CoreWorkload {
+    /// The checked properties this phase runs with.
     pub spec: WorkloadSpec,
     namer: KeyNamer,
     field_names: Vec<String>,
@@ -138,6 +146,7 @@ pub struct CoreWorkload {
 }
 
 impl CoreWorkload {
+    /// The shared state of one phase under `seed`; with `versionedwrites`, a ledger of its own.
     pub fn new(spec: WorkloadSpec, seed: u64) -> Arc<Self> {
         Self::with_ledger(spec, seed, None)
     }
@@ -210,6 +219,7 @@ impl CoreWorkload {
         self.ledger.as_ref()
     }
 
+    /// How this workload turns key numbers into key names (`insertorder`, `zeropadding`).
     pub fn key_namer(&self) -> KeyNamer {
         self.namer
     }

@@ -29,6 +29,7 @@ pub struct Uniform {
 }
 
 impl Uniform {
+    /// Draws from `lb..=ub`; a `ub` below `lb` always gives `lb`.
     pub fn new(lb: u64, ub: u64) -> Self {
         Self {
             lb,
@@ -36,6 +37,7 @@ impl Uniform {
         }
     }
 
+    /// The next draw, uniform over the bounds.
     #[inline]
     pub fn next(&self, rng: &mut Rng) -> u64 {
         self.lb + uniform_below(rng, self.interval)
@@ -140,6 +142,8 @@ pub struct ScrambledZipfian {
 }
 
 impl ScrambledZipfian {
+    /// Draws from `min..=max`, most often a few scattered hot items; ζ is YCSB's precomputed one,
+    /// so this is O(1) whatever the range.
     pub fn new(min: u64, max: u64) -> Self {
         Self {
             min,
@@ -150,6 +154,7 @@ impl ScrambledZipfian {
         }
     }
 
+    /// The next draw: a zipfian item of the 10^10-item base, hashed into `min..=max`.
     #[inline]
     pub fn next(&self, rng: &mut Rng) -> u64 {
         let z = self.base.next(rng);
@@ -169,6 +174,8 @@ pub struct Hotspot {
 }
 
 impl Hotspot {
+    /// Items `lb..=ub`; a `hot_opn_fraction` of draws go to the lowest `hot_set_fraction` of them
+    /// (both fractions in 0..=1).
     pub fn new(lb: u64, ub: u64, hot_set_fraction: f64, hot_opn_fraction: f64) -> Self {
         let interval = ub - lb + 1;
         let hot_interval = (interval as f64 * hot_set_fraction) as u64;
@@ -180,6 +187,8 @@ impl Hotspot {
         }
     }
 
+    /// The next draw: uniform in the hot set with probability `hot_opn_fraction`, else uniform in
+    /// the rest.
     #[inline]
     pub fn next(&self, rng: &mut Rng) -> u64 {
         if rng.next_f64() < self.hot_opn_fraction && self.hot_interval > 0 {
@@ -199,12 +208,16 @@ pub struct Exponential {
 }
 
 impl Exponential {
+    /// `percentile`% (0–100) of draws fall below `range` (YCSB: `recordcount` ×
+    /// `exponential.frac`).
     pub fn new(percentile: f64, range: f64) -> Self {
         Self {
             gamma: -(1.0 - percentile / 100.0).ln() / range,
         }
     }
 
+    /// The next draw, an offset from 0 (the workload counts it back from the newest acknowledged
+    /// key).
     #[inline]
     pub fn next(&self, rng: &mut Rng) -> u64 {
         (-rng.next_f64_open().ln() / self.gamma) as u64
@@ -220,6 +233,7 @@ pub struct Sequential {
 }
 
 impl Sequential {
+    /// Cycles through `start..=end`, `start` first.
     pub fn new(start: u64, end: u64) -> Self {
         Self {
             start,
@@ -228,6 +242,7 @@ impl Sequential {
         }
     }
 
+    /// The next number of the shared cycle, back to `start` after `end`.
     #[inline]
     pub fn next(&self) -> u64 {
         self.start + self.counter.fetch_add(1, Ordering::Relaxed) % self.interval
@@ -241,12 +256,14 @@ pub struct Counter {
 }
 
 impl Counter {
+    /// Counts from `start` (`insertstart` in the load phase).
     pub fn new(start: u64) -> Self {
         Self {
             next: AtomicU64::new(start),
         }
     }
 
+    /// The next number; each is handed out once, whichever worker asks.
     #[inline]
     pub fn next(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed)
@@ -274,6 +291,8 @@ pub struct AcknowledgedCounter {
 pub struct TooManyUnacknowledged;
 
 impl AcknowledgedCounter {
+    /// Hands out key numbers from `start` (`recordcount`), with every key below it counted as
+    /// acknowledged.
     pub fn new(start: u64) -> Self {
         Self {
             next: AtomicU64::new(start),
@@ -283,6 +302,8 @@ impl AcknowledgedCounter {
         }
     }
 
+    /// The key number of the next insert; pass it to [`AcknowledgedCounter::acknowledge`] when the
+    /// insert ends.
     #[inline]
     pub fn next(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed)
@@ -337,10 +358,12 @@ impl<T: Copy> Discrete<T> {
         }
     }
 
+    /// Whether no weight was positive: [`Discrete::next`] would panic.
     pub fn is_empty(&self) -> bool {
         self.choices.is_empty()
     }
 
+    /// The next value, drawn with its normalised weight's probability.
     #[inline]
     pub fn next(&self, rng: &mut Rng) -> T {
         let mut chooser = rng.next_f64();
@@ -369,6 +392,8 @@ impl SkewedLatest {
         }
     }
 
+    /// A key number at most `last` (the newest acknowledged key), `last` itself the most likely;
+    /// ζ is extended as `last` grows.
     #[inline]
     pub fn next(&mut self, last: u64, rng: &mut Rng) -> u64 {
         last - self.zipf.next_long(last, rng).min(last)

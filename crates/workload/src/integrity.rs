@@ -81,8 +81,12 @@ fn seed(key: &str, field: &str, version: u64, len: usize) -> u64 {
 /// One write in flight: what [`Ledger::end`] needs to record its outcome.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteTicket {
+    /// The key number written.
     pub keynum: u64,
+    /// The field index written, or [`ALL_FIELDS`].
     pub field: u16,
+    /// The version the values carry: µs since the epoch, above every version the ledger issued
+    /// before.
     pub version: u64,
     floor: u64,
 }
@@ -90,6 +94,7 @@ pub struct WriteTicket {
 /// What is known of one field of one key.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FieldState {
+    /// The field index, or [`ALL_FIELDS`] for writes of every field.
     pub field: u16,
     /// The highest acknowledged version, 0 when no write of it was acknowledged.
     pub acked: u64,
@@ -169,8 +174,12 @@ impl Shard {
 /// writes of every field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expectation {
+    /// The last acknowledged version; a newer one read back is [`Verdict::Unacknowledged`].
     pub acked: u64,
+    /// The oldest version a read may find without being [`Verdict::Stale`]: the oldest write in
+    /// flight on the key when the `acked` one began.
     pub floor: u64,
+    /// The newest version of the key's unacknowledged writes (failed, timed out); 0 when none.
     pub unacked_max: u64,
 }
 
@@ -228,6 +237,7 @@ impl Default for Ledger {
 }
 
 impl Ledger {
+    /// An empty ledger: no key written yet, no read counted.
     pub fn new() -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),

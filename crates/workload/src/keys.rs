@@ -22,7 +22,9 @@ pub fn fnvhash64(val: u64) -> i64 {
 /// Builds key names into a reused buffer.
 #[derive(Debug, Clone, Copy)]
 pub struct KeyNamer {
+    /// `insertorder=ordered`: the key number itself, unhashed, so keys sort in insert order.
     pub ordered: bool,
+    /// `zeropadding`: the least number of digits after `user`, left-padded with `0`.
     pub zero_padding: usize,
 }
 
@@ -44,6 +46,7 @@ impl KeyNamer {
         out.push_str(digits);
     }
 
+    /// The key of `keynum` in a new string, e.g. `user6284781860667377211` for 0, hashed.
     pub fn key(&self, keynum: u64) -> String {
         let mut s = String::with_capacity(24);
         self.build(keynum, &mut s);

@@ -27,11 +27,13 @@ impl Rng {
         Self(SmallRng::from_seed(state))
     }
 
+    /// 64 uniformly random bits.
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
 
+    /// 32 uniformly random bits (Java's `nextInt`, for values).
     #[inline]
     pub fn next_u32(&mut self) -> u32 {
         self.0.next_u32()

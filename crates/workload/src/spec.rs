@@ -54,55 +54,102 @@ pub const CORE_PROPERTIES: &[&str] = &[
 /// Request distributions of the key chooser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RequestDistribution {
+    /// `uniform`: every loaded key equally likely (the default).
     Uniform,
+    /// `zipfian`: YCSB's scrambled zipfian, a few popular keys scattered over the key space; the
+    /// range allows for the inserts expected in the run.
     Zipfian,
+    /// `latest`: skewed toward the most recently acknowledged inserts (workload D).
     Latest,
+    /// `hotspot`: `hotspotopnfraction` of operations on the lowest `hotspotdatafraction` of key
+    /// numbers.
     Hotspot,
+    /// `exponential`: exponentially decaying back from the newest acknowledged key
+    /// (`exponential.percentile`, `exponential.frac`).
     Exponential,
+    /// `sequential`: key numbers in order from `insertstart`, wrapping around after `insertcount`,
+    /// one sequence for all workers.
     Sequential,
 }
 
 /// Field length distributions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LengthDistribution {
+    /// `constant`: always the maximum (`fieldlength`, or `maxscanlength`).
     Constant,
+    /// `uniform`: uniform between the minimum and the maximum, both included.
     Uniform,
+    /// `zipfian`: between the minimum and the maximum, favouring the short.
     Zipfian,
 }
 
 /// The checked configuration of a CoreWorkload.
 #[derive(Debug, Clone)]
 pub struct WorkloadSpec {
+    /// `table`: the table (or column family) written and read; `usertable` by default.
     pub table: String,
+    /// `recordcount`: records in the loaded dataset; run-phase inserts number from here.
     pub record_count: u64,
+    /// `operationcount`: measured operations per run step, all threads together; 0: until the
+    /// time limit.
     pub operation_count: u64,
+    /// `insertstart`: the first key number this client loads (to split a load across clients).
     pub insert_start: u64,
+    /// `insertcount`: how many keys this client loads, and the range the key chooser draws from;
+    /// `recordcount − insertstart` unless given.
     pub insert_count: u64,
+    /// `fieldcount`: fields per record, at least 1.
     pub field_count: u64,
+    /// `fieldlength`: bytes per value, or the longest value when the length distribution is not
+    /// constant.
     pub field_length: u64,
+    /// `minfieldlength`: the shortest value in bytes, for uniform and zipfian lengths only.
     pub min_field_length: u64,
+    /// `fieldlengthdistribution`: how value lengths are drawn.
     pub field_length_distribution: LengthDistribution,
+    /// `fieldnameprefix`: field names are this followed by the field's index (`field0`…).
     pub field_name_prefix: String,
+    /// `readallfields`: reads and scans ask for every field; else for one random field.
     pub read_all_fields: bool,
+    /// `readallfieldsbyname`: with `readallfields`, name every field instead of asking for all.
     pub read_all_fields_by_name: bool,
+    /// `writeallfields`: updates write every field; else one random field.
     pub write_all_fields: bool,
+    /// `dataintegrity`: values are deterministic (`key:field:hash…`) and every read is checked,
+    /// recorded as `VERIFY`.
     pub data_integrity: bool,
     /// `versionedwrites`: every written value carries its write's version, kept in a ledger
     /// so reads and `iodig verify` can tell lost, stale and corrupt values (iodig's own).
     pub versioned_writes: bool,
     /// READ, UPDATE, INSERT, SCAN, READMODIFYWRITE, in YCSB's order.
     pub proportions: [f64; 5],
+    /// `requestdistribution`: how the key of a read, update, scan or read-modify-write is chosen.
     pub request_distribution: RequestDistribution,
+    /// `minscanlength`: the fewest records a scan asks for (at least 1).
     pub min_scan_length: u64,
+    /// `maxscanlength`: the most records a scan asks for.
     pub max_scan_length: u64,
+    /// `scanlengthdistribution`: how scan lengths are drawn (`uniform` by default).
     pub scan_length_distribution: LengthDistribution,
+    /// `insertorder=ordered`: keys are the key numbers themselves; `hashed` (false, the default)
+    /// scatters them with FNV-1a.
     pub ordered_inserts: bool,
+    /// `zeropadding`: the least number of digits in a key name (capped at 64).
     pub zero_padding: usize,
+    /// `hotspotdatafraction`: share of the key numbers (the lowest) that is hot, 0 to 1.
     pub hotspot_data_fraction: f64,
+    /// `hotspotopnfraction`: share of operations on the hot keys, 0 to 1.
     pub hotspot_opn_fraction: f64,
+    /// `exponential.percentile`: percentage of draws that fall within `exponential_frac` of the
+    /// records.
     pub exponential_percentile: f64,
+    /// `exponential.frac`: fraction of `recordcount`, counted back from the newest key, that holds
+    /// `exponential_percentile`% of the draws.
     pub exponential_frac: f64,
+    /// `core_workload_insertion_retry_limit`: retries of a failed load-phase insert (0: none).
     pub insertion_retry_limit: u64,
+    /// `core_workload_insertion_retry_interval`: seconds between retries, each scaled by a random
+    /// 0.8–1.2.
     pub insertion_retry_interval_secs: f64,
     /// Warnings to show and store with the run (e.g. proportions normalised as YCSB does).
     pub notes: Vec<String>,
@@ -113,6 +160,8 @@ fn err(msg: String) -> PropertyError {
 }
 
 impl WorkloadSpec {
+    /// Reads and checks the workload properties with YCSB's defaults; the error names the property
+    /// at fault and how to fix it.
     pub fn from_properties(p: &Properties) -> Result<Self, PropertyError> {
         // YCSB treats a missing recordcount as 0 and 0 as Integer.MAX_VALUE (YCSB#384); an
         // explicit error is kinder than a workload that never finishes.
