@@ -18,9 +18,11 @@ pub enum Variant {
 /// One measured operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Entry {
+    /// The operation measured; its name is the series' base name (`READ`, `UPDATE`, …).
     pub op: OpKind,
     /// Index of the op's `Status` (YCSB's order).
     pub status: u8,
+    /// Whether the status counts as success (OK or BATCHED_OK): picks `<OP>` or `<OP>-FAILED`.
     pub ok: bool,
     /// Service time in µs, from the actual start (YCSB's `(end-start)/1000`).
     pub service_us: u32,
@@ -38,10 +40,12 @@ pub struct WorkerLog {
 }
 
 impl WorkerLog {
+    /// An empty log, one per worker.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Appends one measured operation, for the collector's next drain.
     #[inline]
     pub fn push(&self, e: Entry) {
         // Only the collector contends, once per second, so the lock is almost always free.

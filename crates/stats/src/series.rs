@@ -8,6 +8,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use iodig_model::{OpKind, SeriesSummary};
 use std::collections::BTreeMap;
 
+/// The HDR histogram every series uses: counts of latencies in µs.
 pub type Histogram = hdrhistogram::Histogram<u64>;
 
 /// Highest latency tracked exactly: one hour in µs; longer ones are clamped to it.
@@ -42,6 +43,7 @@ fn parse_series_name(name: &str) -> Option<SeriesId> {
         .map(|op| (*op, variant))
 }
 
+/// An empty histogram tracking 1 µs to [`HIGHEST_US`] at 3 significant digits.
 pub fn new_histogram() -> Histogram {
     Histogram::new_with_bounds(1, HIGHEST_US, 3).expect("static histogram bounds are valid")
 }
@@ -96,6 +98,7 @@ pub struct SeriesSet {
 }
 
 impl SeriesSet {
+    /// An empty set: no series, no return counts.
     pub fn new() -> Self {
         Self::default()
     }
@@ -133,6 +136,8 @@ impl SeriesSet {
         }
     }
 
+    /// Empties every histogram and drops the return counts, keeping the histograms' memory for
+    /// the next second.
     pub fn clear(&mut self) {
         for h in self.histograms.values_mut() {
             h.reset();
@@ -140,6 +145,7 @@ impl SeriesSet {
         self.returns.clear();
     }
 
+    /// The series with at least one value, in series order.
     pub fn histograms(&self) -> impl Iterator<Item = (SeriesId, &Histogram)> {
         self.histograms
             .iter()
@@ -147,6 +153,7 @@ impl SeriesSet {
             .map(|(id, h)| (*id, h))
     }
 
+    /// One series' histogram; `None` when it has no values.
     pub fn get(&self, id: SeriesId) -> Option<&Histogram> {
         self.histograms.get(&id).filter(|h| !h.is_empty())
     }
