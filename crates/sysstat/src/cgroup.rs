@@ -101,7 +101,9 @@ pub fn remove(dir: &Path) -> io::Result<()> {
 /// direction the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IoLimit {
+    /// At most this many bytes per second of reads, and as many of writes (`cap=5MB/s`).
     BytesPerSec(u64),
+    /// At most this many read IOs per second, and as many write IOs (`cap=200iops`).
     IosPerSec(u64),
     /// No limit (lifts an earlier one).
     None,
