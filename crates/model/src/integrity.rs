@@ -67,9 +67,27 @@ pub struct ReadsJudged {
 }
 
 impl IntegrityDoc {
-    /// Whether every acknowledged write was found as acknowledged.
+    /// Whether every acknowledged write was read back and found as acknowledged. A key that
+    /// could not be read proves nothing, so it leaves the check short of clean.
     pub fn clean(&self) -> bool {
-        self.missing == 0 && self.stale == 0 && self.corrupt == 0
+        !self.lost_or_damaged() && self.unreadable == 0
+    }
+
+    /// Whether a key read back was missing, stale or corrupt.
+    pub fn lost_or_damaged(&self) -> bool {
+        self.missing > 0 || self.stale > 0 || self.corrupt > 0
+    }
+
+    /// `ok`, `FAILED` (a write lost or damaged) or `UNPROVEN` (only unreadable keys kept it
+    /// from ok).
+    pub fn verdict(&self) -> &'static str {
+        if self.lost_or_damaged() {
+            "FAILED"
+        } else if self.unreadable > 0 {
+            "UNPROVEN"
+        } else {
+            "ok"
+        }
     }
 
     /// One line: the counts as a person reads them.

@@ -442,8 +442,7 @@ fn check_integrity<F: DbFactory>(
         ledger.keys().len()
     );
     let doc = crate::verify::check(factory, plan.spec(), ledger, checked_by, read_with)?;
-    let verdict = if doc.clean() { "ok" } else { "FAILED" };
-    iodig_model::eprintln_lossy!("integrity {verdict}: {}", doc.summary());
+    iodig_model::eprintln_lossy!("integrity {}: {}", doc.verdict(), doc.summary());
     for e in &doc.examples {
         iodig_model::eprintln_lossy!(
             "  {} {}{}{}: acknowledged version {}{}",

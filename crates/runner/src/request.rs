@@ -83,7 +83,8 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// 130 for an interrupted run, 1 when the read-back found a lost or damaged write, else 0.
+    /// 130 for an interrupted run, 1 when the read-back found a lost or damaged write or could
+    /// not read every key back, else 0.
     pub fn exit_code(&self) -> std::process::ExitCode {
         if self.interrupted {
             std::process::ExitCode::from(130)

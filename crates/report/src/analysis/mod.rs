@@ -124,9 +124,16 @@ pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
                     "Integrity: no acknowledged write was lost. {}.",
                     i.summary()
                 )
-            } else {
+            } else if i.lost_or_damaged() {
                 format!(
                     "Integrity FAILED: acknowledged writes were lost or damaged. {}.",
+                    i.summary()
+                )
+            } else {
+                format!(
+                    "Integrity not proven: {} of {} keys could not be read back, and nothing was found lost among the rest. {}.",
+                    i.unreadable,
+                    i.keys,
                     i.summary()
                 )
             },
