@@ -16,12 +16,20 @@ pub use iodig_model::events::DbEvent;
 /// One step with everything its directory holds.
 #[derive(Debug, Clone)]
 pub struct StepData {
+    /// The step's entry in run.json `steps`.
     pub summary: StepSummary,
+    /// The step's directory (run directory joined with the summary's `dir`).
     pub dir: PathBuf,
+    /// Per-second client samples (`timeseries.json`); empty when the file is missing.
     pub timeseries: Vec<Sample>,
+    /// The step's exact HDR latency histograms per series (`histograms.json`), when written.
     pub histograms: Option<StepHistograms>,
+    /// The block-IO trace (`trace.json`); none when tracing was off or the file is missing.
     pub trace: Option<TraceDoc>,
+    /// CPU and memory samples (`sys.json`), when written.
     pub sys: Option<SysDoc>,
+    /// Database flushes, compactions and file deletions (`db-events.json`); empty when none
+    /// were logged.
     pub events: Vec<DbEvent>,
     /// What each host observed over SSH recorded (`nodes/HOST/`), in `summary.nodes` order.
     pub nodes: Vec<NodeData>,
@@ -30,9 +38,14 @@ pub struct StepData {
 /// One observed host's files of a step, already on the run's clock.
 #[derive(Debug, Clone)]
 pub struct NodeData {
+    /// The host's entry in the step's `nodes` of run.json (its directory, clock samples, offset).
     pub step: iodig_model::cluster::NodeStep,
+    /// The host's block-IO trace (`trace.json`), when it wrote one.
     pub trace: Option<TraceDoc>,
+    /// The host's CPU and memory samples (`sys.json`), when written.
     pub sys: Option<SysDoc>,
+    /// The host's database flushes, compactions and file deletions (`db-events.json`); empty
+    /// when none.
     pub events: Vec<DbEvent>,
 }
 
@@ -122,8 +135,11 @@ impl StepData {
 /// A whole run directory.
 #[derive(Debug, Clone)]
 pub struct RunData {
+    /// The run directory as given.
     pub path: PathBuf,
+    /// run.json, schema-checked, with secrets redacted and a dead `running` run settled as killed.
     pub doc: RunDoc,
+    /// Every step of run.json, the load included, in run order.
     pub steps: Vec<StepData>,
     /// How the run ended when it did not complete (killed, failed, interrupted, still running),
     /// with the step: the report's first finding.

@@ -4,15 +4,20 @@
 
 use crate::svg::{BarChart, HeatMap, LineChart, Scatter, TwoAxisChart};
 
+/// A table: a header row and rows of cells already formatted as text.
 #[derive(Debug, Clone)]
 pub struct Table {
+    /// Column headings, one per column.
     pub headers: Vec<String>,
     /// Right-align these columns (numbers).
     pub numeric: Vec<bool>,
+    /// Rows of cells, one per column; a table without rows is not added to a [`Doc`].
     pub rows: Vec<Vec<String>>,
 }
 
 impl Table {
+    /// A table with these headings and no rows; every column but the first is right-aligned as
+    /// a number until [`Table::text_columns`] says otherwise.
     pub fn new(headers: &[&str]) -> Self {
         Table {
             headers: headers.iter().map(ToString::to_string).collect(),
@@ -22,6 +27,7 @@ impl Table {
         }
     }
 
+    /// Marks the columns at these indexes as text (left-aligned); out-of-range indexes are ignored.
     pub fn text_columns(mut self, cols: &[usize]) -> Self {
         for &c in cols {
             if let Some(n) = self.numeric.get_mut(c) {
@@ -31,21 +37,29 @@ impl Table {
         self
     }
 
+    /// Appends a row of cells.
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 }
 
+/// A chart of any kind, drawn as an SVG document.
 #[derive(Debug, Clone)]
 pub enum Chart {
+    /// Per-second series or curves on shared axes.
     Line(LineChart),
+    /// Grouped bars.
     Bar(BarChart),
+    /// Two series against a left and a right y axis.
     TwoAxis(TwoAxisChart),
+    /// IO counts per second and latency octave, shaded.
     Heat(HeatMap),
+    /// One dot per IO.
     Scatter(Scatter),
 }
 
 impl Chart {
+    /// The chart's title: its heading in the SVG, and (as a slug) its file name in compare.
     pub fn title(&self) -> &str {
         match self {
             Chart::Line(c) => &c.title,
@@ -56,6 +70,7 @@ impl Chart {
         }
     }
 
+    /// The chart as a standalone SVG document (inlined in HTML, or written as a file).
     pub fn svg(&self) -> String {
         match self {
             Chart::Line(c) => c.svg(),
@@ -67,66 +82,85 @@ impl Chart {
     }
 }
 
+/// One piece of a [`Doc`], in reading order.
 #[derive(Debug, Clone)]
 pub enum Block {
+    /// A heading of this level (2 for a section, 3 and 4 below; level 1 is the document's title).
     Heading(u8, String),
+    /// A paragraph.
     Para(String),
+    /// A bulleted list, one item per entry.
     List(Vec<String>),
     /// Two-column facts (the header).
     Facts(Vec<(String, String)>),
+    /// A table of figures.
     Table(Table),
+    /// A chart (boxed: charts are much larger than the other blocks).
     Chart(Box<Chart>),
 }
 
+/// A document built once and rendered by [`crate::html`] and [`crate::markdown`].
 #[derive(Debug, Clone, Default)]
 pub struct Doc {
+    /// The document's title: the HTML page's title and the level-1 heading of both renderings.
     pub title: String,
+    /// The content, in reading order.
     pub blocks: Vec<Block>,
 }
 
 impl Doc {
+    /// An empty document with this title.
     pub fn new(title: &str) -> Self {
         Doc {
             title: title.into(),
             blocks: Vec::new(),
         }
     }
+    /// Adds a heading of `level` (2 for a section, 3 and 4 below).
     pub fn h(&mut self, level: u8, text: impl Into<String>) {
         self.blocks.push(Block::Heading(level, text.into()));
     }
+    /// Adds a paragraph.
     pub fn p(&mut self, text: impl Into<String>) {
         self.blocks.push(Block::Para(text.into()));
     }
+    /// Adds a bulleted list; nothing when `items` is empty.
     pub fn list(&mut self, items: Vec<String>) {
         if !items.is_empty() {
             self.blocks.push(Block::List(items));
         }
     }
+    /// Adds a table; nothing when it has no rows.
     pub fn table(&mut self, t: Table) {
         if !t.rows.is_empty() {
             self.blocks.push(Block::Table(t));
         }
     }
+    /// Adds a line chart; nothing when it has no points to draw.
     pub fn line_chart(&mut self, c: LineChart) {
         if !c.is_empty() {
             self.blocks.push(Block::Chart(Box::new(Chart::Line(c))));
         }
     }
+    /// Adds a bar chart; nothing when it has no categories.
     pub fn bar_chart(&mut self, c: BarChart) {
         if !c.categories.is_empty() {
             self.blocks.push(Block::Chart(Box::new(Chart::Bar(c))));
         }
     }
+    /// Adds a scatter; nothing when it has no dots.
     pub fn scatter(&mut self, c: Scatter) {
         if !c.is_empty() {
             self.blocks.push(Block::Chart(Box::new(Chart::Scatter(c))));
         }
     }
+    /// Adds a heat map; nothing when it has no cells.
     pub fn heat_map(&mut self, c: HeatMap) {
         if !c.is_empty() {
             self.blocks.push(Block::Chart(Box::new(Chart::Heat(c))));
         }
     }
+    /// Adds a two-axis chart; nothing when it has no points to draw.
     pub fn two_axis_chart(&mut self, c: TwoAxisChart) {
         if !c.is_empty() {
             self.blocks.push(Block::Chart(Box::new(Chart::TwoAxis(c))));

@@ -11,6 +11,8 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.9em}td,th{border:1px sol
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 figure{margin:.8em 0}svg{max-width:100%;height:auto}table.facts td:first-child{font-weight:bold;background:#fafafa}";
 
+/// The document as one self-contained HTML page: inline SVG charts, an embedded stylesheet, no
+/// script and no network access.
 pub fn render(doc: &Doc) -> String {
     let mut o = String::with_capacity(256 * 1024);
     let _ = write!(

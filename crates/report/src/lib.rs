@@ -3,6 +3,8 @@
 //!
 //! [`report::write_report`] is `iodig report`; [`compare::write_compare`] is `iodig compare`.
 
+#![warn(missing_docs)]
+
 pub mod analysis;
 pub mod compare;
 pub mod csv;

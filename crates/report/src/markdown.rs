@@ -9,6 +9,7 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// A GitHub-flavoured Markdown table, numeric columns right-aligned; `|` in cells is escaped.
 pub fn table(t: &Table) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -36,6 +37,7 @@ pub fn table(t: &Table) -> String {
     o
 }
 
+/// The document as Markdown, each chart replaced by a line naming it (drawn in the HTML).
 pub fn render(doc: &Doc) -> String {
     render_linked(doc, &[])
 }

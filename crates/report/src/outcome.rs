@@ -25,15 +25,18 @@ pub struct Outcome {
     /// once (a read-modify-write's inner read and update are already there; CLEANUP and VERIFY
     /// are not operations on the data).
     pub total: u64,
+    /// Operations that returned a success code ([`OK_CODES`]).
     pub ok: u64,
-    /// READ and SCAN operations, and those of them that returned NOT_FOUND.
+    /// READ and SCAN operations with a return code.
     pub reads: u64,
+    /// Those reads that returned NOT_FOUND (also counted in `failures`).
     pub not_found: u64,
     /// Failed operations by op then code.
     pub failures: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl Outcome {
+    /// Counts a step's return codes (run.json's `returns`).
     pub fn of(summary: &StepSummary) -> Self {
         let mut o = Outcome::default();
         for (op, codes) in &summary.returns {
@@ -84,6 +87,7 @@ impl Outcome {
         o
     }
 
+    /// Operations that did not succeed, NOT_FOUND included.
     pub fn failed(&self) -> u64 {
         self.total - self.ok
     }

@@ -107,8 +107,12 @@ pub fn t_quantile_975(df: f64) -> f64 {
 /// Result of Welch's t-test.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Welch {
+    /// The t statistic, (mean of a − mean of b) ÷ its standard error; +∞ when both samples are
+    /// constant and differ.
     pub t: f64,
+    /// Welch–Satterthwaite degrees of freedom.
     pub df: f64,
+    /// Two-sided p-value; compare calls a difference significant below [`crate::compare::ALPHA`].
     pub p: f64,
 }
 

@@ -9,12 +9,18 @@ use std::collections::{BTreeMap, BTreeSet};
 /// One line of a share table: what `who` issued of one op.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareRow {
+    /// Block-layer op as the kernel names it: `read`, `write`, `discard`, `flush` or `other`.
     pub op: String,
+    /// The activity class (`rocksdb.flush`, `kernel.journal`, …) or, in the per-node table, the
+    /// managed node's address, another cgroup's path or `(no cgroup)`.
     pub who: String,
+    /// IOs of the op that `who` issued over the step, all devices.
     pub ios: u64,
+    /// Their bytes.
     pub bytes: u64,
-    /// Share of the op's IOs and bytes over all submitters, in %.
+    /// Share of the op's IOs over all submitters (every class, or every node), in %.
     pub pct_ios: f64,
+    /// Share of the op's bytes over all submitters, in %.
     pub pct_bytes: f64,
 }
 
@@ -104,13 +110,18 @@ fn shares(a: &Attribution, key: impl Fn(&AttrRow) -> String) -> Vec<ShareRow> {
 pub struct Contention {
     /// The background classes that wrote in the step, largest first.
     pub classes: Vec<String>,
+    /// Seconds with reads in which a [`BACKGROUND_CLASSES`] class wrote; a second counts once
+    /// per device that completed reads in it.
     pub seconds_with: usize,
+    /// Seconds with reads and no background write, counted the same way.
     pub seconds_without: usize,
-    /// Median over those seconds of each second's read p99 (device time), ms.
+    /// Median over the seconds with of each second's read p99 (device time), ms.
     pub read_p99_with_ms: f64,
+    /// The same median over the seconds without, ms.
     pub read_p99_without_ms: f64,
-    /// Worst read in those seconds, ms.
+    /// Worst read (device time) in the seconds with, ms.
     pub read_max_with_ms: f64,
+    /// Worst read in the seconds without, ms.
     pub read_max_without_ms: f64,
 }
 

@@ -26,52 +26,72 @@ const DEFAULT_BACKGROUND: &[&str] = &[
 /// The classes whose reads are the queries' own (what the briefs call "query reads").
 pub const QUERY_READ_CLASSES: &[&str] = &["cassandra.read", "rocksdb.read"];
 
-/// One side of the client split: the seconds of that kind and the ops completed in them.
+/// One side of the client split: the seconds of that kind and the ops counted in them (by start,
+/// else by completion: [`ClientSplit::by_start`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClientSide {
+    /// Traced seconds of this kind in the client's log, over all series.
     pub seconds: usize,
+    /// Operations of the series counted in those seconds.
     pub ops: u64,
+    /// Median latency over those operations, µs, from the merged HDR histograms; 0 when none.
     pub p50_us: u64,
+    /// p99 latency, µs; 0 when none.
     pub p99_us: u64,
+    /// Slowest operation, µs; 0 when none.
     pub max_us: u64,
 }
 
 /// One client series (READ, UPDATE, …) split by seconds with and without background IO.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientSplit {
+    /// The YCSB series: READ, UPDATE, INSERT, SCAN, READ-MODIFY-WRITE or DELETE.
     pub series: String,
     /// Operations counted in the second they started in (`latency-by-start.hlog`), else in
     /// the one they completed in (runs without that log).
     pub by_start: bool,
+    /// In the seconds in which background (flush, compaction) IO completed.
     pub with: ClientSide,
+    /// In the traced seconds without.
     pub without: ClientSide,
 }
 
 /// One side of a class's IO split: IOs, and queue and device time (ms, ±12 % buckets).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct IoSide {
+    /// IOs on this side, summed over devices (issued and completed while tracing).
     pub ios: u64,
+    /// Median time queued in the OS (request allocation → issue to the driver), ms; 0 when no IO.
     pub queue_p50_ms: f64,
+    /// p99 of that OS queue time, ms.
     pub queue_p99_ms: f64,
+    /// Median device time (issue → completion), ms.
     pub device_p50_ms: f64,
+    /// p99 device time, ms.
     pub device_p99_ms: f64,
 }
 
 /// One class's reads or writes (all devices), with and without background IO in flight.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IoSplit {
+    /// Block-layer op: `read` or `write`.
     pub op: String,
+    /// The activity class whose IOs these are (`rocksdb.read`, `kernel.journal`, …).
     pub class: String,
+    /// IOs during whose life a background request was in the block layer.
     pub with: IoSide,
+    /// IOs with no background request in the block layer at any point of their life.
     pub without: IoSide,
 }
 
 /// The mean depth one class held over the traced window, and its busiest second.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassDepth {
+    /// The activity class (`rocksdb.compaction`, `cassandra.read`, …).
     pub class: String,
-    /// Mean requests of the class queued in the OS (allocation → issue) and at the device.
+    /// Mean requests of the class queued in the OS (allocation → issue) over the window.
     pub queued: f64,
+    /// Mean requests of the class at the device (issued, not yet completed).
     pub device: f64,
     /// The highest per-second depth in the block layer (queued + at the device).
     pub peak: f64,
@@ -84,8 +104,12 @@ pub struct Background {
     pub classes: Vec<String>,
     /// Every class counted as background (the trace's list).
     pub background: Vec<String>,
+    /// The client's latency per series with and without background IO; empty when the step's
+    /// interval log could not be read or merged.
     pub client: Vec<ClientSplit>,
+    /// The kernel's per-IO split for each op × class, reads first, then by IOs.
     pub io: Vec<IoSplit>,
+    /// Depth held by each class, deepest first.
     pub depth: Vec<ClassDepth>,
 }
 

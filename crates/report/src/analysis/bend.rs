@@ -11,11 +11,15 @@ pub const BEND_OPS_GAIN: f64 = 0.10;
 /// Where a sweep stops scaling.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bend {
-    /// Last thread count before the bend and the one where it shows.
+    /// The previous thread count of the sweep (points whose operations all failed skipped).
     pub before: u64,
+    /// The thread count where it shows.
     pub at: u64,
+    /// Growth of mean ops/s from `before` to `at`, in % (negative when throughput fell).
     pub ops_gain_pct: f64,
+    /// p99 at `at` ÷ p99 at `before`, of the sweep's latency op.
     pub p99_ratio: f64,
+    /// p99.99 at `at` ÷ p99.99 at `before` (a p99.99 of 0 µs counts as 1 µs).
     pub p9999_ratio: f64,
 }
 

@@ -21,57 +21,92 @@ pub struct NodeIo {
     pub node: Option<String>,
     /// True when the figures are the node's cgroup share of devices other nodes share.
     pub cgroup_share: bool,
+    /// Reads completed in the step: the node's devices' totals, or its cgroup's reads when hosts
+    /// share a kernel; 0 without a trace.
     pub read_ios: u64,
+    /// Bytes of those reads.
     pub read_bytes: u64,
+    /// Writes completed in the step, counted the same way.
     pub write_ios: u64,
+    /// Bytes of those writes.
     pub write_bytes: u64,
-    /// Share of all nodes' IOs and bytes in the step, percent.
+    /// Share of all nodes' IOs (reads and writes) in the step, %.
     pub pct_ios: f64,
+    /// Share of all nodes' bytes read and written in the step, %.
     pub pct_bytes: f64,
-    /// Busiest second's write rate and the step's mean, MB/s.
+    /// Busiest second's write rate, MB/s (MB = 10^6 bytes).
     pub write_mb_s_peak: f64,
+    /// Write bytes over the trace's window, MB/s (MB = 10^6 bytes).
     pub write_mb_s_mean: f64,
-    /// Device-wide: the deepest queue and the reads' device p99, over the node's devices.
+    /// Device-wide: the deepest queue of any second on the node's devices; none without a
+    /// trace or queue figures.
     pub qd_max: Option<u64>,
+    /// Device-wide: the reads' device p99 over the step, ms, the worst of the node's devices; none
+    /// without timed reads.
     pub read_p99_ms: Option<f64>,
     /// Write MB/s per second (unix ms, MB/s), on the run's clock.
     pub write_series: Vec<(f64, f64)>,
     /// Why the host's data is incomplete, when it is.
     pub partial: Option<String>,
+    /// The host's clock minus the client's, ms, from the step's first clock sample (before, else
+    /// after); none without a sample.
     pub clock_offset_ms: Option<f64>,
+    /// Milliseconds subtracted from the host's timestamps to put them on the client's clock; 0 when
+    /// the offset is within its own uncertainty.
     pub applied_offset_ms: i64,
 }
 
 /// Ownership, observed hosts and clocks, for the report's cluster section.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterView {
+    /// The keyspace (or database) the ownership figures are for, when known.
     pub keyspace: Option<String>,
+    /// Replication as the database states it (`SimpleStrategy rf=3`, `dc1:3`), when known.
     pub replication: Option<String>,
+    /// One row per node of the ring, in address order.
     pub owners: Vec<OwnerRow>,
+    /// One row per host observed over SSH (`--observe`), in the order given.
     pub hosts: Vec<HostRow>,
+    /// How the facts were read and what could not be, each host's fallbacks (prefixed with the
+    /// host), and a warning when observed hosts share one kernel.
     pub notes: Vec<String>,
 }
 
+/// One node of the ring as the database's own metadata describes it.
 #[derive(Debug, Clone, Default)]
 pub struct OwnerRow {
+    /// The node's client (CQL) address.
     pub address: String,
+    /// `datacenter / rack`, each left out when unknown; empty when both are.
     pub datacenter: String,
+    /// Database version the node reports; empty when unknown.
     pub version: String,
+    /// Tokens (virtual nodes) it holds.
     pub tokens: u64,
+    /// Effective ownership of the keyspace's data in %, replication included (what `nodetool
+    /// status KEYSPACE` prints as "Owns (effective)"); none when it could not be read.
     pub owns_pct: Option<f64>,
     /// Bytes under the node's data directories at the start, when its host was observed.
     pub load_bytes: Option<u64>,
 }
 
+/// One host observed over SSH, and the node found on it.
 #[derive(Debug, Clone, Default)]
 pub struct HostRow {
+    /// As given to `--observe` (`host`, `user@host`, `host:port`, an ssh_config alias).
     pub host: String,
+    /// The host's own name (`uname -n`).
     pub hostname: String,
+    /// The database node found there, as `ADDR (pid N, cgroup C)`, or `none found`.
     pub node: String,
+    /// Devices traced on the host, comma-separated.
     pub devices: String,
+    /// How iodig got there: the binary it ran and whether it had to send it.
     pub agent: String,
-    /// Smallest and largest clock offset over the steps, ms, and the largest round trip.
+    /// Smallest and largest clock offset (host minus client) over the steps' samples, ms; none
+    /// without samples.
     pub offset_range_ms: Option<(f64, f64)>,
+    /// Longest round trip of those clock samples, ms: each offset is known to ± half of its own.
     pub rtt_max_ms: Option<f64>,
 }
 

@@ -8,13 +8,22 @@ use std::collections::BTreeMap;
 /// An op's figures on the step's time axis, summed (rates, depth) or maxed (latency) over devices.
 #[derive(Debug, Clone, Default)]
 pub struct IoLines {
+    /// MB/s (10^6 bytes) over the covered part of each second.
     pub mb_s: Line,
+    /// Each second's busiest slot (`slot_ms` wide in trace.json) as MB/s: exact for one device,
+    /// an upper bound for several.
     pub mb_s_max: Line,
+    /// IOs per second.
     pub iops: Line,
+    /// Slowest device latency (issue → completion) of the IOs completed in each second, ms; in
+    /// diskstats mode iostat's await, which includes OS queueing.
     pub lat_max_ms: Line,
+    /// p99 device latency of each second, ms (eBPF only; empty otherwise).
     pub lat_p99_ms: Line,
-    /// OS time (request allocation → issue) of the same IOs: per-second p99 and top bucket.
+    /// OS time (request allocation → issue) of the same IOs, p99 of each second, ms (eBPF
+    /// only; empty in traces from before it was kept).
     pub os_p99_ms: Line,
+    /// Top bucket's upper bound of that OS time per second, ms.
     pub os_max_ms: Line,
     /// Every IO's device latency by second: second start (unix ms) → latency octave (IOs of
     /// 2^k to 2^(k+1) ns) → IOs, summed over devices (eBPF traces; the latency heat map).
@@ -30,8 +39,12 @@ pub fn octave(b: &Bucket) -> u32 {
 /// An op's dominant size buckets at the trace's own resolution (4 KiB up to 2 MiB).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpBands {
+    /// Block-layer op (`read`, `write`, `discard`, `flush`, `other`).
     pub op: String,
+    /// The op's IOs over all devices.
     pub ios: u64,
+    /// Its three largest buckets by volume and three largest by IO count (their union, each at
+    /// least 1 % of the op's IOs or bytes), largest share of bytes first.
     pub bands: Vec<NarrowBand>,
 }
 
@@ -53,20 +66,31 @@ pub(super) fn op_bands(trace: &TraceDoc) -> Vec<OpBands> {
 /// One row of the blog's IO summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IoRow {
+    /// Block-layer op (`read`, `write`, `discard`, `flush`, `other`); ops without IO have no row.
     pub op: String,
+    /// The op's dominant size band with its share of the op's IOs (`74% 508–512 KiB`); `–`
+    /// without size histograms (diskstats mode).
     pub band: String,
+    /// The op's bytes, GB (10^9 bytes).
     pub gb: f64,
+    /// Share of all the step's IOs, %.
     pub pct_ios: f64,
+    /// Share of all the step's bytes, %.
     pub pct_bytes: f64,
+    /// The op's IOs over all devices.
     pub ios: u64,
+    /// The op's bytes over all devices.
     pub bytes: u64,
 }
 
 /// Size histogram of one op in power-of-two bins (upper bound in bytes → share %).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SizeHist {
+    /// Block-layer op (`read`, `write`, `discard`, `flush`, `other`).
     pub op: String,
+    /// Share of the op's IOs per bin, %.
     pub by_count_pct: BTreeMap<u64, f64>,
+    /// Share of the op's bytes per bin, %.
     pub by_bytes_pct: BTreeMap<u64, f64>,
 }
 

@@ -8,15 +8,19 @@ use std::collections::BTreeMap;
 /// One op's per-second OS and device p99 over a step, and its worst second.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LevelRow {
+    /// `read` or `write`.
     pub op: String,
-    /// Seconds with both figures.
+    /// Seconds with both figures (the seconds compared).
     pub seconds: usize,
     /// The second (drawn at its middle, unix ms) whose larger p99 of the two is the highest.
     pub worst_x: f64,
+    /// The OS time p99 (request allocation → issue) in that second, ms.
     pub worst_os_ms: f64,
+    /// The device time p99 (issue → completion) in that second, ms.
     pub worst_device_ms: f64,
-    /// The highest per-second p99 of each over the step.
+    /// The highest per-second OS time p99 over the step, ms.
     pub os_peak_ms: f64,
+    /// The highest per-second device time p99 over the step, ms.
     pub device_peak_ms: f64,
 }
 

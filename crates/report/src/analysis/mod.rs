@@ -79,16 +79,21 @@ pub fn status_text(caveats: &[String]) -> String {
 /// The whole report.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// The run directory's name ([`RunData::name`]).
     pub run_name: String,
     /// The latency op asked for (a sweep without it uses all ops, see its `op`).
     pub op: LatencyOp,
+    /// One sweep per workload, in the order the workloads first ran.
     pub sweeps: Vec<WorkloadSweep>,
+    /// Every step, the load included, in run order.
     pub steps: Vec<StepView>,
     /// The database's nodes, when the run read cluster facts or observed hosts.
     pub cluster: Option<cluster::ClusterView>,
     /// Run-level findings: the steps' warnings (failed operations), the sweeps', then each
     /// step's (short runs only), prefixed with the step.
     pub findings: Vec<String>,
+    /// run.json's notes, then what limits the figures: a workload drawn with all ops instead of
+    /// the op asked for, approximate percentiles, raw events the tracer lost.
     pub notes: Vec<String>,
 }
 

@@ -19,6 +19,7 @@ pub const SAMPLE: usize = 8_000;
 pub struct PerIo {
     /// The stream's file name in the step directory.
     pub file: String,
+    /// One entry per op with sized IOs, by name (cache flushes carry no size: left out).
     pub ops: Vec<PerIoOp>,
     /// Lines that did not parse (a stream cut short by a crash ends mid-line).
     pub bad_lines: u64,
@@ -27,7 +28,9 @@ pub struct PerIo {
 /// One op (read, write, discard) of every device in the stream.
 #[derive(Debug, Clone, Default)]
 pub struct PerIoOp {
+    /// `read`, `write` or `discard`, as the stream's `op` column names it.
     pub op: String,
+    /// IOs of the op in the stream (with or without a device time).
     pub ios: u64,
     /// IOs with a device time (the tracer saw their issue).
     pub timed: u64,
@@ -37,22 +40,30 @@ pub struct PerIoOp {
     pub points: Vec<IoPoint>,
 }
 
+/// One size class of an op: the IOs whose bytes fall in one power-of-two range.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SizeRow {
     /// `≤4 KiB`, `4–8 KiB`, … `256–512 KiB`.
     pub label: String,
+    /// IOs of the class.
     pub ios: u64,
+    /// Their bytes.
     pub bytes: u64,
-    /// Device latency of the class's timed IOs, ms.
+    /// Median device time (issue → completion) of the class's timed IOs, ms; 0 when none was
+    /// timed.
     pub p50_ms: f64,
+    /// p99 of that device time, ms; 0 when none was timed.
     pub p99_ms: f64,
+    /// Slowest timed IO of the class, ms; 0 when none was timed.
     pub max_ms: f64,
 }
 
+/// One IO drawn on the per-IO scatter.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IoPoint {
     /// Completion, unix ms.
     pub unix_ms: f64,
+    /// Its device time (issue → completion), ms.
     pub latency_ms: f64,
     /// Index into the op's `sizes`.
     pub size: usize,

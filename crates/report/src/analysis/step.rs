@@ -13,39 +13,63 @@ use std::collections::BTreeMap;
 /// Everything shown for one step.
 #[derive(Debug, Clone)]
 pub struct StepView {
+    /// Position in the run, from 0 (a load step comes first).
     pub index: usize,
-    /// Section heading ([`StepData::title`]) and the name in sentences ([`StepData::label`]).
+    /// Section heading ([`StepData::title`]): `Step 3: workloada × 8 threads`.
     pub title: String,
+    /// The step's name in sentences ([`StepData::label`]): `step 3 (workloada × 8 threads)`.
     pub label: String,
     /// `load` or `run`.
     pub phase: String,
+    /// Workload label (`workloada`, …).
     pub workload: String,
+    /// Client threads.
     pub threads: u64,
+    /// YCSB's `target` rate, ops/s; none when not throttled.
     pub target_ops_per_sec: Option<f64>,
+    /// Operations done in the measured window, failed ones included (YCSB's count).
     pub operations: u64,
+    /// Operations per second over the measured window (YCSB's overall throughput).
     pub throughput_ops_per_sec: f64,
+    /// Ctrl-C, SIGTERM or a fatal error ended the step early.
     pub interrupted: bool,
     /// Why the step ended before its time (the database became unusable).
     pub ended_early: Option<String>,
+    /// What its return codes say: failures, NOT_FOUND, all failed.
     pub outcome: Outcome,
+    /// Start of the measured window (after warm-up), unix ms.
     pub start_ms: f64,
+    /// End of the measured window, unix ms.
     pub end_ms: f64,
+    /// Client ops/s per second.
     pub ops_per_sec: Line,
-    /// Per op series name: per-second p99 and mean latency in ms.
+    /// Per op series name (`READ`, `UPDATE`, …): per-second client p99 latency, ms.
     pub lat_p99_ms: BTreeMap<String, Line>,
+    /// Per op series name: per-second client mean latency, ms.
     pub lat_mean_ms: BTreeMap<String, Line>,
     /// By op name (`read`, `write`, `discard`, `flush`, `other`), only ops with IO.
     pub io: BTreeMap<String, IoLines>,
+    /// Time-weighted mean queue depth of each second, summed over devices.
     pub qd_mean: Line,
+    /// Deepest queue of each second, summed over devices.
     pub qd_max: Line,
+    /// All-CPU busy % per sample (everything but idle and iowait).
     pub cpu_busy: Line,
+    /// All-CPU iowait % per sample.
     pub cpu_iowait: Line,
+    /// Page cache waiting to be written back (Dirty), MB (10^6 bytes), per sample.
     pub dirty_mb: Line,
+    /// Page cache being written back (Writeback), MB, per sample.
     pub writeback_mb: Line,
+    /// The database's flushes, compactions and file deletions (`db-events.json`); flushes and
+    /// compactions are shaded on the charts.
     pub events: Vec<DbEvent>,
+    /// The IO summary's rows, one per op with IO; empty without a trace.
     pub io_rows: Vec<IoRow>,
-    /// Who issued the IO (eBPF attribution): per op × activity class and per op × node.
+    /// Who issued the IO (eBPF attribution), per op × activity class; empty without
+    /// attribution.
     pub classes: Vec<ShareRow>,
+    /// The same per op × node: managed node's address, other cgroup's path, or `(no cgroup)`.
     pub nodes: Vec<ShareRow>,
     /// The attribution self-check, worded; none without attribution.
     pub attribution_check: Option<String>,
@@ -53,6 +77,8 @@ pub struct StepView {
     pub cluster_nodes: Vec<super::cluster::NodeIo>,
     /// What flush and compaction IO did to the client and to the other classes' IO.
     pub background: Option<Background>,
+    /// Block size histograms per op in power-of-two bins; empty without size histograms
+    /// (diskstats mode or no trace).
     pub size_hists: Vec<SizeHist>,
     /// Dominant size buckets per op at the trace's 4 KiB resolution.
     pub bands: Vec<OpBands>,
@@ -62,12 +88,15 @@ pub struct StepView {
     pub levels: Vec<super::levels::LevelRow>,
     /// Device reads per database read, page cache and memory (traced steps that read).
     pub storage: Option<super::storage::StorageBound>,
+    /// `ebpf`, `diskstats` or `off`: the trace's own word, else run.json's.
     pub trace_mode: String,
+    /// Why that mode ran when it is not the one asked for (the fallback reason), when said.
     pub trace_note: Option<String>,
     /// The tracer's totals against /proc/diskstats over the step, in words (eBPF mode).
     pub diskstats_check: Option<String>,
     /// What the return codes say (all failed, NOT_FOUND): listed up front whatever the run's length.
     pub warnings: Vec<String>,
+    /// The step's findings, each a sentence with its numbers (docs/report.md, "Findings rules").
     pub findings: Vec<String>,
 }
 

@@ -10,10 +10,14 @@ pub struct StorageBound {
     pub db_reads: u64,
     /// Read IOs the block-IO trace saw complete (all traced devices).
     pub device_reads: u64,
+    /// Bytes of those reads.
     pub device_read_bytes: u64,
-    /// Page cache (Cached) mean and max over the step's system samples, and the memory.
+    /// Page cache (`Cached` of /proc/meminfo) mean over the step's system samples, bytes; none
+    /// without samples.
     pub page_cache_mean_bytes: Option<f64>,
+    /// Largest page cache of those samples, bytes.
     pub page_cache_max_bytes: Option<u64>,
+    /// The host's memory (MemTotal), bytes; none when unknown.
     pub memory_bytes: Option<u64>,
 }
 

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 /// One workload × thread count, repetitions aggregated.
 #[derive(Debug, Clone)]
 pub struct Point {
+    /// Client threads of the point's steps.
     pub threads: u64,
     /// Step indexes of the repetitions.
     pub steps: Vec<usize>,
@@ -79,17 +80,21 @@ impl Point {
 /// A thread count of the sweep that was not run, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NotTested {
+    /// The thread count left out.
     pub threads: u64,
     /// "stopped at 8 threads (step 3): read.p99 62.345 ms > 50ms".
     pub why: String,
 }
 
+/// One workload's points over thread counts: the curves, the OPS table, the peak and the bend.
 #[derive(Debug, Clone)]
 pub struct WorkloadSweep {
+    /// Workload label (`workloada`, …), as the run's steps name it.
     pub workload: String,
     /// Whose latency the curves, tables, peak and bend use: the one asked for, or all ops when
     /// the workload measured none of it (then `op_note` says so).
     pub op: LatencyOp,
+    /// Why `op` is not the latency asked for, when it is not (also among the report's notes).
     pub op_note: Option<String>,
     /// Ascending thread counts.
     pub points: Vec<Point>,
@@ -98,6 +103,7 @@ pub struct WorkloadSweep {
     /// Index into `points` of the highest throughput among points whose operations succeeded;
     /// none when every point failed.
     pub peak: Option<usize>,
+    /// Where latency bends (docs/report.md, "The bend"); none when it never does.
     pub bend: Option<Bend>,
     /// First step where throughput grows by less than [`super::BEND_OPS_GAIN`] (the plateau).
     pub plateau: Option<Bend>,

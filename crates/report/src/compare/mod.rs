@@ -24,16 +24,20 @@ use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
 use std::path::PathBuf;
 
-/// Files written into `--out`, besides one `compare-NN-<title>.svg` per chart.
+/// The HTML document written into `--out`, charts inline (each chart is also written alone as
+/// `compare-NN-<title>.svg`).
 pub const HTML: &str = "compare.html";
+/// The Markdown document written into `--out`, each chart shown as its SVG file.
 pub const MARKDOWN: &str = "compare.md";
 /// Significance level of the Welch tests.
 pub const ALPHA: f64 = 0.05;
 
+/// What `iodig compare` was asked: the runs, where to write, the regression limit, the op.
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
     /// The baseline first, then the runs compared with it.
     pub runs: Vec<PathBuf>,
+    /// The folder the files are written into (`--out DIR`), created when missing.
     pub out: PathBuf,
     /// Percent by which a later run may be worse (lower ops/s or higher p99) before it counts
     /// as a regression.
@@ -43,8 +47,10 @@ pub struct CompareOptions {
     pub op: Option<LatencyOp>,
 }
 
+/// What `iodig compare` wrote and found, for the terminal and the exit code.
 #[derive(Debug, Clone)]
 pub struct CompareOutput {
+    /// Every file written: one SVG per chart, then compare.html and compare.md.
     pub files: Vec<PathBuf>,
     /// The advantage tables in Markdown, for the terminal.
     pub summary_markdown: String,
@@ -122,12 +128,17 @@ impl<'a> Runs<'a> {
 /// The comparison of runs, for the files and the terminal.
 #[derive(Debug, Clone)]
 pub struct Comparison {
+    /// The comparison document: sections, tables and charts, rendered to HTML or Markdown.
     pub doc: Doc,
     /// The caveats and advantage tables in Markdown.
     pub summary: String,
+    /// One sentence per regression beyond the limit, naming run, workload and threads (empty
+    /// without a limit).
     pub regressions: Vec<String>,
     /// Points the regression check gave no verdict on, with why (empty without a limit).
     pub unchecked: Vec<String>,
+    /// The Caveats section's points: how the runs differ, partial or failed steps, thread
+    /// counts a run lacks; empty when there is none.
     pub caveats: Vec<String>,
 }
 
@@ -171,7 +182,10 @@ pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Co
 /// The latency op compared, and the caveat when it is not the one asked for.
 #[derive(Debug, Clone, Default)]
 pub struct OpChoice {
+    /// The op whose latency is compared.
     pub op: LatencyOp,
+    /// Why it is all ops rather than READ when no `--op` was given and some run measured no
+    /// reads; none otherwise.
     pub caveat: Option<String>,
 }
 

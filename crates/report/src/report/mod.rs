@@ -27,18 +27,28 @@ use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
 use std::path::{Path, PathBuf};
 
-/// File names written into the run directory.
+/// `iodig report`'s files, all written into the run directory. This one: the report as one
+/// self-contained HTML page (inline SVG charts, no script).
 pub const HTML: &str = "report.html";
+/// The same tables and findings as Markdown (charts named, not drawn).
 pub const MARKDOWN: &str = "report.md";
+/// One row per workload × threads × latency series: ops/s with its 95 % interval, latency in
+/// µs, failures and status.
 pub const CSV_OPS: &str = "report-ops.csv";
+/// One row per step × second × series: the client's ops/s and latency in µs.
 pub const CSV_CLIENT: &str = "report-client.csv";
+/// One row per step × device × second × op: IOs, bytes, MB/s, IOPS, device latency in ns,
+/// queue depth.
 pub const CSV_IO: &str = "report-io.csv";
+/// One row per step, the load included: what it ran, how much, and how it ended.
 pub const CSV_STEPS: &str = "report-steps.csv";
 
 /// What `write_report` produced.
 #[derive(Debug, Clone)]
 pub struct ReportOutput {
+    /// Every file written, in the run directory: report.html, report.md, then the CSV files.
     pub files: Vec<PathBuf>,
+    /// The report's run-level findings, for the terminal (the Findings section's sentences).
     pub findings: Vec<String>,
 }
 

@@ -6,9 +6,13 @@ use std::fmt::Write;
 /// Grouped bars: one group per category, one bar per series.
 #[derive(Debug, Clone, Default)]
 pub struct BarChart {
+    /// Bold heading above the legend; also the SVG's accessible label.
     pub title: String,
+    /// Caption under the x axis.
     pub x_label: String,
+    /// Caption beside the y axis (with the unit).
     pub y_label: String,
+    /// One group of bars each, labelled under it (every other one past 24 groups).
     pub categories: Vec<String>,
     /// (name, value per category); NaN = not measured, drawn as "not tested" (the briefs' words
     /// for a point one configuration did not run).
@@ -23,6 +27,8 @@ pub struct BarChart {
 }
 
 impl BarChart {
+    /// The chart as a standalone SVG document, 900 × 300; each bar carries `data-series`,
+    /// `data-category` and `data-value` (or `data-missing`) for scripts.
     pub fn svg(&self) -> String {
         let pw = WIDTH - LEFT - RIGHT;
         let ph = HEIGHT - TOP - BOTTOM;

@@ -12,18 +12,24 @@ pub struct HeatColumn {
     pub x_ms: f64,
     /// A second, or several on a long step (at most ~300 columns are drawn).
     pub width_ms: f64,
+    /// `(lower ms, upper ms, IOs)`: one latency octave and the IOs that took that long.
     pub cells: Vec<(f64, f64, u64)>,
 }
 
+/// A latency heat map: IO counts per time column and latency octave, on a log latency axis.
 #[derive(Debug, Clone, Default)]
 pub struct HeatMap {
+    /// Bold heading above the legend; also the SVG's accessible label.
     pub title: String,
+    /// Caption beside the latency axis (with the unit).
     pub y_label: String,
+    /// The columns, in time order.
     pub columns: Vec<HeatColumn>,
     /// Fixed x range (the step's time axis), unix ms.
     pub x_range: Option<(f64, f64)>,
     /// Shaded database events under the cells, as on the step's line charts.
     pub bands: Vec<Band>,
+    /// Legend entries of the band kinds present, e.g. `(0, "memtable flush")`.
     pub band_legend: Vec<(usize, String)>,
 }
 
@@ -33,6 +39,7 @@ const RAMP: [&str; 6] = [
 ];
 
 impl HeatMap {
+    /// True when no column has an IO: nothing to draw.
     pub fn is_empty(&self) -> bool {
         self.columns.iter().all(|c| c.cells.is_empty())
     }
@@ -45,6 +52,8 @@ impl HeatMap {
             .sum()
     }
 
+    /// The chart as a standalone SVG document, 900 × 300; each cell carries `data-count`,
+    /// `data-lower-ms` and `data-upper-ms`.
     pub fn svg(&self) -> String {
         let cells = || self.columns.iter().flat_map(|c| c.cells.iter());
         let lo = cells()

@@ -6,6 +6,7 @@ use std::fmt::Write;
 /// What the x values are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XKind {
+    /// Plain numbers (throughput in ops/s on the sweep curves), the axis starting at 0.
     Number,
     /// Unix milliseconds, ticked as UTC clock time.
     UnixMs,
@@ -14,10 +15,13 @@ pub enum XKind {
 /// One line of a chart.
 #[derive(Debug, Clone, Default)]
 pub struct Series {
+    /// Legend entry, also the line's tooltip.
     pub name: String,
+    /// (x, y) points in x order; non-finite ones are skipped.
     pub points: Vec<(f64, f64)>,
     /// Index into the palette.
     pub color: usize,
+    /// Drawn dashed: the second measure of a pair (mean beside p99, busiest slot beside mean).
     pub dashed: bool,
     /// Draw a marker at every point (sweep curves); time series are plain lines.
     pub markers: bool,
@@ -28,19 +32,28 @@ pub struct Series {
 /// A shaded x range (a flush or a compaction).
 #[derive(Debug, Clone)]
 pub struct Band {
+    /// Start of the range, in x units (unix ms on time charts).
     pub x0: f64,
+    /// End of the range, in x units.
     pub x1: f64,
     /// 0 flush, 1 compaction, 2 other.
     pub kind: usize,
 }
 
+/// A line chart: series over time or over a numeric x, optional shaded bands and log y axis.
 #[derive(Debug, Clone)]
 pub struct LineChart {
+    /// Bold heading above the legend; also the SVG's accessible label.
     pub title: String,
+    /// Caption under the x axis.
     pub x_label: String,
+    /// Caption beside the y axis (with the unit).
     pub y_label: String,
+    /// What the x values are, and so how they are ticked.
     pub x_kind: XKind,
+    /// The lines, drawn and listed in the legend in this order.
     pub series: Vec<Series>,
+    /// Shaded ranges under the lines (the database's flushes and compactions).
     pub bands: Vec<Band>,
     /// Legend entries of the band kinds present, e.g. `(0, "memtable flush")`.
     pub band_legend: Vec<(usize, String)>,
@@ -51,6 +64,7 @@ pub struct LineChart {
 }
 
 impl LineChart {
+    /// An empty chart with linear y, no bands and an x range fitted to the data.
     pub fn new(title: &str, x_label: &str, y_label: &str, x_kind: XKind) -> Self {
         LineChart {
             title: title.into(),
@@ -70,6 +84,7 @@ impl LineChart {
         self.series.iter().all(|s| s.points.is_empty())
     }
 
+    /// The chart as a standalone SVG document, 900 × 300.
     pub fn svg(&self) -> String {
         let pw = WIDTH - LEFT - RIGHT;
         let ph = HEIGHT - TOP - BOTTOM;

@@ -27,7 +27,9 @@ const PALETTE: [&str; 9] = [
 /// Band fills by kind index (flush, compaction, other).
 const BAND_FILLS: [&str; 3] = ["#F0E442", "#56B4E9", "#CCCCCC"];
 
+/// Width of every chart's SVG, px.
 pub const WIDTH: f64 = 900.0;
+/// Height of every chart's SVG, px.
 pub const HEIGHT: f64 = 300.0;
 const LEFT: f64 = 78.0;
 const RIGHT: f64 = 40.0;
@@ -234,7 +236,6 @@ impl TimeLogFrame {
     }
 }
 
-/// Tick labels: 1.5k, 120k, 2.5M, 0.25.
 /// Horizontal grid lines with their labels at the y ticks, across the plot width `pw`.
 fn y_grid(o: &mut String, ticks: &[f64], sy: impl Fn(f64) -> f64, pw: f64) {
     for &t in ticks {
@@ -250,6 +251,7 @@ fn y_grid(o: &mut String, ticks: &[f64], sy: impl Fn(f64) -> f64, pw: f64) {
     }
 }
 
+/// Tick labels: 0.25, 2.5, 1500, 12.5k, 120k, 2.5M (k from 10,000 up), trailing zeros trimmed.
 pub fn fmt_tick(v: f64) -> String {
     let a = v.abs();
     let trim = |s: String| {

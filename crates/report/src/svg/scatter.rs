@@ -5,9 +5,12 @@
 use super::*;
 use std::fmt::Write;
 
+/// A scatter of single IOs: one dot per IO at its completion time and device latency (log y).
 #[derive(Debug, Clone, Default)]
 pub struct Scatter {
+    /// Bold heading above the legend; also the SVG's accessible label.
     pub title: String,
+    /// Caption beside the latency axis (with the unit).
     pub y_label: String,
     /// `(unix ms, value, colour index)`.
     pub points: Vec<(f64, f64, usize)>,
@@ -20,10 +23,12 @@ pub struct Scatter {
 }
 
 impl Scatter {
+    /// True when there is no dot to draw.
     pub fn is_empty(&self) -> bool {
         self.points.is_empty()
     }
 
+    /// The chart as a standalone SVG document, 900 × 300.
     pub fn svg(&self) -> String {
         let ys = || self.points.iter().map(|p| p.1).filter(|v| *v > 0.0);
         let lo = ys().fold(f64::INFINITY, f64::min);

@@ -7,8 +7,11 @@ use std::fmt::Write;
 /// One line of a [`TwoAxisChart`]: a value per category, `None` where the run has no point.
 #[derive(Debug, Clone, Default)]
 pub struct AxisSeries {
+    /// The line's tooltip, and its legend entry unless the chart's `legend` is given.
     pub name: String,
+    /// Index into the palette (one colour per run in compare).
     pub color: usize,
+    /// One value per category; a `None` breaks the line there.
     pub values: Vec<Option<f64>>,
 }
 
@@ -17,12 +20,19 @@ pub struct AxisSeries {
 /// average read latency share one chart.
 #[derive(Debug, Clone, Default)]
 pub struct TwoAxisChart {
+    /// Bold heading above the legend; also the SVG's accessible label.
     pub title: String,
+    /// Caption under the x axis.
     pub x_label: String,
+    /// Caption beside the left axis (with the unit).
     pub left_label: String,
+    /// Caption beside the right axis (with the unit).
     pub right_label: String,
+    /// The x positions, evenly spaced, in order (thread counts as text).
     pub categories: Vec<String>,
+    /// Solid lines against the left axis.
     pub left: Vec<AxisSeries>,
+    /// Dashed lines against the right axis.
     pub right: Vec<AxisSeries>,
     /// Legend entries (name, colour); empty = one per series. Naming each colour once (a run)
     /// keeps long names on one row, the axis labels saying which line style is which.
@@ -38,6 +48,7 @@ impl TwoAxisChart {
             .all(|s| s.values.iter().all(Option::is_none))
     }
 
+    /// The chart as a standalone SVG document, 900 × 300.
     pub fn svg(&self) -> String {
         const RIGHT2: f64 = 78.0;
         let pw = WIDTH - LEFT - RIGHT2;
