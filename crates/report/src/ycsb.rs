@@ -99,7 +99,7 @@ fn series_rank(name: &str) -> (usize, usize, String) {
         "VERIFY",
     ];
     let (base, variant) = if let Some(b) = name.strip_prefix("Intended-") {
-        (b, 2)
+        b.strip_suffix("-FAILED").map_or((b, 2), |b| (b, 3))
     } else if let Some(b) = name.strip_suffix("-FAILED") {
         (b, 1)
     } else {

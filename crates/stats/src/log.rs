@@ -13,6 +13,9 @@ pub enum Variant {
     Failed = 1,
     /// `Intended-<OP>`: latency from the intended start under a target rate.
     Intended = 2,
+    /// `Intended-<OP>-FAILED`: a failure's latency from its intended start (YCSB's DBWrapper
+    /// measures failures under both names too).
+    IntendedFailed = 3,
 }
 
 /// One measured operation.

@@ -26,12 +26,16 @@ pub fn series_name((op, variant): SeriesId) -> String {
         Variant::Ok => op.name().to_string(),
         Variant::Failed => format!("{}-FAILED", op.name()),
         Variant::Intended => format!("Intended-{}", op.name()),
+        Variant::IntendedFailed => format!("Intended-{}-FAILED", op.name()),
     }
 }
 
 fn parse_series_name(name: &str) -> Option<SeriesId> {
     let (base, variant) = if let Some(b) = name.strip_prefix("Intended-") {
-        (b, Variant::Intended)
+        match b.strip_suffix("-FAILED") {
+            Some(b) => (b, Variant::IntendedFailed),
+            None => (b, Variant::Intended),
+        }
     } else if let Some(b) = name.strip_suffix("-FAILED") {
         (b, Variant::Failed)
     } else {
@@ -74,7 +78,8 @@ pub enum IntervalMode {
     Op,
     /// Intended-start latency under the op's name.
     Intended,
-    /// Service time under `<OP>`, intended under `Intended-<OP>`.
+    /// Service time under `<OP>` (`<OP>-FAILED`), intended under `Intended-<OP>`
+    /// (`Intended-<OP>-FAILED`).
     Both,
 }
 
@@ -114,8 +119,13 @@ impl SeriesSet {
         let main_us = mode.latency_us(e);
         self.histogram((e.op, main))
             .saturating_record(u64::from(main_us).min(HIGHEST_US));
-        if mode == IntervalMode::Both && e.ok {
-            self.histogram((e.op, Variant::Intended))
+        if mode == IntervalMode::Both {
+            let intended = if e.ok {
+                Variant::Intended
+            } else {
+                Variant::IntendedFailed
+            };
+            self.histogram((e.op, intended))
                 .saturating_record(u64::from(e.intended_us).min(HIGHEST_US));
         }
         if e.op != OpKind::Cleanup {
@@ -255,6 +265,8 @@ mod tests {
         assert_eq!(sums["READ"].count, 1);
         assert_eq!(sums["READ-FAILED"].count, 1);
         assert_eq!(sums["Intended-READ"].max_us, 200);
+        assert_eq!(sums["Intended-READ"].count, 1);
+        assert_eq!(sums["Intended-READ-FAILED"].max_us, 100);
         let r = s.returns(&["OK", "ERROR"]);
         assert_eq!(r["READ"]["OK"], 1);
         assert_eq!(r["READ"]["ERROR"], 1);
@@ -279,7 +291,12 @@ mod tests {
     #[test]
     fn series_names_parse_back() {
         for op in OpKind::ALL {
-            for v in [Variant::Ok, Variant::Failed, Variant::Intended] {
+            for v in [
+                Variant::Ok,
+                Variant::Failed,
+                Variant::Intended,
+                Variant::IntendedFailed,
+            ] {
                 assert_eq!(parse_series_name(&series_name((op, v))), Some((op, v)));
             }
         }
