@@ -108,18 +108,26 @@ fn latency_heat(doc: &mut Doc, s: &StepView, t: &Timeline, op: &str, l: &IoLines
         &format!("Device latency of every {op} ({count}{size}), per second"),
         "device latency (ms, log)",
     );
-    let seconds: Vec<_> = l.lat_octaves.iter().collect();
-    let group = seconds.len().div_ceil(HEAT_COLUMNS).max(1);
-    for chunk in seconds.chunks(group) {
-        let mut cells = std::collections::BTreeMap::<u32, u64>::new();
-        for (_, octaves) in chunk {
-            for (k, n) in *octaves {
-                *cells.entry(*k).or_default() += n;
-            }
+    // Columns by time, not by seconds with IO: an idle stretch must stay a gap on the axis.
+    let (Some(&first), Some(&last)) = (l.lat_octaves.keys().next(), l.lat_octaves.keys().last())
+    else {
+        doc.heat_map(h);
+        return;
+    };
+    let span_s = (last - first) / 1000 + 1;
+    let group_ms = 1000 * span_s.div_ceil(HEAT_COLUMNS as u64).max(1);
+    let mut columns =
+        std::collections::BTreeMap::<u64, std::collections::BTreeMap<u32, u64>>::new();
+    for (second_ms, octaves) in &l.lat_octaves {
+        let cells = columns.entry((second_ms - first) / group_ms).or_default();
+        for (k, n) in octaves {
+            *cells.entry(*k).or_default() += n;
         }
+    }
+    for (column, cells) in columns {
         h.columns.push(HeatColumn {
-            x_ms: *chunk[0].0 as f64,
-            width_ms: 1000.0 * group as f64,
+            x_ms: (first + column * group_ms) as f64,
+            width_ms: group_ms as f64,
             cells: cells
                 .into_iter()
                 .map(|(k, n)| ((1u64 << k) as f64 / 1e6, (2u64 << k) as f64 / 1e6, n))
