@@ -327,16 +327,9 @@ impl Hierarchy {
 
 /// Mounts from /proc/self/mountinfo: (mount point, fs type, super options).
 fn mounts() -> Vec<(PathBuf, String, String)> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    text.lines()
-        .filter_map(|l| {
-            let (pre, post) = l.split_once(" - ")?;
-            let mnt = pre.split(' ').nth(4)?;
-            let mut p = post.split(' ');
-            let fs = p.next()?.to_string();
-            let opts = p.nth(1).unwrap_or("").to_string();
-            Some((PathBuf::from(mnt.replace("\\040", " ")), fs, opts))
-        })
+    crate::devices::mounts()
+        .into_iter()
+        .map(|m| (m.mount_point, m.fs_type, m.super_options))
         .collect()
 }
 

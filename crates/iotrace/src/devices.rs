@@ -103,10 +103,16 @@ pub fn candidates(max: usize) -> Vec<Disk> {
 pub fn resolve_path(path: &Path) -> Result<DeviceInfo> {
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?;
-    let (ma, mi) = (libc::major(meta.dev()), libc::minor(meta.dev()));
-    if ma == 0 {
-        bail!("{} is on a virtual file system (device {ma}:{mi}, e.g. tmpfs or overlay): no block device to trace; pass --device", path.display());
-    }
+    let (fs_ma, fs_mi) = (libc::major(meta.dev()), libc::minor(meta.dev()));
+    // btrfs (like other file systems that span devices) gives its files an anonymous device
+    // number 0:N; the block device is the source its mount names.
+    let Some((ma, mi)) = (if fs_ma == 0 {
+        device_behind_anonymous(path, fs_mi)
+    } else {
+        Some((fs_ma, fs_mi))
+    }) else {
+        bail!("{} is on a virtual file system (device {fs_ma}:{fs_mi}, e.g. tmpfs or overlay, and its mount names no block device): no block device to trace; pass --device", path.display());
+    };
     let disk =
         whole_disk_of(&PathBuf::from(format!("/sys/dev/block/{ma}:{mi}"))).with_context(|| {
             format!(
@@ -115,11 +121,20 @@ pub fn resolve_path(path: &Path) -> Result<DeviceInfo> {
             )
         })?;
     let mut info = info(&disk);
-    if let Some((mnt, fs)) = mount_of(path, ma, mi) {
-        info.mount_point = Some(mnt);
-        info.fs_type = Some(fs);
+    if let Some(m) = mount_of(path, fs_ma, fs_mi) {
+        info.mount_point = Some(m.mount_point.to_string_lossy().into_owned());
+        info.fs_type = Some(m.fs_type);
     }
     Ok(info)
+}
+
+/// The block device a file system on the anonymous device `0:minor` names as its mount's
+/// source (btrfs: the device it was mounted from; of a btrfs over several devices, that one
+/// only). None for tmpfs, overlay and the like, whose source is not a block device.
+fn device_behind_anonymous(path: &Path, minor: u32) -> Option<(u32, u32)> {
+    let source = mount_of(path, 0, minor)?.source;
+    let rdev = std::fs::metadata(&source).ok()?.rdev();
+    (rdev != 0).then(|| (libc::major(rdev), libc::minor(rdev)))
 }
 
 /// Queue settings and model of a whole disk.
@@ -150,27 +165,95 @@ fn active_scheduler(s: &str) -> String {
         .unwrap_or_else(|| s.to_string())
 }
 
-/// Mount point and fs type from /proc/self/mountinfo for the device `ma:mi` holding `path`.
-fn mount_of(path: &Path, ma: u32, mi: u32) -> Option<(String, String)> {
+/// The innermost mount of the device `ma:mi` that holds `path`.
+fn mount_of(path: &Path, ma: u32, mi: u32) -> Option<Mount> {
     let want = format!("{ma}:{mi}");
     let abs = std::fs::canonicalize(path).ok()?;
-    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let sep = f.iter().position(|x| *x == "-")?;
-            if f.get(2)? != &want {
-                return None;
+    mounts()
+        .into_iter()
+        .filter(|m| m.dev == want && abs.starts_with(&m.mount_point))
+        .max_by_key(|m| m.mount_point.as_os_str().len())
+}
+
+/// A mount, from one line of /proc/self/mountinfo.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mount {
+    /// `MAJ:MIN` of the file system's device (`0:N` for btrfs, tmpfs, overlay).
+    pub dev: String,
+    pub mount_point: PathBuf,
+    pub fs_type: String,
+    /// What was mounted: `/dev/vda1`, `tmpfs`, `overlay`.
+    pub source: String,
+    pub super_options: String,
+}
+
+/// Every mount of this process's mount namespace.
+pub(crate) fn mounts() -> Vec<Mount> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(parse_mount)
+        .collect()
+}
+
+/// `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`
+/// (proc(5)): optional fields end at `-`; paths escape space, tab, newline and `\` as octal.
+fn parse_mount(line: &str) -> Option<Mount> {
+    let (pre, post) = line.split_once(" - ")?;
+    let mut pre = pre.split(' ');
+    let dev = pre.nth(2)?.to_string();
+    let mount_point = PathBuf::from(unescape_octal(pre.nth(1)?));
+    let mut post = post.split(' ');
+    Some(Mount {
+        dev,
+        mount_point,
+        fs_type: post.next()?.to_string(),
+        source: unescape_octal(post.next()?),
+        super_options: post.next().unwrap_or("").to_string(),
+    })
+}
+
+/// `\040` → space, and the kernel's other octal escapes (`\011`, `\012`, `\134`).
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) if b[i] == b'\\' => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
             }
-            Some((f.get(4)?.to_string(), f.get(sep + 1)?.to_string()))
-        })
-        .filter(|(mnt, _)| abs.starts_with(mnt))
-        .max_by_key(|(mnt, _)| mnt.len())
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mountinfo_lines_parse_with_escapes_and_optional_fields() {
+        let m = parse_mount(
+            "36 35 0:32 / /var/lib/my\\040data rw,noatime shared:1 master:2 - btrfs /dev/vdb rw,space_cache=v2",
+        )
+        .unwrap();
+        assert_eq!(m.dev, "0:32");
+        assert_eq!(m.mount_point, PathBuf::from("/var/lib/my data"));
+        assert_eq!(m.fs_type, "btrfs");
+        assert_eq!(m.source, "/dev/vdb");
+        assert_eq!(m.super_options, "rw,space_cache=v2");
+        assert_eq!(unescape_octal("a\\011b\\134c\\9"), "a\tb\\c\\9");
+        assert!(parse_mount("garbage").is_none());
+    }
 
     #[test]
     fn scheduler_and_majmin_parsing() {
