@@ -107,7 +107,7 @@ pub fn resolve_path(path: &Path) -> Result<DeviceInfo> {
     // btrfs (like other file systems that span devices) gives its files an anonymous device
     // number 0:N; the block device is the source its mount names.
     let Some((ma, mi)) = (if fs_ma == 0 {
-        device_behind_anonymous(path, fs_mi)
+        device_behind_anonymous(path)
     } else {
         Some((fs_ma, fs_mi))
     }) else {
@@ -121,18 +121,18 @@ pub fn resolve_path(path: &Path) -> Result<DeviceInfo> {
             )
         })?;
     let mut info = info(&disk);
-    if let Some(m) = mount_of(path, fs_ma, fs_mi) {
+    if let Some(m) = mount_of(path, (fs_ma != 0).then_some((fs_ma, fs_mi))) {
         info.mount_point = Some(m.mount_point.to_string_lossy().into_owned());
         info.fs_type = Some(m.fs_type);
     }
     Ok(info)
 }
 
-/// The block device a file system on the anonymous device `0:minor` names as its mount's
-/// source (btrfs: the device it was mounted from; of a btrfs over several devices, that one
-/// only). None for tmpfs, overlay and the like, whose source is not a block device.
-fn device_behind_anonymous(path: &Path, minor: u32) -> Option<(u32, u32)> {
-    let source = mount_of(path, 0, minor)?.source;
+/// The block device a file system on an anonymous device (`0:N`) names as its mount's source
+/// (btrfs: the device it was mounted from; of a btrfs over several devices, that one only).
+/// None for tmpfs, overlay and the like, whose source is not a block device.
+fn device_behind_anonymous(path: &Path) -> Option<(u32, u32)> {
+    let source = mount_of(path, None)?.source;
     let rdev = std::fs::metadata(&source).ok()?.rdev();
     (rdev != 0).then(|| (libc::major(rdev), libc::minor(rdev)))
 }
@@ -165,20 +165,23 @@ fn active_scheduler(s: &str) -> String {
         .unwrap_or_else(|| s.to_string())
 }
 
-/// The innermost mount of the device `ma:mi` that holds `path`.
-fn mount_of(path: &Path, ma: u32, mi: u32) -> Option<Mount> {
-    let want = format!("{ma}:{mi}");
+/// The innermost mount that holds `path`, of the device `MAJ:MIN` when one is given. Anonymous
+/// devices are matched by path alone: a btrfs subvolume's files carry another anonymous number
+/// than the mount's line in mountinfo.
+fn mount_of(path: &Path, dev: Option<(u32, u32)>) -> Option<Mount> {
+    let want = dev.map(|(ma, mi)| format!("{ma}:{mi}"));
     let abs = std::fs::canonicalize(path).ok()?;
     mounts()
         .into_iter()
-        .filter(|m| m.dev == want && abs.starts_with(&m.mount_point))
+        .filter(|m| want.as_ref().is_none_or(|w| &m.dev == w) && abs.starts_with(&m.mount_point))
         .max_by_key(|m| m.mount_point.as_os_str().len())
 }
 
 /// A mount, from one line of /proc/self/mountinfo.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Mount {
-    /// `MAJ:MIN` of the file system's device (`0:N` for btrfs, tmpfs, overlay).
+    /// `MAJ:MIN` of the file system's device (`0:N` for btrfs, tmpfs, overlay; for btrfs not
+    /// always the number its files carry).
     pub dev: String,
     pub mount_point: PathBuf,
     pub fs_type: String,
