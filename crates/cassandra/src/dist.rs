@@ -14,7 +14,10 @@ pub const DEFAULT_VERSION: &str = "5.0.6";
 /// A Cassandra distribution: a folder of jars.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Distribution {
+    /// The folder of jars: `$CASSANDRA_HOME/lib`, or `<cache>/cassandra/<version>/lib`.
     pub lib_dir: PathBuf,
+    /// The Maven version resolved (`5.0.6`), or the literal `CASSANDRA_HOME` for a local
+    /// install, whose version is not read.
     pub version: String,
 }
 

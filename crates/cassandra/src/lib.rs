@@ -6,6 +6,8 @@
 //! Everything a later command needs is kept in a state file in the node directory
 //! ([`STATE_FILE`]), so `up`, `status`, `down` and `restore` can be separate processes.
 
+#![warn(missing_docs)]
+
 pub mod dist;
 pub mod events;
 mod fault;
@@ -44,8 +46,12 @@ pub enum Error {
     /// A required program is missing: names the Debian package that provides it.
     #[error("`{tool}` not found on PATH; install it with `apt-get install {package}`{extra}")]
     MissingTool {
+        /// The program looked for on PATH (`java`, `mvn`, …).
         tool: String,
+        /// The Debian package to install for it.
         package: String,
+        /// Appended to the message as is: another way out, with its leading space (may be
+        /// empty).
         extra: String,
     },
     /// A port a node needs is taken.
@@ -57,7 +63,9 @@ pub enum Error {
     /// File-system trouble, with the path.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory the operation was on.
         path: PathBuf,
+        /// What the operating system said.
         source: std::io::Error,
     },
     /// Anything else, said plainly.
@@ -65,6 +73,7 @@ pub enum Error {
     Other(String),
 }
 
+/// The node manager's result: every failure is an [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
 pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -118,7 +127,9 @@ pub struct NodeInfo {
     pub index: u32,
     /// Listen and CQL address, `127.0.0.<index>`.
     pub address: String,
+    /// CQL port the node serves on its address: always [`CQL_PORT`].
     pub cql_port: u16,
+    /// Local JMX port on 127.0.0.1, which nodetool talks to: `JMX_BASE_PORT + index - 1`.
     pub jmx_port: u16,
     /// The JVM's pid.
     pub pid: u32,
@@ -126,6 +137,7 @@ pub struct NodeInfo {
     pub start_ticks: u64,
     /// The node's own directory under the cluster directory.
     pub dir: PathBuf,
+    /// When the JVM was launched (Unix ms), not when it accepted CQL.
     pub started_unix_ms: u64,
     /// The cgroup the node runs in (its own, so its block IO can be told from the other
     /// nodes'); absent where cgroups cannot be made (no root, no blkio/io controller).
@@ -147,9 +159,12 @@ impl NodeInfo {
 /// The state file: what was started, with which options and which distribution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cluster {
+    /// The options `up` was given, with `dir` made absolute; `restart` starts the same again.
     pub options: UpOptions,
     /// Where the jars came from: `$CASSANDRA_HOME/lib` or the Maven cache.
     pub lib_dir: PathBuf,
+    /// The nodes started so far, in start order (node 1 first); a failed `up` leaves the ones
+    /// that did start.
     pub nodes: Vec<NodeInfo>,
 }
 
@@ -163,12 +178,12 @@ impl Cluster {
             .join(",")
     }
 
-    /// Reads the state file of a directory `up` wrote.
     /// True when any recorded node is still running.
     pub fn alive(&self) -> bool {
         self.nodes.iter().any(proc::node_alive)
     }
 
+    /// Reads the state file ([`STATE_FILE`]) of a directory `up` wrote.
     pub fn load(dir: &Path) -> Result<Cluster> {
         let path = dir.join(STATE_FILE);
         let text = fs::read_to_string(&path).map_err(|e| {
@@ -462,7 +477,9 @@ fn tail(path: &Path, lines: usize) -> String {
 /// One node `down` handled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stopped {
+    /// The node's address, `127.0.0.<index>`.
     pub address: String,
+    /// The pid `up` recorded for it (signalled only if it is still that process).
     pub pid: u32,
     /// `terminated` (SIGTERM was enough), `killed` (SIGKILL after the grace time) or
     /// `not running` (nothing to do).
@@ -491,6 +508,7 @@ pub fn down(dir: &Path, grace: Duration) -> Result<Vec<Stopped>> {
 /// Stops the nodes of a cluster when dropped, even when a test panics.
 #[derive(Debug)]
 pub struct Guard {
+    /// The cluster directory (`up`'s `dir`); on drop its nodes get `down` with 20 s of grace.
     pub dir: PathBuf,
 }
 
@@ -503,19 +521,25 @@ impl Drop for Guard {
 /// One line of the ownership table (`nodetool status`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeStatus {
+    /// The node's address, `127.0.0.<index>`.
     pub address: String,
     /// Two letters as nodetool prints them: `UN` up/normal, `DN` down, `UJ` joining, …
     pub state: String,
     /// Data on disk as nodetool prints it (`104.21 KiB`).
     pub load: String,
+    /// Virtual nodes it owns (`num_tokens`; the configured value for a node nodetool did not
+    /// list).
     pub tokens: u32,
     /// Percent of the ring this node holds replicas of ("Owns (effective)" for a keyspace); the
     /// column sums to 100 × RF for a keyspace.
     pub owns_percent: Option<f64>,
+    /// Cassandra's UUID for the node; `?` for a node nodetool did not list.
     pub host_id: String,
+    /// The node's rack (`rack1` here); `?` for a node nodetool did not list.
     pub rack: String,
     /// The pid `up` recorded, when the node is one of ours.
     pub pid: Option<u32>,
+    /// Whether that recorded process is still alive (false for a node not in the state file).
     pub running: bool,
 }
 

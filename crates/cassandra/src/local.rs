@@ -15,10 +15,16 @@ use crate::{events, DbEvent, CQL_PORT, DAEMON_CLASS};
 pub struct LocalNode {
     /// `ADDRESS:PORT` it serves CQL on.
     pub address: String,
+    /// The JVM's pid (the holder of the CQL socket).
     pub pid: u32,
+    /// Its `cassandra.yaml`, from `-Dcassandra.config`; None when the command line names none.
     pub config: Option<PathBuf>,
+    /// Its sstable directories: the yaml's `data_file_directories`, else
+    /// `<cassandra.storagedir>/data`; empty when neither is known.
     pub data_dirs: Vec<PathBuf>,
+    /// The yaml's `commitlog_directory`, else `<cassandra.storagedir>/commitlog`.
     pub commitlog_dir: Option<PathBuf>,
+    /// Its log directory, from `-Dcassandra.logdir`; None means no flush or compaction events.
     pub log_dir: Option<PathBuf>,
 }
 
