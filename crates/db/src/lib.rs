@@ -2,6 +2,8 @@
 //! bindings (`basic`, `rocksdb`, and `cassandra` behind its feature). Bindings never measure:
 //! timing lives in one wrapper in crates/runner.
 
+#![warn(missing_docs)]
+
 mod basic;
 #[cfg(feature = "cassandra")]
 pub mod cassandra;
@@ -99,6 +101,7 @@ pub trait Db: Send + 'static {
 
 /// A binding: opened once per process, it hands out one [`Db`] per worker.
 pub trait DbFactory: Send + Sync + 'static {
+    /// The per-worker connection it hands out.
     type Db: Db;
 
     /// Binding name as given to `--db`.

@@ -17,6 +17,7 @@ pub struct Record {
 }
 
 impl Record {
+    /// An empty record that keeps the names and values pushed into it.
     pub fn new() -> Self {
         Self::default()
     }
@@ -51,6 +52,7 @@ impl Record {
         self.value_bytes
     }
 
+    /// True when no field was pushed since the last `clear` (counting records too).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -16,6 +16,7 @@ const CLOSE_FLUSH_WAIT: Duration = Duration::from_secs(20);
 /// How long a flush request may sit with no flush running before it is made again.
 const CLOSE_FLUSH_RETRY: Duration = Duration::from_millis(200);
 
+/// Property names this binding reads, for the unknown-property check.
 pub const PROPERTIES: &[&str] = &[
     "rocksdb.dir",
     "rocksdb.optionsfile",

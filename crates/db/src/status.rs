@@ -5,18 +5,32 @@ use std::fmt;
 /// Outcome of one database operation, with YCSB's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
+    /// `OK`: the operation succeeded.
     Ok,
+    /// `ERROR`: the operation failed: the database's error, or no answer in time.
     Error,
+    /// `NOT_FOUND`: no record under the key.
     NotFound,
+    /// `NOT_IMPLEMENTED`: the binding does not support the operation (none here returns it).
     NotImplemented,
+    /// `UNEXPECTED_STATE`: the operation ran but what came back is wrong (a value that does not
+    /// decode, or fails verification).
     UnexpectedState,
+    /// `BAD_REQUEST`: the request itself is invalid: another table than the binding's, no field
+    /// to write, a value CQL text cannot hold.
     BadRequest,
+    /// `FORBIDDEN`: the database refused it (YCSB's; no binding here returns it).
     Forbidden,
+    /// `SERVICE_UNAVAILABLE`: a service the binding depends on is down (YCSB's; no binding here
+    /// returns it).
     ServiceUnavailable,
+    /// `BATCHED_OK`: accepted into a batch to run later; counted as success (no binding here
+    /// batches).
     BatchedOk,
 }
 
 impl Status {
+    /// Every status in [`index`](Self::index) order, so `ALL[s.index()] == s`.
     pub const ALL: [Status; 9] = [
         Status::Ok,
         Status::Error,
@@ -49,6 +63,7 @@ impl Status {
         matches!(self, Status::Ok | Status::BatchedOk)
     }
 
+    /// The status's position in [`ALL`](Self::ALL) (0–8), the number a worker's log stores.
     pub fn index(self) -> usize {
         self as usize
     }

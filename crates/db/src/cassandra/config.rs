@@ -43,27 +43,41 @@ pub const DEFAULT_CONSISTENCY: &str = "QUORUM";
 pub struct CassandraConfig {
     /// `host:port` of every contact point.
     pub contact_points: Vec<String>,
+    /// `cassandra.keyspace` (default `ycsb`), a plain CQL name.
     pub keyspace: String,
+    /// YCSB's `table` (default `usertable`), a plain CQL name.
     pub table: String,
+    /// The value columns, `<fieldnameprefix>0` … `<fieldnameprefix><fieldcount − 1>` (1–1000).
     pub field_names: Vec<String>,
+    /// `cassandra.readconsistencylevel`, default [`DEFAULT_CONSISTENCY`].
     pub read_consistency: Consistency,
+    /// `cassandra.writeconsistencylevel`, default [`DEFAULT_CONSISTENCY`].
     pub write_consistency: Consistency,
+    /// `cassandra.username`; None logs in anonymously. Given together with a password or not
+    /// at all.
     pub username: Option<String>,
     /// From `cassandra.password`, `cassandra.password.file` or [`PASSWORD_ENV`]; prints as
     /// `***`, so the config can be logged.
     pub password: Option<Secret>,
+    /// How long connecting to the contact points may take (`cassandra.connecttimeoutmillis`,
+    /// default 5000 ms, at least 1 ms).
     pub connect_timeout: Duration,
     /// How long a request may go unanswered before it is an ERROR; None
     /// (`cassandra.readtimeoutmillis=0`) waits forever, as the Java driver's 0 does. Operations
     /// time out through [`deadline`]'s watchdog, everything else through the driver.
     pub request_timeout: Option<Duration>,
+    /// `cassandra.useSSL`: CQL over TLS, the nodes' certificates checked against
+    /// [`truststore`](Self::truststore).
     pub use_ssl: bool,
-    /// PEM file of the CA certificates that sign the nodes' certificates.
+    /// PEM file of the CA certificates that sign the nodes' certificates; None with TLS on
+    /// uses the system's bundle (`/etc/ssl/certs/ca-certificates.crt`).
     pub truststore: Option<std::path::PathBuf>,
     /// The `WITH replication = {…}` map used when the keyspace is created.
     pub replication: String,
     /// Connections per node (`cassandra.maxconnections`); the driver's default when absent.
     pub connections_per_host: Option<usize>,
+    /// `cassandra.tracing`: ask Cassandra to trace every statement (CQL tracing, kept in its
+    /// `system_traces` keyspace).
     pub tracing: bool,
 }
 

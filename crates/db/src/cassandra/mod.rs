@@ -120,6 +120,7 @@ pub fn open_with_handle(
 }
 
 impl CassandraFactory {
+    /// The settings the binding was opened with.
     pub fn config(&self) -> &CassandraConfig {
         &self.shared.config
     }
