@@ -21,10 +21,16 @@ pub struct ExperimentFile {
     pub repetitions: u32,
     /// Measured time per step (`20s`, `2m`).
     pub duration: Option<String>,
+    /// Unmeasured time at the start of each run step (`5s`), as `--warmup`.
     pub warmup: Option<String>,
     /// `auto`, `ebpf`, `diskstats`, `off`.
     pub trace: Option<String>,
+    /// Operations per second for the whole client (`--target`); latency from the intended
+    /// start is recorded too. Absent: unthrottled, unless the command or the `target` property
+    /// gives a rate.
     pub target: Option<f64>,
+    /// Put the loaded dataset back from its snapshot before every run step
+    /// (`--restore-each-step`; managed Cassandra nodes).
     #[serde(default)]
     pub restore_each_step: bool,
     /// Managed Cassandra nodes to start (`--nodes`).
@@ -47,6 +53,7 @@ pub struct ExperimentFile {
     /// Properties of every workload (the dataset belongs here).
     #[serde(default)]
     pub properties: BTreeMap<String, toml::Value>,
+    /// The `[[workload]]` entries, run in this order on the one dataset; at least one.
     #[serde(rename = "workload", default)]
     pub workloads: Vec<WorkloadEntry>,
 }
@@ -61,7 +68,9 @@ fn one() -> u32 {
 pub struct WorkloadEntry {
     /// YCSB workload file (or a built-in name such as `workloada`).
     pub file: String,
+    /// Thread counts of its sweep, run in this order; each at least 1.
     pub threads: Vec<u64>,
+    /// `[workload.properties]`: this workload's own, over `[properties]` and under `-p`.
     #[serde(default)]
     pub properties: BTreeMap<String, toml::Value>,
 }
@@ -102,6 +111,9 @@ fn resolve_workload_file(base: &Path, file: &str) -> std::result::Result<String,
 }
 
 impl ExperimentFile {
+    /// Reads and checks a file: unknown keys, no workload, `repetitions = 0`, a thread count of
+    /// 0, a stop rule that does not parse or a workload file not found are usage errors (exit
+    /// 2) naming the file. Workload files come back resolved to paths that open from here.
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             UsageError(format!(

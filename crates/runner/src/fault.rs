@@ -41,6 +41,8 @@ pub enum FaultAction {
 }
 
 impl FaultAction {
+    /// Short form with its parameter normalised, for messages: `kill`, `pause=3000ms`,
+    /// `cap=5000000B/s`, `cap=200iops`, `slow-reads=50ms`, `full`, ….
     pub fn name(&self) -> String {
         match self {
             FaultAction::Kill => "kill".into(),
@@ -147,8 +149,10 @@ pub fn faulty_disk_size(value: Option<&str>) -> Result<u64, String> {
 pub struct Fault {
     /// Offset from the start of the step's measured window.
     pub at: Duration,
+    /// What is done.
     pub action: FaultAction,
-    /// `nodeN` (the N-th managed node) or a node's address.
+    /// `nodeN` (the N-th managed or observed node), a node's address or observed host, or
+    /// `device` for the device under embedded RocksDB.
     pub target: String,
     /// As written.
     pub spec: String,

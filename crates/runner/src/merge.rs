@@ -26,6 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// One client's run directory to merge.
 #[derive(Debug, Clone)]
 pub struct ClientRun {
+    /// The client's run directory (the one holding its run.json).
     pub dir: PathBuf,
     /// Its number (I of `--client I/N`), which names its directories in the merged steps.
     pub client: u64,

@@ -79,8 +79,11 @@ pub struct Observer<'r> {
 
 /// What the observers measured over one step.
 pub struct Observed {
+    /// The block-IO trace of the step here (`trace.json`); None when tracing was off or failed.
     pub trace: Option<TraceDoc>,
+    /// Per-second system and process samples (`sys.json`); None when the sampler did not start.
     pub sys: Option<SysDoc>,
+    /// Why `trace` is missing when tracing was asked for (printed as a warning).
     pub trace_error: Option<String>,
     /// Each observed host's part.
     pub nodes: Vec<NodeResult>,

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 /// Sleeps until a deadline in the way the worker's execution model allows.
 pub trait Pacer: Send + 'static {
+    /// Returns at `deadline`, at once when it has passed.
     fn sleep_until(&mut self, deadline: Instant) -> impl Future<Output = ()> + Send;
 }
 

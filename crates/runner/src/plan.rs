@@ -38,9 +38,15 @@ const RUNNER_PROPERTIES: &[&str] = &[
 
 /// A workload with its properties resolved and its spec parsed.
 pub struct ResolvedWorkload {
+    /// The workload file's name (`workloada`), which names its steps and messages.
     pub label: String,
+    /// Its effective properties: its files, then the overrides (experiment `[properties]`,
+    /// its own, `-p`), then what the flags imply (target, `--duration`, `--client` slice).
     pub props: Properties,
+    /// YCSB's CoreWorkload settings parsed from `props`.
     pub spec: WorkloadSpec,
+    /// Its thread sweep (`--threads`, `threads = […]`, else YCSB's `threadcount`); empty
+    /// means the default ([`Plan::sweep`]).
     pub threads: Vec<u64>,
     /// `maxexecutiontime` in seconds, 0 = none; parsed once, when the run starts.
     pub max_execution_secs: u64,
@@ -52,9 +58,12 @@ pub struct Plan {
     pub req: RunRequest,
     /// The first workload's properties: they define the dataset and the binding's settings.
     pub props: Properties,
+    /// Seed of every worker's PRNG: `--seed`, else the `seed` property, else from the clock and
+    /// pid; set as `seed` in `props` and recorded in run.json, so a run can be repeated.
     pub seed: u64,
     /// Run directory label: the workload's name, or `experiment` for several.
     pub label: String,
+    /// Every workload in run order; the first defines the dataset, the others must match it.
     pub workloads: Vec<ResolvedWorkload>,
     /// `hdrhistogram.percentiles`, or the default.
     pub percentiles: Vec<f64>,

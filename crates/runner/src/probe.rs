@@ -16,13 +16,22 @@ const PROBES: u64 = 5;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Presence {
     /// Every one of the `probed` keys is there.
-    Loaded { probed: usize },
+    Loaded {
+        /// Keys read (0 for an empty insert range).
+        probed: usize,
+    },
     /// None is.
-    Empty { probed: usize },
+    Empty {
+        /// Keys read.
+        probed: usize,
+    },
     /// Some are: a partial load, or another dataset.
     Partial {
+        /// Keys that are there.
         found: usize,
+        /// Keys read.
         probed: usize,
+        /// The first probed key that is not there, for the message.
         missing: String,
     },
 }

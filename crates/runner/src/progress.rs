@@ -11,8 +11,14 @@ use std::time::Duration;
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
+    /// A live progress bar: stderr is a terminal, outside CI.
     Bar,
-    Lines { every_secs: u64 },
+    /// YCSB-style status lines on stderr, one every `every_secs`.
+    Lines {
+        /// Seconds between lines (`status.interval`, default 10; at least 1).
+        every_secs: u64,
+    },
+    /// Nothing: in CI without `-s`.
     Quiet,
 }
 
@@ -41,6 +47,7 @@ pub struct Progress {
 }
 
 impl Progress {
+    /// A display in `mode`, with no step yet.
     pub fn new(mode: ProgressMode) -> Self {
         Self {
             mode,

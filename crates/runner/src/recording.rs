@@ -16,12 +16,18 @@ use std::io::Write;
 
 /// One finished step and everything measured around it.
 pub struct StepRecord<'a> {
+    /// The step's name (`load`, `workloada-t8`), which names its directory `steps/NN-<name>`.
     pub name: &'a str,
     /// Label of the workload the step ran.
     pub workload: &'a str,
+    /// What the step was asked to do.
     pub plan: &'a StepPlan,
+    /// What the workers and the collector measured.
     pub result: &'a StepResult,
+    /// What the tracer, the sampler and the observed hosts measured around it.
     pub observed: Observed,
+    /// The database's flushes and compactions and the step's faults, by start time
+    /// (`db-events.json`).
     pub events: Vec<DbEvent>,
 }
 

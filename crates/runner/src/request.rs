@@ -13,6 +13,8 @@ pub enum LoadPolicy {
     Auto,
     /// Always load (wiping an iodig-managed data directory first).
     Always,
+    /// Never load before a run (`--no-load`): run on what the database holds. `iodig load`
+    /// loads regardless.
     Never,
 }
 
@@ -21,22 +23,36 @@ pub enum LoadPolicy {
 pub struct RunRequest {
     /// Load only (`iodig load`) or load-if-needed and run (`iodig run`).
     pub phase: Phase,
+    /// Binding name (`--db`: `rocksdb`, `cassandra`, `basic`), checked by [`crate::plan`].
     pub db: String,
     /// Workloads run one after another on the same dataset (one from the command line, or
     /// several from an experiment file), each over its thread sweep.
     pub workloads: Vec<WorkloadRun>,
     /// Each workload × thread count is run this many times; the report merges repetitions.
     pub repetitions: u32,
+    /// `--load-threads`: threads of the load inside `iodig run`; None is twice the cores, at
+    /// least 4.
     pub load_threads: Option<u64>,
+    /// `--target`: operations per second for the whole client, over all its threads; None
+    /// runs as fast as the database goes (unless YCSB's `target` property gives a rate).
     pub target: Option<f64>,
+    /// `--duration`: measured time of each run step; None leaves it to `maxexecutiontime`,
+    /// `operationcount`, else 10 s.
     pub duration: Option<Duration>,
+    /// `--warmup`: unmeasured time at the start of each run step (a load has none).
     pub warmup: Duration,
+    /// `--out`: where the run directory is made, and the data directories by default.
     pub out_dir: PathBuf,
+    /// `--trace`, `--device`, `--slot-ms`: how block IO is traced during each step.
     pub trace: TraceOptions,
     /// Cgroups and processes whose IO the trace names (`--cgroup`, `--pid`).
     pub watch: WatchOptions,
+    /// `--reload` (Always), `--no-load` (Never), else Auto.
     pub load: LoadPolicy,
+    /// `-s`: YCSB-style status lines on stderr even in CI.
     pub status: bool,
+    /// `--seed`: the workers' PRNG seed; None takes the `seed` property, else one from the
+    /// clock and pid (recorded in run.json either way).
     pub seed: Option<u64>,
     /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes).
     pub restore_each_step: bool,
@@ -60,6 +76,7 @@ pub struct RunRequest {
     /// `iodig verify RUN_DIR`: no step runs; the run's ledger is checked against the database
     /// and the result written into that run directory.
     pub verify_only: Option<PathBuf>,
+    /// The command as given, for run.json's `tool.command_line` (secrets redacted by the plan).
     pub command_line: Vec<String>,
     /// Git revision of the binary, recorded in run.json.
     pub revision: Option<String>,
@@ -68,7 +85,10 @@ pub struct RunRequest {
 /// One workload of a run: its property files, overrides and thread sweep.
 #[derive(Debug, Clone, Default)]
 pub struct WorkloadRun {
+    /// `-P` files or built-in names (`workloada`), loaded in order; none runs YCSB workload A
+    /// on iodig's default dataset.
     pub property_files: Vec<String>,
+    /// `key=value` properties over the files, later ones winning (`-p`).
     pub overrides: Vec<String>,
     /// Thread counts of the sweep; empty = default.
     pub threads: Vec<u64>,
@@ -76,7 +96,9 @@ pub struct WorkloadRun {
 
 /// Where the finished run is.
 pub struct RunOutcome {
+    /// The run directory written (its run.json and `steps/`).
     pub run_dir: PathBuf,
+    /// Ctrl-C or SIGTERM ended the run early (exit code 130).
     pub interrupted: bool,
     /// The read-back of the versioned writes, when one was asked for.
     pub integrity: Option<iodig_model::integrity::IntegrityDoc>,

@@ -15,7 +15,9 @@ use std::time::SystemTime;
 
 /// A run directory being written.
 pub struct RunDir {
+    /// The run directory, `<out>/<YYYYMMDD-HHMMSS>-<label>` (UTC; `-2`, `-3`, … when taken).
     pub path: PathBuf,
+    /// run.json as it is written next; changes reach the file with [`RunDir::save`].
     pub doc: RunDoc,
     /// The step directory being written and not yet in run.json.
     recording: Option<PathBuf>,
@@ -257,6 +259,8 @@ impl RunDir {
         Ok((path, rel))
     }
 
+    /// Writes `value` as JSON to `step_dir/name` atomically; a failure says which steps are
+    /// intact.
     pub fn write_json<T: Serialize + ?Sized>(
         &self,
         step_dir: &Path,
@@ -266,6 +270,7 @@ impl RunDir {
         write_json_atomic(&step_dir.join(name), value).map_err(|e| self.recording_error(e))
     }
 
+    /// Writes `bytes` to `step_dir/name` atomically; a failure says which steps are intact.
     pub fn write_bytes(&self, step_dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
         write_atomic(&step_dir.join(name), bytes).map_err(|e| self.recording_error(e))
     }

@@ -133,6 +133,7 @@ pub struct StartSchedule {
 }
 
 impl StartSchedule {
+    /// A schedule whose first step begins at `origin` (`--start-at`).
     pub fn new(origin: SystemTime) -> StartSchedule {
         StartSchedule {
             origin,

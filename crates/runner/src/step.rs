@@ -19,11 +19,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// Which phase a step runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// YCSB's load: insert the dataset (`iodig load`, or before `iodig run` when needed).
     Load,
+    /// YCSB's transactions: the workload's operation mix.
     Run,
 }
 
 impl Phase {
+    /// `load` or `run`, as run.json's steps and the progress lines name it.
     pub fn name(self) -> &'static str {
         match self {
             Phase::Load => "load",
@@ -35,7 +38,9 @@ impl Phase {
 /// What one step does.
 #[derive(Debug, Clone)]
 pub struct StepPlan {
+    /// Load (inserts) or run (the operation mix).
     pub phase: Phase,
+    /// Workers (YCSB threads): OS threads or async tasks, as the binding runs.
     pub threads: u64,
     /// Whole-client target rate (YCSB's `-target`).
     pub target_ops_per_sec: Option<f64>,
@@ -43,7 +48,11 @@ pub struct StepPlan {
     pub operation_count: u64,
     /// Measured duration limit (YCSB's `maxexecutiontime`).
     pub max_execution: Option<Duration>,
+    /// Unmeasured time before the window: operations whose intended start falls in it are
+    /// neither counted nor logged, and do not use up `operation_count`.
     pub warmup: Duration,
+    /// How latency is recorded: service time (`op`), time from the intended start
+    /// (`intended`), or both, the latter as `Intended-<OP>` (YCSB's `measurement.interval`).
     pub interval_mode: IntervalMode,
     /// End the step when every operation of this many whole seconds in a row failed (the
     /// database became unusable); `None` never does.
@@ -60,10 +69,15 @@ impl StepObserver for () {}
 
 /// What a step measured.
 pub struct StepResult {
+    /// Start of the measured window (after warm-up), Unix ms.
     pub started_unix_ms: u64,
+    /// Length of the measured window, up to the last worker's end.
     pub runtime: Duration,
+    /// Operations measured (started after warm-up), over all workers.
     pub operations: u64,
+    /// Whole-step histograms and return codes per series (`histograms.json`, the summary).
     pub totals: SeriesSet,
+    /// One sample per wall-clock second of the window (`timeseries.json`).
     pub samples: Vec<Sample>,
     /// HDR interval log (one tagged histogram per series per second).
     pub hlog: Vec<u8>,
@@ -224,6 +238,7 @@ pub fn async_runtime() -> Result<&'static tokio::runtime::Runtime> {
     Ok(RUNTIME.get_or_init(|| rt))
 }
 
+/// Milliseconds since the Unix epoch; 0 for a time before it.
 pub fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

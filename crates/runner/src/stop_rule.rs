@@ -234,6 +234,7 @@ pub struct SweepStops {
 }
 
 impl SweepStops {
+    /// Nothing skipped yet; with no rule nothing ever is.
     pub fn new(rule: Option<StopRule>) -> Self {
         SweepStops {
             rule,

@@ -17,10 +17,13 @@ pub struct Timed<D: Db, P: Pacer> {
     measure_from: Instant,
     /// Scheduled start of the current operation; the actual start without a target rate.
     pub intended_start: Instant,
+    /// How the worker waits for its scheduled starts and the workload's pauses.
     pub pacer: P,
 }
 
 impl<D: Db, P: Pacer> Timed<D, P> {
+    /// Wraps one worker's binding, logging into `log` every operation whose intended start is
+    /// at or after `measure_from` (the end of warm-up).
     pub fn new(db: D, log: Arc<WorkerLog>, measure_from: Instant, pacer: P) -> Self {
         Self {
             db,

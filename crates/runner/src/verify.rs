@@ -41,6 +41,8 @@ pub struct LedgerSaver {
 const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl LedgerSaver {
+    /// Saves `ledger` into `run_dir` ([`LEDGER_FILE`]) every 2 s from a thread of its own; a
+    /// failed save is a warning, not an error.
     pub fn start(ledger: Arc<Ledger>, run_dir: PathBuf) -> Self {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()

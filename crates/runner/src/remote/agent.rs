@@ -15,9 +15,11 @@ use std::time::Duration;
 
 /// A database node on this host, as a deployment finds it.
 pub trait NodeOnHost {
+    /// What run.json records of the node: address, pid, cgroup, directories, data bytes.
     fn facts(&self) -> HostNode;
     /// Directories whose devices are traced (data, commit log).
     fn dirs(&self) -> Vec<PathBuf>;
+    /// The node's flushes and compactions that started at or after the time (Unix ms).
     fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent>;
 }
 
@@ -31,7 +33,10 @@ pub struct AgentOptions {
     pub db: String,
     /// The node's client address on this host, when several share it.
     pub node: Option<String>,
+    /// The trace mode and slot iodig asked for; the devices under the node's directories are
+    /// added, and a non-root agent falls back to diskstats.
     pub trace: TraceOptions,
+    /// Git revision of this binary, told to iodig in the [`Hello`].
     pub revision: Option<String>,
 }
 

@@ -35,18 +35,22 @@ const REMOTE_HOME: &str = "$HOME/.cache/iodig/clients";
 pub struct StagedFile {
     /// Path relative to the client's working directory, as the client's arguments name it.
     pub rel: String,
+    /// The file's bytes as read on this machine.
     pub content: Vec<u8>,
 }
 
 /// What `run --clients` starts.
 pub struct ClientsRun {
+    /// One client per host, client I on the I-th (`--clients`).
     pub hosts: Vec<SshHost>,
+    /// How ssh is called (`ssh.config`).
     pub ssh: Ssh,
     /// The client's `run`/`load` arguments, without `--client`, `--start-at`, `--seed`, `--out`.
     pub args: Vec<String>,
     /// What client 1 alone gets besides: `--observe` (one client observes the database's
     /// hosts, from its own host; several would trace the same IO several times).
     pub first_client_args: Vec<String>,
+    /// The property, workload and experiment files the arguments name, sent to every host.
     pub files: Vec<StagedFile>,
     /// Client I gets seed + I − 1, so clients draw different operations, reproducibly.
     pub seed: u64,
@@ -58,9 +62,11 @@ pub struct ClientsRun {
 
 /// How the clients ended.
 pub struct ClientsOutcome {
+    /// The merged run directory under `out`; each client's own run is in its `clients/<i>/`.
     pub merged: PathBuf,
     /// `client I (HOST): why`, for each client left out of the merge.
     pub failed: Vec<String>,
+    /// Ctrl-C or SIGTERM came while clients ran; each was asked to end its step.
     pub interrupted: bool,
 }
 

@@ -19,8 +19,11 @@ pub fn unix_now_ns() -> u64 {
 /// One ping: local send time, the host's clock, local receive time (all ns).
 #[derive(Debug, Clone, Copy)]
 pub struct Ping {
+    /// When the request left, on this machine's clock.
     pub sent_ns: u64,
+    /// The host's clock as its agent read it.
     pub remote_ns: u64,
+    /// When the reply arrived, on this machine's clock.
     pub received_ns: u64,
 }
 

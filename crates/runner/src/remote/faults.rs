@@ -11,7 +11,9 @@ use std::sync::Arc;
 /// One observed host and the pid of its node, when the agent found one.
 #[derive(Debug, Clone)]
 pub struct FaultTarget {
+    /// The host as given to `--observe`; faults reach it over SSH commands of their own.
     pub host: SshHost,
+    /// The node's pid there, from the agent's hello; None (no node found) fails its faults.
     pub pid: Option<u32>,
 }
 

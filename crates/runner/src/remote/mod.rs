@@ -52,12 +52,15 @@ pub fn parse_hosts(flag: &'static str, values: &[String]) -> Result<Vec<SshHost>
 
 /// What a run asks of its remote observers.
 pub struct RemoteOptions {
+    /// The `--observe` hosts, parsed.
     pub hosts: Vec<SshHost>,
+    /// How ssh is called (`ssh.config`).
     pub ssh: Ssh,
     /// The binding, so the agent knows which node to look for.
     pub db: String,
     /// Client addresses of the database's nodes, to tell the agent which node is the host's.
     pub node_addresses: Vec<String>,
+    /// The trace mode and slot width the agents use; the devices are each host's own.
     pub trace: TraceOptions,
 }
 
@@ -86,7 +89,10 @@ pub struct RemoteHosts {
 pub struct NodeResult {
     /// Its directory's name under the step's `nodes/`.
     pub dir_name: String,
+    /// Its entry in the step's `nodes` (clock offsets, trace mode, why it is partial); `dir`
+    /// is set where the files are written.
     pub step: NodeStep,
+    /// What its agent measured, on this machine's clock; None when it did not answer.
     pub observation: Option<NodeObservation>,
 }
 

@@ -16,7 +16,10 @@ pub enum Request {
     /// Start the tracer (attaching what was prepared) and the sampler: measurement starts.
     Start,
     /// Stop them; events of the node since the time come with the results.
-    Stop { since_unix_ms: u64 },
+    Stop {
+        /// Start of the step's window, warm-up included (Unix ms).
+        since_unix_ms: u64,
+    },
 }
 
 /// From the agent to iodig.
@@ -25,14 +28,19 @@ pub enum Request {
 pub enum Reply {
     /// First line after start: who and what the agent is.
     Hello(Box<Hello>),
+    /// The answer to [`Request::Clock`].
     Clock {
+        /// The host's wall clock, in ns since the Unix epoch.
         unix_ns: u64,
     },
     /// The tracer is loaded (or could not be: the error comes with the step's results).
     Prepared,
+    /// Measurement started on the host.
     Started {
+        /// The trace mode that runs: `ebpf`, `diskstats` or `off`.
         mode: String,
     },
+    /// Measurement stopped: the host's trace, samples and the node's events.
     Stopped(Box<NodeObservation>),
     /// A request the agent could not do, said plainly.
     Error(String),
@@ -43,9 +51,13 @@ pub enum Reply {
 pub struct Hello {
     /// iodig version and git revision the agent runs.
     pub version: String,
+    /// Git revision of its binary, when known.
     pub revision: Option<String>,
+    /// From /proc/sys/kernel/hostname; empty when unreadable.
     pub hostname: String,
+    /// The kernel's boot id: hosts that share one (containers) share their devices' IO.
     pub boot_id: String,
+    /// Runs as root: eBPF tracing is possible; otherwise block IO comes from diskstats.
     pub root: bool,
     /// The database node found on the host.
     pub node: Option<HostNode>,

@@ -16,6 +16,7 @@ pub struct SshHost {
     pub spec: String,
     /// `user@host` or `host` as ssh takes it.
     pub destination: String,
+    /// The port of `host:port`; None leaves it to ssh (its config, else 22).
     pub port: Option<u16>,
     /// The flag that named it (`--observe`, `--clients`), for messages.
     pub flag: &'static str,
