@@ -6,8 +6,6 @@
 //! Everything a later command needs is kept in a state file in the node directory
 //! ([`STATE_FILE`]), so `up`, `status`, `down` and `restore` can be separate processes.
 
-#![warn(missing_docs)]
-
 pub mod dist;
 pub mod events;
 mod fault;

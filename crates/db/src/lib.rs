@@ -2,8 +2,6 @@
 //! bindings (`basic`, `rocksdb`, and `cassandra` behind its feature). Bindings never measure:
 //! timing lives in one wrapper in crates/runner.
 
-#![warn(missing_docs)]
-
 mod basic;
 #[cfg(feature = "cassandra")]
 pub mod cassandra;

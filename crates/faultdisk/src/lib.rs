@@ -7,8 +7,6 @@
 //! The stack, top to bottom: the data directory (ext4) → `/dev/loopN` → `<state>/fuse/disk`
 //! (this process, `fuse`) → `<state>/image` (a sparse file beside the data directory).
 
-#![warn(missing_docs)]
-
 mod fuse;
 mod stack;
 

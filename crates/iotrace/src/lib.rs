@@ -3,8 +3,6 @@
 //! [`start`] picks the mode (eBPF when permitted and supported, else diskstats, saying why),
 //! [`TraceSession::stop`] returns the [`TraceDoc`]. Dropping a session detaches its probes.
 
-#![warn(missing_docs)]
-
 pub mod attr;
 pub mod devices;
 pub mod diskstats;

@@ -1,8 +1,6 @@
 //! The run directory's data types: what iodig writes, and what every view (report, compare,
 //! YCSB text) reads back. Versioned by [`SCHEMA_VERSION`]; documented in `docs/run-directory.md`.
 
-#![warn(missing_docs)]
-
 /// `eprintln!` that never panics. iodig's notes and progress go to stderr while results are
 /// being written; a closed stderr (`iodig run … 2>&1 | head -1`) must not kill the run halfway.
 #[macro_export]

@@ -3,8 +3,6 @@
 //!
 //! [`report::write_report`] is `iodig report`; [`compare::write_compare`] is `iodig compare`.
 
-#![warn(missing_docs)]
-
 pub mod analysis;
 pub mod compare;
 pub mod csv;

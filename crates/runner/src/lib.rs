@@ -10,8 +10,6 @@
 //! `start_at` lines up the steps of clients on several machines; `verify` keeps the ledger of
 //! versioned writes and reads them back.
 
-#![warn(missing_docs)]
-
 pub mod dataset;
 pub mod deployment;
 pub mod environment;

@@ -2,8 +2,6 @@
 //! collector drains the logs every second into HDR histograms per series ([`SeriesSet`]). Keeping
 //! histograms out of the workers keeps 1024 workers cheap in memory and each op to a push.
 
-#![warn(missing_docs)]
-
 mod hlog;
 mod log;
 mod series;

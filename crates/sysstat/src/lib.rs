@@ -6,8 +6,6 @@
 //! and returns the [`SysDoc`] that the runner stores as `sys.json`. The format is in
 //! `docs/sysstat.md`.
 
-#![warn(missing_docs)]
-
 pub mod cgroup;
 mod delta;
 mod read;

@@ -2,8 +2,6 @@
 //! generator formulas) and 64-bit throughout: property parsing ([`spec`]), generators
 //! ([`generators`]), key names ([`keys`]), values ([`values`]) and the workload itself ([`core`]).
 
-#![warn(missing_docs)]
-
 pub mod core;
 pub mod generators;
 pub mod integrity;
