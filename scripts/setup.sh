@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine for iodig and builds it once: a C/C++ toolchain with libclang
-# (RocksDB bindings, BPF programs), libelf/zlib (libbpf), bpftool, fio (tracer benchmark), Java +
-# Maven (real Apache Cassandra) from Debian's packages, then `cargo build --release`, which the
+# (RocksDB bindings, BPF programs, and the C/C++ dependencies), libelf/zlib (libbpf), libssl
+# (TLS to Cassandra), bpftool, fio (tracer benchmark), Java + Maven (real Apache Cassandra)
+# from Debian's packages, then `cargo build --release`, which the
 # README's run command and the test command both reuse. Idempotent: installs only what is
 # missing, and a built tree rebuilds in seconds. Says what it does and how long it took.
 set -euo pipefail
@@ -11,7 +12,7 @@ say() { echo "setup: $*" >&2; }
 started=$SECONDS
 since() { echo "$((SECONDS - $1))s"; }
 
-packages=(clang libclang-dev libelf-dev zlib1g-dev pkg-config bpftool fio)
+packages=(clang libclang-dev libelf-dev zlib1g-dev libssl-dev pkg-config bpftool fio)
 if [[ -f scripts/setup-deps.txt ]]; then
   while read -r p; do [[ -n "$p" && "$p" != \#* ]] && packages+=("$p"); done < scripts/setup-deps.txt
 fi

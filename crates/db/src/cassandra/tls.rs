@@ -1,22 +1,22 @@
-//! TLS to the nodes (`cassandra.useSSL`): rustls with the CA certificates of
-//! `cassandra.truststore`, its crypto from `ring`.
+//! TLS to the nodes (`cassandra.useSSL`): OpenSSL trusting only the CA certificates of
+//! `cassandra.truststore`, each node's certificate checked against the IP address connected to
+//! (the driver sets it per connection).
 //!
-//! Why ring and not rustls' default aws-lc-rs: aws-lc-sys is a large C build, one of the
-//! biggest costs of a cold build, while ring builds in seconds; TLS costs crypto only on the
-//! handshake and on encrypted traffic, and a session without `cassandra.useSSL` never touches rustls.
+//! Why OpenSSL and not rustls: the driver's rustls feature brings aws-lc-sys, a C build that was
+//! one of the largest parts of a cold build, while the system's libssl links in seconds.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use scylla::client::session::TlsContext;
+use openssl::ssl::{SslConnector, SslMethod};
+use openssl::x509::store::X509StoreBuilder;
+use openssl::x509::X509;
+use scylla::client::session::{OpenSsl010Config, TlsContext};
 
 use super::config::{cfg_err, CassandraConfig};
 use crate::DbError;
 
-/// The rustls settings of a session, None without `cassandra.useSSL`.
+/// The TLS settings of a session, None without `cassandra.useSSL`.
 pub(super) fn tls_context(config: &CassandraConfig) -> Result<Option<TlsContext>, DbError> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
     if !config.use_ssl {
         return Ok(None);
     }
@@ -24,38 +24,38 @@ pub(super) fn tls_context(config: &CassandraConfig) -> Result<Option<TlsContext>
         .truststore
         .clone()
         .unwrap_or_else(|| Path::new("/etc/ssl/certs/ca-certificates.crt").to_path_buf());
-    let mut roots = rustls::RootCertStore::empty();
-    let certs = CertificateDer::pem_file_iter(&path).map_err(|e| {
+    let pem = std::fs::read(&path).map_err(|e| {
         cfg_err(format!(
             "property cassandra.truststore={}: cannot read the CA certificates ({e}); give a PEM file of the CA that signed the nodes' certificates",
             path.display()
         ))
     })?;
+    let certs = X509::stack_from_pem(&pem).map_err(|e| {
+        cfg_err(format!(
+            "property cassandra.truststore={}: bad PEM: {e}",
+            path.display()
+        ))
+    })?;
+    if certs.is_empty() {
+        return Err(cfg_err(format!(
+            "property cassandra.truststore={}: no certificate in the file",
+            path.display()
+        )));
+    }
+    let setup =
+        |e: openssl::error::ErrorStack| DbError::Unavailable(format!("TLS setup failed: {e}"));
+    // Only the truststore's CAs: the connector's default would add the system's too.
+    let mut store = X509StoreBuilder::new().map_err(setup)?;
     for cert in certs {
-        let cert = cert.map_err(|e| {
-            cfg_err(format!(
-                "property cassandra.truststore={}: bad PEM: {e}",
-                path.display()
-            ))
-        })?;
-        roots.add(cert).map_err(|e| {
+        store.add_cert(cert).map_err(|e| {
             cfg_err(format!(
                 "property cassandra.truststore={}: unusable certificate: {e}",
                 path.display()
             ))
         })?;
     }
-    if roots.is_empty() {
-        return Err(cfg_err(format!(
-            "property cassandra.truststore={}: no certificate in the file",
-            path.display()
-        )));
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| DbError::Unavailable(format!("TLS setup failed: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Some(TlsContext::from(Arc::new(tls))))
+    // SslConnector's builder verifies the peer; the driver adds the node's IP to check.
+    let mut builder = SslConnector::builder(SslMethod::tls_client()).map_err(setup)?;
+    builder.set_cert_store(store.build());
+    Ok(Some(TlsContext::from(OpenSsl010Config::new(builder))))
 }
