@@ -298,6 +298,11 @@ pub fn run_step<F: DbFactory>(
                     .spawn_scoped(s, move || {
                         futures_lite::future::block_on(job.run(ThreadPacer));
                     })
+                    .inspect_err(|_| {
+                        // The scope waits for the workers already started; a time-bound step
+                        // gives them no end of their own, so they are told to halt.
+                        shared.halt.store(true, Ordering::Release);
+                    })
                     .context("cannot start a worker thread")?;
             }
             collector.run(progress, observer)

@@ -334,7 +334,12 @@ fn wait_all(run: &ClientsRun, clients: &mut [Client], stop: &AtomicBool) -> bool
                 match c.child.try_wait() {
                     Ok(Some(s)) => c.status = Some(s),
                     Ok(None) => running = true,
-                    Err(_) => c.status = Some(std::process::ExitStatus::default()),
+                    // A client that can no longer be waited for did not finish: counted
+                    // failed, with ssh's own exit code for a lost connection.
+                    Err(_) => {
+                        use std::os::unix::process::ExitStatusExt;
+                        c.status = Some(std::process::ExitStatus::from_raw(255 << 8));
+                    }
                 }
             }
         }
