@@ -8,44 +8,29 @@ use common::*;
 #[test]
 fn unknown_property_names_the_nearest_known_one() {
     let (_d, out) = out_dir();
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "-p",
-            "recordcont=10",
-            "--trace",
-            "off",
-            "--out",
-            &out,
-        ],
-        &["recordcont", "did you mean recordcount?"],
-    );
+    IodigArgs::run()
+        .db("basic")
+        .p("recordcont=10")
+        .trace("off")
+        .out(&out)
+        .usage_error(&["recordcont", "did you mean recordcount?"]);
 }
 
 #[test]
 fn proportions_not_summing_to_one_are_normalised_and_said() {
     let (_d, out) = out_dir();
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "basic",
-        "-p",
-        "readproportion=0.7",
-        "-p",
-        "updateproportion=0.7",
-        "-p",
-        "operationcount=100",
-        "--threads",
-        "1",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
-        &out,
-    ]);
+    let r = IodigArgs::run()
+        .db("basic")
+        .props(&[
+            "readproportion=0.7",
+            "updateproportion=0.7",
+            "operationcount=100",
+        ])
+        .threads("1")
+        .warmup("0s")
+        .trace("off")
+        .out(&out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(r.stderr.contains("normalised as YCSB does"), "{}", r.stderr);
     assert!(r.stderr.contains("readproportion=0.5000"), "{}", r.stderr);
@@ -56,51 +41,24 @@ fn proportions_not_summing_to_one_are_normalised_and_said() {
 #[test]
 fn zero_or_negative_threads_are_refused() {
     let (_d, out) = out_dir();
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "--threads",
-            "0",
-            "--trace",
-            "off",
-            "--out",
-            &out,
-        ],
-        &["--threads"],
-    );
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "--threads",
-            "-3",
-            "--trace",
-            "off",
-            "--out",
-            &out,
-        ],
-        &["--threads"],
-    );
+    for threads in ["0", "-3"] {
+        IodigArgs::run()
+            .db("basic")
+            .threads(threads)
+            .trace("off")
+            .out(&out)
+            .usage_error(&["--threads"]);
+    }
 }
 
 #[test]
 fn missing_workload_file_is_named() {
     let (_d, out) = out_dir();
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            "/nonexistent/workloadz",
-            "--out",
-            &out,
-        ],
-        &["/nonexistent/workloadz", "-P"],
-    );
+    IodigArgs::run()
+        .db("basic")
+        .workload("/nonexistent/workloadz")
+        .out(&out)
+        .usage_error(&["/nonexistent/workloadz", "-P"]);
 }
 
 #[test]
@@ -118,29 +76,21 @@ fn unwritable_output_directory_is_named() {
     let file = d.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
     let out = file.join("runs");
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "-p",
-            "operationcount=10",
-            "--trace",
-            "off",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &["--out", "writable"],
-    );
+    IodigArgs::run()
+        .db("basic")
+        .p("operationcount=10")
+        .trace("off")
+        .out(&out)
+        .usage_error(&["--out", "writable"]);
 }
 
 #[test]
 fn unknown_db_lists_the_bindings() {
     let (_d, out) = out_dir();
-    expect_usage_error(
-        &["run", "--db", "mongodb", "--out", &out],
-        &["--db mongodb", "rocksdb", "basic"],
-    );
+    IodigArgs::run()
+        .db("mongodb")
+        .out(&out)
+        .usage_error(&["--db mongodb", "rocksdb", "basic"]);
 }
 
 #[test]
@@ -148,59 +98,35 @@ fn rocksdb_directory_held_by_another_process_is_named_and_left_intact() {
     let (_d, out) = out_dir();
     let db_dir = format!("{out}/held");
     // First load a small dataset, then hold the database open from another iodig process.
-    let load = run_iodig(&[
-        "load",
-        "-p",
-        "recordcount=200",
-        "-p",
-        &format!("rocksdb.dir={db_dir}"),
-        "--threads",
-        "1",
-        "--trace",
-        "off",
-        "--out",
-        &out,
-    ]);
+    let dir_property = format!("rocksdb.dir={db_dir}");
+    let dataset = ["recordcount=200", dir_property.as_str()];
+    let load = IodigArgs::load()
+        .props(&dataset)
+        .threads("1")
+        .trace("off")
+        .out(&out)
+        .output();
     assert_eq!(load.code(), 0, "{}", load.stderr);
-    let holder = iodig()
-        .args([
-            "run",
-            "--no-load",
-            "-p",
-            "recordcount=200",
-            "-p",
-            &format!("rocksdb.dir={db_dir}"),
-            "--threads",
-            "1",
-            "--duration",
-            "30s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--out",
-            &out,
-        ])
+    let holder = IodigArgs::run()
+        .no_load()
+        .props(&dataset)
+        .threads("1")
+        .duration("30s")
+        .warmup("0s")
+        .trace("off")
+        .out(&out)
+        .command()
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let r = expect_usage_error(
-        &[
-            "run",
-            "--no-load",
-            "-p",
-            "recordcount=200",
-            "-p",
-            &format!("rocksdb.dir={db_dir}"),
-            "--trace",
-            "off",
-            "--out",
-            &out,
-        ],
-        &["rocksdb.dir", "held by another process"],
-    );
+    let r = IodigArgs::run()
+        .no_load()
+        .props(&dataset)
+        .trace("off")
+        .out(&out)
+        .usage_error(&["rocksdb.dir", "held by another process"]);
     drop(r);
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(holder.id() as i32, libc::SIGTERM) };
@@ -215,13 +141,6 @@ fn rocksdb_directory_held_by_another_process_is_named_and_left_intact() {
 #[test]
 fn zero_durations_rates_and_thread_properties_are_refused_up_front() {
     let (_d, out) = out_dir();
-    let basic = |extra: &[&str]| -> Vec<String> {
-        ["run", "--db", "basic", "--trace", "off", "--out", &out]
-            .iter()
-            .chain(extra)
-            .map(ToString::to_string)
-            .collect()
-    };
     let cases: [(&[&str], &[&str]); 6] = [
         (&["--duration", "0s"], &["--duration 0s", "--duration 30s"]),
         (
@@ -234,9 +153,12 @@ fn zero_durations_rates_and_thread_properties_are_refused_up_front() {
         (&["-p", "target=-5"], &["target=-5", "above 0"]),
     ];
     for (extra, needles) in cases {
-        let args = basic(extra);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let r = expect_usage_error(&args, needles);
+        let r = IodigArgs::run()
+            .db("basic")
+            .trace("off")
+            .out(&out)
+            .args(extra)
+            .usage_error(needles);
         assert!(
             !r.stderr.contains("run directory:"),
             "refused before anything ran: {}",
@@ -254,29 +176,26 @@ fn experiment_file_mistakes_name_the_file_and_the_entry() {
     };
     std::fs::write(&spec, entry("nowhere/workloadb", "[1]")).unwrap();
     let spec_s = spec.to_str().unwrap();
-    expect_usage_error(
-        &["run", spec_s, "--out", &out],
-        &[
-            spec_s,
-            "file = \"nowhere/workloadb\"",
-            "file = \"workloadb\" (built in)",
-        ],
-    );
+    let run = || IodigArgs::run().experiment(&spec).out(&out);
+    run().usage_error(&[
+        spec_s,
+        "file = \"nowhere/workloadb\"",
+        "file = \"workloadb\" (built in)",
+    ]);
     std::fs::write(&spec, entry("workloadb", "[]")).unwrap();
-    expect_usage_error(&["run", spec_s, "--out", &out], &["threads = []"]);
+    run().usage_error(&["threads = []"]);
     std::fs::write(
         &spec,
         "repetitions = 0\n".to_string() + &entry("workloadb", "[1]"),
     )
     .unwrap();
-    expect_usage_error(&["run", spec_s, "--out", &out], &["repetitions = 0"]);
+    run().usage_error(&["repetitions = 0"]);
     let two = entry("workloadb", "[1]")
         + "[[workload]]\nfile = \"workloadc\"\nthreads = [1]\n[workload.properties]\nfieldlength = 50\n";
     std::fs::write(&spec, two).unwrap();
-    expect_usage_error(
-        &["run", spec_s, "--out", &out],
-        &["workloadc describes another dataset than workloadb (fieldlength 50 vs unset)"],
-    );
+    run().usage_error(&[
+        "workloadc describes another dataset than workloadb (fieldlength 50 vs unset)",
+    ]);
 }
 
 #[test]
@@ -294,26 +213,23 @@ fn cassandra_commands_on_a_directory_up_never_made_are_usage_errors() {
 #[test]
 fn nodes_that_cannot_be_started_are_refused_before_anything_runs() {
     let (_d, out) = out_dir();
-    expect_usage_error(&["run", "--nodes", "0", "--out", &out], &["--nodes"]);
-    expect_usage_error(&["run", "--nodes", "255", "--out", &out], &["--nodes"]);
-    expect_usage_error(
-        &["run", "--db", "basic", "--nodes", "3", "--out", &out],
-        &["--nodes 3", "--db basic runs embedded", "--db cassandra"],
-    );
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "cassandra",
-            "--nodes",
-            "3",
-            "-p",
-            "hosts=127.0.0.9",
-            "--out",
-            &out,
-        ],
-        &["--nodes 3", "hosts=127.0.0.9", "one or the other"],
-    );
+    for nodes in ["0", "255"] {
+        IodigArgs::run()
+            .nodes(nodes)
+            .out(&out)
+            .usage_error(&["--nodes"]);
+    }
+    IodigArgs::run()
+        .db("basic")
+        .nodes("3")
+        .out(&out)
+        .usage_error(&["--nodes 3", "--db basic runs embedded", "--db cassandra"]);
+    IodigArgs::run()
+        .db("cassandra")
+        .nodes("3")
+        .p("hosts=127.0.0.9")
+        .out(&out)
+        .usage_error(&["--nodes 3", "hosts=127.0.0.9", "one or the other"]);
     assert!(
         !std::path::Path::new(&out).join("data").exists(),
         "nothing started"
@@ -323,19 +239,17 @@ fn nodes_that_cannot_be_started_are_refused_before_anything_runs() {
 #[test]
 fn report_and_compare_refuse_a_latency_op_they_cannot_show() {
     let (d, out) = out_dir();
-    let quick = [
-        "-p",
-        "operationcount=50",
-        "--threads",
-        "1",
-        "--warmup",
-        "0s",
-    ];
-    let reads = run_basic("workloads/workloadc", &out, &quick);
+    let quick = |workload: &str| {
+        IodigArgs::run_basic(workload, &out)
+            .p("operationcount=50")
+            .threads("1")
+            .warmup("0s")
+    };
+    let reads = quick("workloads/workloadc").output();
     assert_eq!(reads.code(), 0, "{}", reads.stderr);
-    let mut only_updates = vec!["-p", "readproportion=0", "-p", "updateproportion=1"];
-    only_updates.extend_from_slice(&quick);
-    let updates = run_basic("workloads/workloada", &out, &only_updates);
+    let updates = quick("workloads/workloada")
+        .props(&["readproportion=0", "updateproportion=1"])
+        .output();
     assert_eq!(updates.code(), 0, "{}", updates.stderr);
     let (r, u) = (reads.run_dir(), updates.run_dir());
     let (r, u) = (r.to_str().unwrap(), u.to_str().unwrap());
@@ -378,25 +292,17 @@ fn report_and_compare_refuse_a_latency_op_they_cannot_show() {
 #[test]
 fn a_stop_rule_that_does_not_parse_is_refused_before_anything_runs() {
     let (d, out) = out_dir();
-    let r = expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "--stop-when",
-            "read.p99 > 50",
-            "--trace",
-            "off",
-            "--out",
-            &out,
-        ],
-        &[
+    let r = IodigArgs::run()
+        .db("basic")
+        .args(&["--stop-when", "read.p99 > 50"])
+        .trace("off")
+        .out(&out)
+        .usage_error(&[
             "--stop-when",
             "\"read.p99 > 50\"",
             "has no unit",
             "e.g. 'read.p99 > 50ms'",
-        ],
-    );
+        ]);
     assert!(!r.stderr.contains("run directory:"), "{}", r.stderr);
     let spec = d.path().join("exp.toml");
     std::fs::write(
@@ -405,71 +311,43 @@ fn a_stop_rule_that_does_not_parse_is_refused_before_anything_runs() {
     )
     .unwrap();
     let spec = spec.to_str().unwrap();
-    let r = expect_usage_error(
-        &["run", spec, "--out", &out],
-        &[
-            spec,
-            "stop_when = \"read.p98 > 5ms\"",
-            "unknown statistic \"p98\"",
-        ],
-    );
+    let r = IodigArgs::run().experiment(spec).out(&out).usage_error(&[
+        spec,
+        "stop_when = \"read.p98 > 5ms\"",
+        "unknown statistic \"p98\"",
+    ]);
     assert!(!r.stderr.contains("run directory:"), "{}", r.stderr);
 }
 
 #[test]
 fn versioned_writes_that_cannot_be_kept_or_verified_are_refused_up_front() {
     let (_d, out) = out_dir();
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "-p",
-            "versionedwrites=true",
-            "-p",
-            "dataintegrity=true",
-            "--out",
-            &out,
-        ],
-        &["dataintegrity=true", "versionedwrites=true", "choose one"],
-    );
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "-p",
-            "versionedwrites=true",
-            "-p",
-            "fieldlength=10",
-            "--out",
-            &out,
-        ],
-        &["versionedwrites=true", "at least 17 bytes", "fieldlength"],
-    );
-    expect_usage_error(
-        &["run", "-p", "recordcount=10", "--verify", "--out", &out],
-        &["--verify", "versionedwrites=true"],
-    );
-    expect_usage_error(
-        &[
-            "run",
-            "--db",
-            "basic",
-            "-p",
-            "versionedwrites=true",
-            "--verify",
-            "--out",
-            &out,
-        ],
-        &["--verify with --db basic"],
-    );
+    let versioned = || IodigArgs::run().db("basic").p("versionedwrites=true");
+    versioned().p("dataintegrity=true").out(&out).usage_error(&[
+        "dataintegrity=true",
+        "versionedwrites=true",
+        "choose one",
+    ]);
+    versioned().p("fieldlength=10").out(&out).usage_error(&[
+        "versionedwrites=true",
+        "at least 17 bytes",
+        "fieldlength",
+    ]);
+    IodigArgs::run()
+        .p("recordcount=10")
+        .verify()
+        .out(&out)
+        .usage_error(&["--verify", "versionedwrites=true"]);
+    versioned()
+        .verify()
+        .out(&out)
+        .usage_error(&["--verify with --db basic"]);
     // A run that wrote no versions has nothing to verify; a path that is no run is named.
-    let plain = run_basic(
-        "workloada",
-        &out,
-        &["-p", "recordcount=5", "--duration", "1s", "--warmup", "0s"],
-    );
+    let plain = IodigArgs::run_basic("workloada", &out)
+        .p("recordcount=5")
+        .duration("1s")
+        .warmup("0s")
+        .output();
     assert_eq!(plain.code(), 0, "{}", plain.stderr);
     expect_usage_error(
         &["verify", plain.run_dir().to_str().unwrap()],

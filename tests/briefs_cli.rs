@@ -23,30 +23,17 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// Runs a short traced RocksDB workload (updates through a small memtable: flushes and
 /// compactions inside the step) on the VM's disk; returns the run and its run step's trace.
 fn traced_rocksdb_run(dir: &Path, write_buffer: &str) -> (Run, Value) {
-    let write_buffer = format!("rocksdb.writebuffersize={write_buffer}");
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "requestdistribution=uniform",
-        "-p",
-        &write_buffer,
-        "--threads",
-        "4",
-        "--duration",
-        "4s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "ebpf",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let r = IodigArgs::run()
+        .db("rocksdb")
+        .workload("workloads/workloada")
+        .props(&["recordcount=20000", "requestdistribution=uniform"])
+        .p(format!("rocksdb.writebuffersize={write_buffer}"))
+        .threads("4")
+        .duration("4s")
+        .warmup("0s")
+        .trace("ebpf")
+        .out(dir)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let step = &run["steps"][1];
@@ -288,29 +275,20 @@ fn rocksdb_run_from_memory_is_said_not_storage_bound() {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     // A small dataset read through the page cache (no direct reads) and a large block cache:
     // after the load, the reads barely reach the device.
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-P",
-        "workloads/workloadc",
-        "-p",
-        "recordcount=5000",
-        "-p",
-        "rocksdb.directreads=false",
-        "-p",
-        "rocksdb.blockcachesize=64M",
-        "--threads",
-        "2",
-        "--duration",
-        "3s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "ebpf",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let r = IodigArgs::run()
+        .db("rocksdb")
+        .workload("workloads/workloadc")
+        .props(&[
+            "recordcount=5000",
+            "rocksdb.directreads=false",
+            "rocksdb.blockcachesize=64M",
+        ])
+        .threads("2")
+        .duration("3s")
+        .warmup("0s")
+        .trace("ebpf")
+        .out(dir.path())
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let step = &run["steps"][1];

@@ -45,39 +45,22 @@ fn workloads_a_to_f_run_against_a_real_node() {
         nodes.to_str().unwrap(),
     ]);
     assert_eq!(up.code(), 0, "{}\n{}", up.stdout, up.stderr);
-    let common = [
-        "--db",
-        "cassandra",
-        "-p",
-        "hosts=127.0.0.1",
-        "-p",
-        "recordcount=2000",
-        "--trace",
-        "off",
-        "--out",
-        out.to_str().unwrap(),
-    ];
+    // Every command line here: against the node `up` started, on 2,000 records, untraced.
+    let on_the_node = |args: IodigArgs| {
+        args.db("cassandra")
+            .props(&["hosts=127.0.0.1", "recordcount=2000"])
+            .trace("off")
+            .out(&out)
+    };
     // Hosts iodig did not start carry no dataset marker: `run` probes a few keys and loads
     // only when none is there, skips the load when all are, and refuses to guess otherwise.
     let auto_run = |extra: &[&str]| {
-        run_iodig(
-            &[
-                &[
-                    "run",
-                    "-P",
-                    "workloads/workloadc",
-                    "-p",
-                    "operationcount=300",
-                    "--threads",
-                    "8",
-                    "--warmup",
-                    "0s",
-                ],
-                &common[..],
-                extra,
-            ]
-            .concat(),
-        )
+        let run = IodigArgs::run()
+            .workload("workloads/workloadc")
+            .p("operationcount=300")
+            .threads("8")
+            .warmup("0s");
+        on_the_node(run).args(extra).output()
     };
     let first = auto_run(&[]);
     assert_eq!(first.code(), 0, "{}", first.stderr);
@@ -125,13 +108,10 @@ fn workloads_a_to_f_run_against_a_real_node() {
         "{}",
         bigger.stderr
     );
-    let load = run_iodig(
-        &[
-            &["load", "-P", "workloads/workloada", "--threads", "8"],
-            &common[..],
-        ]
-        .concat(),
-    );
+    let load = IodigArgs::load()
+        .workload("workloads/workloada")
+        .threads("8");
+    let load = on_the_node(load).output();
     assert_eq!(load.code(), 0, "{}", load.stderr);
     assert_eq!(
         ycsb_value(&parse_ycsb(&load.stdout), "INSERT", "Return=OK"),
@@ -139,24 +119,13 @@ fn workloads_a_to_f_run_against_a_real_node() {
     );
     for w in ["a", "b", "c", "d", "e", "f"] {
         let file = format!("workloads/workload{w}");
-        let r = run_iodig(
-            &[
-                &[
-                    "run",
-                    "--no-load",
-                    "-P",
-                    &file,
-                    "-p",
-                    "operationcount=1000",
-                    "--threads",
-                    "16",
-                    "--warmup",
-                    "0s",
-                ],
-                &common[..],
-            ]
-            .concat(),
-        );
+        let run = IodigArgs::run()
+            .no_load()
+            .workload(&file)
+            .p("operationcount=1000")
+            .threads("16")
+            .warmup("0s");
+        let r = on_the_node(run).output();
         assert_eq!(r.code(), 0, "workload {w}: {}", r.stderr);
         let p = parse_ycsb(&r.stdout);
         let failed: f64 = p
@@ -204,7 +173,7 @@ fn workloads_a_to_f_run_against_a_real_node() {
         (owns - 100.0).abs() < 0.5,
         "ownership sums to {owns}% for RF 1"
     );
-    observed_faults::faults_reach_a_node_on_an_observed_host(&common);
+    observed_faults::faults_reach_a_node_on_an_observed_host(on_the_node);
 }
 
 #[test]
@@ -216,31 +185,25 @@ fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_datase
     let out = tmp.path().join("runs");
     let managed = out.join("data").join("cassandra");
     let _guard = Nodes(&managed);
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "cassandra",
-        "-P",
-        "workloads/workloadc",
-        "-p",
-        "recordcount=1000",
-        "--threads",
-        "4,8",
+    // A workload on 1,000 records of the node `run` manages, untraced, into `out`.
+    let on_managed = |workload: &str| {
+        IodigArgs::run()
+            .db("cassandra")
+            .workload(workload)
+            .p("recordcount=1000")
+            .warmup("0s")
+            .trace("off")
+            .out(&out)
+    };
+    let r = on_managed("workloads/workloadc")
+        .threads("4,8")
         // Up to eight requests in flight on one runtime thread.
-        "--io-threads",
-        "1",
+        .args(&["--io-threads", "1"])
         // The briefs' method: every step starts from the loaded snapshot. The node restarts,
         // and the client must be connected again before the step begins.
-        "--restore-each-step",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        .arg("--restore-each-step")
+        .duration("2s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(
         r.stderr
@@ -271,25 +234,7 @@ fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_datase
     // The next runs restart the node with its data. Workload D runs on the loaded dataset and
     // inserts; the run after it must not take the grown table for the load.
     let again = |workload: &str| {
-        let r = run_iodig(&[
-            "run",
-            "--db",
-            "cassandra",
-            "-P",
-            workload,
-            "-p",
-            "recordcount=1000",
-            "--threads",
-            "4",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let r = on_managed(workload).threads("4").duration("2s").output();
         assert_eq!(r.code(), 0, "{}", r.stderr);
         assert!(
             r.stderr.contains("restarting the managed Cassandra node"),
@@ -322,33 +267,14 @@ fn run_without_hosts_starts_and_stops_a_managed_node_and_restores_a_grown_datase
 
     // Faults inside a step: the node stalls, then crashes and comes back; the run goes on, the
     // outage shows in the returns, and each fault is an event on the step's time line.
-    let faulted = run_iodig(&[
-        "run",
-        "--db",
-        "cassandra",
-        "-P",
-        "workloads/workloadc",
-        "-p",
-        "recordcount=1000",
-        "-p",
-        "cassandra.readtimeoutmillis=1000",
-        "--threads",
-        "4",
-        "--duration",
-        "8s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--fault",
-        "1s:pause=1500ms:node1",
-        "--fault",
-        "4s:kill:node1",
-        "--fault",
-        "5s:restart:node1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let faulted = on_managed("workloads/workloadc")
+        .p("cassandra.readtimeoutmillis=1000")
+        .threads("4")
+        .duration("8s")
+        .fault("1s:pause=1500ms:node1")
+        .fault("4s:kill:node1")
+        .fault("5s:restart:node1")
+        .output();
     assert_eq!(faulted.code(), 0, "{}", faulted.stderr);
     for f in [
         "fault 1s:pause=1500ms:node1: 127.0.0.1 paused",
@@ -418,28 +344,18 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
     // cluster of separate machines.
     let sshd = sshd::Sshd::start(&["127.0.0.1", "127.0.0.2", "127.0.0.3"]);
     // The example as written, shortened by flags (which win over the file).
-    let r = run_iodig(&[
-        "run",
-        "examples/cluster-rf3.toml",
-        "--observe",
-        "127.0.0.1,127.0.0.2,127.0.0.3",
-        "-p",
-        &sshd.property(),
-        "-p",
-        "recordcount=2000",
+    let r = IodigArgs::run()
+        .experiment("examples/cluster-rf3.toml")
+        .observe("127.0.0.1,127.0.0.2,127.0.0.3")
+        .props(&[&sshd.property(), "recordcount=2000"])
         // The workloads' operationcount (1,000) would end each step in a few seconds.
-        "-p",
-        "operationcount=100000000",
-        "--threads",
-        "8",
+        .p("operationcount=100000000")
+        .threads("8")
         // Longer than the nodes' 10 s periodic commit-log sync, so every node writes in a step.
-        "--duration",
-        "11s",
-        "--warmup",
-        "0s",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        .duration("11s")
+        .warmup("0s")
+        .out(&out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(
         r.stderr
@@ -550,14 +466,11 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
     }
 
     // Another node count on the same directory is refused before anything starts.
-    let other = run_iodig(&[
-        "run",
-        "examples/cluster-rf3.toml",
-        "--nodes",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let other = IodigArgs::run()
+        .experiment("examples/cluster-rf3.toml")
+        .nodes("2")
+        .out(&out)
+        .output();
     assert_eq!(other.code(), 2, "{}", other.stderr);
     assert!(
         other.stderr.contains("has 3 node(s); run with --nodes 3"),

@@ -26,46 +26,29 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
     ]);
     assert_eq!(up.code(), 0, "{}", up.stderr);
     let run_at = |level: &str| {
-        run_iodig(&[
-            "run",
-            "--db",
-            "cassandra",
-            "--nodes",
-            "3",
-            "-P",
-            "workloads/workloada",
-            "-p",
-            "recordcount=2000",
-            "-p",
-            "fieldcount=4",
-            "-p",
-            "versionedwrites=true",
-            "-p",
-            "cassandra.replicationfactor=3",
-            "-p",
-            &format!("cassandra.readconsistencylevel={level}"),
-            "-p",
-            &format!("cassandra.writeconsistencylevel={level}"),
-            "--threads",
-            "8",
-            "--duration",
-            "10s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--fault",
-            "1s:cap=2MB/s:node3",
-            "--fault",
-            "2s:uncap:node3",
-            "--fault",
-            "3s:kill:node2",
-            "--fault",
-            "6s:restart:node2",
-            "--verify",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+        IodigArgs::run()
+            .db("cassandra")
+            .nodes("3")
+            .workload("workloads/workloada")
+            .props(&[
+                "recordcount=2000",
+                "fieldcount=4",
+                "versionedwrites=true",
+                "cassandra.replicationfactor=3",
+            ])
+            .p(format!("cassandra.readconsistencylevel={level}"))
+            .p(format!("cassandra.writeconsistencylevel={level}"))
+            .threads("8")
+            .duration("10s")
+            .warmup("0s")
+            .trace("off")
+            .fault("1s:cap=2MB/s:node3")
+            .fault("2s:uncap:node3")
+            .fault("3s:kill:node2")
+            .fault("6s:restart:node2")
+            .verify()
+            .out(&out)
+            .output()
     };
 
     let quorum = run_at("QUORUM");

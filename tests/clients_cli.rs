@@ -6,7 +6,7 @@
 mod common;
 
 use common::sshd::Sshd;
-use common::{read_json, run_iodig, run_step};
+use common::{read_json, run_step, IodigArgs};
 use serde_json::Value;
 use std::path::Path;
 
@@ -46,29 +46,18 @@ fn two_clients_over_ssh_start_together_and_merge_to_the_sum_of_their_operations(
     )
     .unwrap();
     let out = tmp.path().join("runs");
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "basic",
-        "-P",
-        workload.to_str().unwrap(),
-        "-p",
-        &sshd.property(),
-        "--threads",
-        "1,2",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--target",
-        "300",
-        "--trace",
-        "off",
-        "--clients",
-        "127.0.0.1,127.0.0.2",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = IodigArgs::run()
+        .db("basic")
+        .workload(&workload)
+        .p(sshd.property())
+        .threads("1,2")
+        .duration("2s")
+        .warmup("0s")
+        .target("300")
+        .trace("off")
+        .args(&["--clients", "127.0.0.1,127.0.0.2"])
+        .out(&out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let merged_dir = r.run_dir();
     let merged = r.run_json();
@@ -171,33 +160,14 @@ fn two_clients_over_ssh_start_together_and_merge_to_the_sum_of_their_operations(
     }
 }
 
-/// Workload C on the no-op binding, one thread per client, on 127.0.0.1 and 127.0.0.2, with
-/// the test's own flags.
-fn two_clients(sshd: &Sshd, out: &Path, extra: &[&str]) -> common::Run {
-    let property = sshd.property();
-    let mut args = vec![
-        "run",
-        "--db",
-        "basic",
-        "-P",
-        "workloadc",
-        "-p",
-        "recordcount=1000",
-        "-p",
-        &property,
-        "--threads",
-        "1",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--clients",
-        "127.0.0.1,127.0.0.2",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    run_iodig(&args)
+/// Workload C on the no-op binding, one thread per client, on 127.0.0.1 and 127.0.0.2, into
+/// `out`.
+fn two_clients(sshd: &Sshd, out: &Path) -> IodigArgs {
+    IodigArgs::run_basic("workloadc", out)
+        .props(&["recordcount=1000", &sshd.property()])
+        .threads("1")
+        .warmup("0s")
+        .args(&["--clients", "127.0.0.1,127.0.0.2"])
 }
 
 #[test]
@@ -206,7 +176,10 @@ fn with_observe_client_1_alone_observes_and_the_merge_keeps_it() {
     let sshd = Sshd::start(&["127.0.0.1", "127.0.0.2"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
-    let r = two_clients(&sshd, &out, &["--duration", "2s", "--observe", "127.0.0.2"]);
+    let r = two_clients(&sshd, &out)
+        .duration("2s")
+        .observe("127.0.0.2")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let merged_dir = r.run_dir();
     let clients: Vec<Value> = (1..=2)
@@ -274,7 +247,10 @@ fn a_client_that_dies_mid_run_is_left_out_of_the_merge_which_says_so() {
         }
         None
     });
-    let r = two_clients(&sshd, &out, &["--target", "200", "--duration", "8s"]);
+    let r = two_clients(&sshd, &out)
+        .target("200")
+        .duration("8s")
+        .output();
     let killed = killer.join().unwrap();
     assert!(killed.is_some(), "client 2 never ran: {}", r.stderr);
     assert_eq!(r.code(), 1, "{}", r.stderr);
@@ -346,23 +322,11 @@ fn bad_clients_and_start_times_exit_2_before_anything_starts() {
         (&["--start-at", "tomorrow"], &["--start-at", "RFC 3339"]),
     ];
     for (extra, says) in cases {
-        let mut args = vec![
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            "workloada",
-            "-p",
-            &ssh_config,
-            "--duration",
-            "1s",
-            "--trace",
-            "off",
-            "--out",
-        ];
-        args.push(out.to_str().unwrap());
-        args.extend_from_slice(extra);
-        let r = run_iodig(&args);
+        let r = IodigArgs::run_basic("workloada", &out)
+            .p(&ssh_config)
+            .duration("1s")
+            .args(extra)
+            .output();
         assert_eq!(r.code(), 2, "{extra:?}: {}", r.stderr);
         for s in says {
             assert!(r.stderr.contains(s), "{extra:?}: {s:?} not in {}", r.stderr);

@@ -13,23 +13,15 @@ use std::path::{Path, PathBuf};
 
 /// A short RocksDB sweep (real block IO: under /var/tmp, not a tmpfs) into `out`.
 fn rocksdb_run(out: &Path, threads: &str, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "run",
-        "-p",
-        "recordcount=2000",
-        "--threads",
-        threads,
-        "--duration",
-        "1s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let r = run_iodig(&args);
+    let r = IodigArgs::run()
+        .p("recordcount=2000")
+        .threads(threads)
+        .duration("1s")
+        .warmup("0s")
+        .trace("off")
+        .out(out)
+        .args(extra)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     r
 }

@@ -12,34 +12,21 @@ fn a_device_capped_mid_step_shows_in_the_trace_and_the_latency_and_is_lifted() {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(unsafe { libc::geteuid() }, 0, "device faults need root");
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    let r = run_iodig(&[
-        "run",
-        "-P",
-        "workloads/workloadc",
-        "-p",
-        "recordcount=50000",
+    let r = IodigArgs::run()
+        .workload("workloads/workloadc")
+        .p("recordcount=50000")
         // Flushed to SST files and a 1 MiB block cache: reads go to the device.
-        "-p",
-        "rocksdb.writebuffersize=4M",
-        "-p",
-        "rocksdb.blockcachesize=1M",
-        "--threads",
-        "4",
-        "--duration",
-        "8s",
-        "--warmup",
-        "1s",
-        "--trace",
-        "ebpf",
+        .props(&["rocksdb.writebuffersize=4M", "rocksdb.blockcachesize=1M"])
+        .threads("4")
+        .duration("8s")
+        .warmup("1s")
+        .trace("ebpf")
         // At 3 s: a whole second of client samples (they end on wall-clock seconds, the first
         // 0.5-1.5 s into the step) comes before the cap.
-        "--fault",
-        "3s:cap=200iops:device",
-        "--fault",
-        "6s:uncap:device",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+        .fault("3s:cap=200iops:device")
+        .fault("6s:uncap:device")
+        .out(dir.path())
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(
         r.stderr.contains(

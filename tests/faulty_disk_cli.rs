@@ -12,52 +12,29 @@ use std::path::Path;
 /// The workload C run of the read test: reads that go to the device (4 MiB memtables flushed
 /// to SST files, a 1 MiB block cache), with the given faults.
 fn read_run(dir: &Path, faults: &[&str]) -> Run {
-    let mut args = vec![
-        "run",
-        "-P",
-        "workloads/workloadc",
-        "-p",
-        "recordcount=50000",
-        "-p",
-        "rocksdb.writebuffersize=4M",
-        "-p",
-        "rocksdb.blockcachesize=1M",
-        "-p",
-        "faultdisk.size=512MiB",
-        "--threads",
-        "4",
-        "--duration",
-        "10s",
-        "--warmup",
-        "1s",
-        "--trace",
-        "ebpf",
-        "--out",
-        dir.to_str().unwrap(),
-    ];
-    for f in faults {
-        args.extend(["--fault", f]);
-    }
-    run_iodig(&args)
+    let args = IodigArgs::run()
+        .workload("workloads/workloadc")
+        .props(&[
+            "recordcount=50000",
+            "rocksdb.writebuffersize=4M",
+            "rocksdb.blockcachesize=1M",
+            "faultdisk.size=512MiB",
+        ])
+        .threads("4")
+        .duration("10s")
+        .warmup("1s")
+        .trace("ebpf")
+        .out(dir);
+    faults.iter().fold(args, |a, f| a.fault(f)).output()
 }
 
-/// Workload A on 20,000 records, 2 threads, on a 256 MiB faulty disk, with the test's own flags.
-fn update_run(dir: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "run",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "faultdisk.size=256MiB",
-        "--threads",
-        "2",
-        "--out",
-        dir.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    run_iodig(&args)
+/// Workload A on 20,000 records, 2 threads, on a 256 MiB faulty disk, into `dir`.
+fn update_run(dir: &Path) -> IodigArgs {
+    IodigArgs::run()
+        .workload("workloads/workloada")
+        .props(&["recordcount=20000", "faultdisk.size=256MiB"])
+        .threads("2")
+        .out(dir)
 }
 
 /// Per whole second of the client's series: (second's end, value) of a READ field.
@@ -245,23 +222,14 @@ fn a_full_file_system_fails_the_writes_and_the_run_goes_on() {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(unsafe { libc::geteuid() }, 0, "device faults need root");
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    let r = update_run(
-        dir.path(),
-        &[
-            "-p",
-            "rocksdb.writebuffersize=1M",
-            "--target",
-            "4000",
-            "--duration",
-            "8s",
-            "--warmup",
-            "1s",
-            "--trace",
-            "ebpf",
-            "--fault",
-            "3s:full:device",
-        ],
-    );
+    let r = update_run(dir.path())
+        .p("rocksdb.writebuffersize=1M")
+        .target("4000")
+        .duration("8s")
+        .warmup("1s")
+        .trace("ebpf")
+        .fault("3s:full:device")
+        .output();
     assert_eq!(r.code(), 0, "the run goes on past the fault: {}", r.stderr);
     let run = r.run_json();
     let step_dir = r.run_dir().join(run["steps"][1]["dir"].as_str().unwrap());
@@ -297,27 +265,18 @@ fn a_step_whose_database_became_unusable_ends_with_that_reason() {
     assert_eq!(unsafe { libc::geteuid() }, 0, "device faults need root");
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     // Updates only, each synced: once the disk fails writes, every one fails.
-    let r = update_run(
-        dir.path(),
-        &[
-            "-p",
+    let r = update_run(dir.path())
+        .props(&[
             "readproportion=0",
-            "-p",
             "updateproportion=1",
-            "-p",
             "rocksdb.sync=true",
-            "-p",
             "unusableafter=3",
-            "--duration",
-            "30s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--fault",
-            "2s:fail-writes:device",
-        ],
-    );
+        ])
+        .duration("30s")
+        .warmup("0s")
+        .trace("off")
+        .fault("2s:fail-writes:device")
+        .output();
     assert_eq!(r.code(), 0, "the run goes on: {}", r.stderr);
     let run = r.run_json();
     let step = &run["steps"][1];

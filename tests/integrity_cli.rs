@@ -8,25 +8,14 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-fn rocksdb_run(out: &Path, extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "run",
-        "-p",
-        "versionedwrites=true",
-        "--threads",
-        "2",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
-    ]
-    .iter()
-    .map(ToString::to_string)
-    .collect();
-    args.push(out.display().to_string());
-    args.extend(extra.iter().map(ToString::to_string));
-    args
+/// A versioned run on embedded RocksDB, 2 threads, untraced, into `out`.
+fn rocksdb_run(out: &Path) -> IodigArgs {
+    IodigArgs::run()
+        .p("versionedwrites=true")
+        .threads("2")
+        .warmup("0s")
+        .trace("off")
+        .out(out)
 }
 
 fn verify(run_dir: &Path) -> (Run, serde_json::Value) {
@@ -38,11 +27,11 @@ fn verify(run_dir: &Path) -> (Run, serde_json::Value) {
 #[test]
 fn a_versioned_run_reads_back_every_acknowledged_write_and_the_report_says_so() {
     let tmp = tempfile::tempdir().unwrap();
-    let args = rocksdb_run(
-        tmp.path(),
-        &["-p", "recordcount=1000", "--duration", "2s", "--verify"],
-    );
-    let r = run_iodig(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = rocksdb_run(tmp.path())
+        .p("recordcount=1000")
+        .duration("2s")
+        .verify()
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(r.stderr.contains("integrity ok: 1000 keys"), "{}", r.stderr);
     let run = r.run_json();
@@ -80,17 +69,11 @@ fn a_versioned_run_reads_back_every_acknowledged_write_and_the_report_says_so() 
 /// Starts a versioned run, waits until its load is recorded and its first run step has saved
 /// the ledger at least once, then kills it with SIGKILL. Returns the run directory.
 fn killed_mid_step(out: &Path, extra: &[&str]) -> PathBuf {
-    let mut all = vec![
-        "-p",
-        "recordcount=2000",
-        "-p",
-        "rocksdb.writebuffersize=1G",
-        "--duration",
-        "60s",
-    ];
-    all.extend_from_slice(extra);
-    let mut child = iodig()
-        .args(rocksdb_run(out, &all))
+    let mut child = rocksdb_run(out)
+        .props(&["recordcount=2000", "rocksdb.writebuffersize=1G"])
+        .duration("60s")
+        .args(extra)
+        .command()
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -10,26 +10,17 @@ fn the_log_by_start_puts_each_op_in_the_second_it_was_meant_to_start() {
     // One thread at 1,000 ops/s: an intended start every millisecond, so every whole second
     // of the window holds 1,000 starts, whatever each operation's latency.
     let dir = tempfile::tempdir().unwrap();
-    let r = run_basic(
-        "workloads/workloadc",
-        dir.path().to_str().unwrap(),
-        &[
-            "-p",
+    let r = IodigArgs::run_basic("workloads/workloadc", dir.path())
+        .props(&[
             "recordcount=1000",
-            "-p",
             "operationcount=100000000",
-            "-p",
             "measurement.interval=intended",
-            "--target",
-            "1000",
-            "--threads",
-            "1",
-            "--duration",
-            "5s",
-            "--warmup",
-            "0s",
-        ],
-    );
+        ])
+        .target("1000")
+        .threads("1")
+        .duration("5s")
+        .warmup("0s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = iodig_report::load_run(&r.run_dir()).unwrap();
     let step = run.steps.iter().find(|s| !s.is_load()).unwrap();

@@ -23,39 +23,25 @@ fn burst_queue_depth_and_flush_latency_findings_on_a_loop_device_match_the_data(
     // Reads from the device (direct, a small block cache), updates at a steady rate into 4 MiB
     // memtables: a flush every few seconds, quiet seconds between them, and reads that queue
     // behind the flush's writes on the loop device.
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        &format!("rocksdb.dir={}", db.display()),
-        "-p",
-        "recordcount=50000",
-        "-p",
-        "operationcount=100000000",
-        "-p",
-        "requestdistribution=uniform",
-        "-p",
-        "rocksdb.writebuffersize=4M",
-        "-p",
-        "rocksdb.directreads=true",
-        "-p",
-        "rocksdb.blockcachesize=8M",
-        "--target",
-        "4000",
-        "--threads",
-        "4",
-        "--duration",
-        "16s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "ebpf",
-        "--out",
-        out.path().to_str().unwrap(),
-    ]);
+    let r = IodigArgs::run()
+        .db("rocksdb")
+        .workload("workloads/workloada")
+        .p(format!("rocksdb.dir={}", db.display()))
+        .props(&[
+            "recordcount=50000",
+            "operationcount=100000000",
+            "requestdistribution=uniform",
+            "rocksdb.writebuffersize=4M",
+            "rocksdb.directreads=true",
+            "rocksdb.blockcachesize=8M",
+        ])
+        .target("4000")
+        .threads("4")
+        .duration("16s")
+        .warmup("0s")
+        .trace("ebpf")
+        .out(out.path())
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let step = &run["steps"][1];

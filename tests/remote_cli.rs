@@ -5,7 +5,7 @@
 mod common;
 
 use common::sshd::Sshd;
-use common::{read_json, run_iodig, run_step};
+use common::{read_json, run_step, IodigArgs};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -54,29 +54,20 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
     let sshd = Sshd::start(&["127.0.0.1"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
-    let r = run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-P",
-        "workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "rocksdb.writebuffersize=1048576",
-        "-p",
-        &sshd.property(),
-        "--threads",
-        "2",
-        "--duration",
-        "4s",
-        "--warmup",
-        "0s",
-        "--observe",
-        "127.0.0.1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let r = IodigArgs::run()
+        .db("rocksdb")
+        .workload("workloada")
+        .props(&[
+            "recordcount=20000",
+            "rocksdb.writebuffersize=1048576",
+            &sshd.property(),
+        ])
+        .threads("2")
+        .duration("4s")
+        .warmup("0s")
+        .observe("127.0.0.1")
+        .out(&out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let observed = &run["cluster"]["observed"][0];
@@ -156,24 +147,15 @@ fn ctrl_c_stops_the_remote_agent_too() {
     let sshd = Sshd::start(&["127.0.0.1"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
-    let child = common::iodig()
-        .args([
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            "workloadc",
-            "-p",
-            &sshd.property(),
-            "--threads",
-            "1",
-            "--duration",
-            "60s",
-            "--observe",
-            "127.0.0.1",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let child = IodigArgs::run()
+        .db("basic")
+        .workload("workloadc")
+        .p(sshd.property())
+        .threads("1")
+        .duration("60s")
+        .observe("127.0.0.1")
+        .out(&out)
+        .command()
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -211,26 +193,12 @@ fn a_host_lost_mid_step_is_marked_partial_and_the_run_goes_on() {
     let sshd = Sshd::start(&["127.0.0.1"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
-    let child = common::iodig()
-        .args([
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            "workloadc",
-            "-p",
-            &sshd.property(),
-            "--threads",
-            "1",
-            "--duration",
-            "6s",
-            "--trace",
-            "off",
-            "--observe",
-            "127.0.0.1",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let child = IodigArgs::run_basic("workloadc", &out)
+        .p(sshd.property())
+        .threads("1")
+        .duration("6s")
+        .observe("127.0.0.1")
+        .command()
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -279,24 +247,20 @@ fn bad_observe_values_are_refused_before_anything_starts() {
         ("u@", "user or host missing"),
     ] {
         let flag = format!("--observe={value}");
-        let r = common::run_basic("workloadc", out, &[&flag]);
+        let r = IodigArgs::run_basic("workloadc", out).arg(&flag).output();
         assert_eq!(r.code(), 2, "{value}: {}", r.stderr);
         assert!(r.stderr.contains("--observe"), "{}", r.stderr);
         assert!(r.stderr.contains(says), "{value}: {}", r.stderr);
     }
-    let r = common::run_basic("workloadc", out, &["--observe", "db1,db1"]);
+    let r = IodigArgs::run_basic("workloadc", out)
+        .observe("db1,db1")
+        .output();
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(r.stderr.contains("given twice"), "{}", r.stderr);
-    let r = common::run_basic(
-        "workloadc",
-        out,
-        &[
-            "--observe",
-            "db1",
-            "-p",
-            "ssh.config=/nonexistent/ssh_config",
-        ],
-    );
+    let r = IodigArgs::run_basic("workloadc", out)
+        .observe("db1")
+        .p("ssh.config=/nonexistent/ssh_config")
+        .output();
     assert_eq!(r.code(), 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("ssh.config=/nonexistent/ssh_config"),
@@ -313,11 +277,10 @@ fn an_unreachable_host_fails_the_run_with_its_name_and_the_fix() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().to_str().unwrap();
     // 127.0.0.4 has no sshd listening: connection refused, at once.
-    let r = common::run_basic(
-        "workloadc",
-        out,
-        &["--observe", "127.0.0.4", "-p", &sshd.property()],
-    );
+    let r = IodigArgs::run_basic("workloadc", out)
+        .observe("127.0.0.4")
+        .p(sshd.property())
+        .output();
     assert_eq!(r.code(), 1, "{}", r.stderr);
     assert!(
         r.stderr.contains("--observe 127.0.0.4: ssh failed"),
@@ -355,16 +318,10 @@ fn a_refused_key_fails_the_run_with_the_host_and_the_fix() {
     )
     .unwrap();
     let out = tmp.path().join("runs");
-    let r = common::run_basic(
-        "workloadc",
-        out.to_str().unwrap(),
-        &[
-            "--observe",
-            "127.0.0.1",
-            "-p",
-            &format!("ssh.config={}", config.display()),
-        ],
-    );
+    let r = IodigArgs::run_basic("workloadc", &out)
+        .observe("127.0.0.1")
+        .p(format!("ssh.config={}", config.display()))
+        .output();
     assert_eq!(r.code(), 1, "{}", r.stderr);
     assert!(
         r.stderr.contains("--observe 127.0.0.1: ssh failed")
@@ -386,27 +343,17 @@ fn a_refused_key_fails_the_run_with_the_host_and_the_fix() {
 
 /// A short RocksDB run here that observes 127.0.0.1 through `config` (an ssh_config).
 fn observe_local_host(config: &Path, out: &Path, duration: &str) -> common::Run {
-    run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-P",
-        "workloadc",
-        "-p",
-        "recordcount=2000",
-        "-p",
-        &format!("ssh.config={}", config.display()),
-        "--threads",
-        "1",
-        "--duration",
-        duration,
-        "--warmup",
-        "0s",
-        "--observe",
-        "127.0.0.1",
-        "--out",
-        out.to_str().unwrap(),
-    ])
+    IodigArgs::run()
+        .db("rocksdb")
+        .workload("workloadc")
+        .p("recordcount=2000")
+        .p(format!("ssh.config={}", config.display()))
+        .threads("1")
+        .duration(duration)
+        .warmup("0s")
+        .observe("127.0.0.1")
+        .out(out)
+        .output()
 }
 
 /// A login of its own on this machine, for an observed host where iodig is not root; removed

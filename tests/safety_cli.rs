@@ -68,9 +68,11 @@ fn a_password_reaches_no_file_and_no_output_of_run_merge_compare_or_report() {
             format!("cassandra.password.file={}", pw_file.display()),
         ],
     ] {
-        let mut args: Vec<&str> = vec!["-p", "operationcount=200", "--threads", "1"];
-        args.extend(extra.iter().map(String::as_str));
-        let r = run_basic("workloads/workloada", out_s, &args);
+        let r = IodigArgs::run_basic("workloads/workloada", out_s)
+            .p("operationcount=200")
+            .threads("1")
+            .args(&[&extra[0], &extra[1]])
+            .output();
         assert_eq!(r.code(), 0, "{}", r.stderr);
         let run = r.run_json();
         let line = run["tool"]["command_line"].to_string();
@@ -83,24 +85,11 @@ fn a_password_reaches_no_file_and_no_output_of_run_merge_compare_or_report() {
         outputs.push(r.stdout + &r.stderr);
     }
     // The environment variable is not recorded either.
-    let mut env_run = iodig();
-    env_run
-        .args([
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            "workloads/workloada",
-            "-p",
-            "operationcount=200",
-            "--threads",
-            "1",
-            "--trace",
-            "off",
-            "--out",
-            out_s,
-        ])
-        .env("IODIG_CASSANDRA_PASSWORD", SECRET);
+    let mut env_run = IodigArgs::run_basic("workloads/workloada", out_s)
+        .p("operationcount=200")
+        .threads("1")
+        .command();
+    env_run.env("IODIG_CASSANDRA_PASSWORD", SECRET);
     let o = env_run.output().unwrap();
     assert!(o.status.success());
     outputs.push(
@@ -116,16 +105,10 @@ fn a_password_reaches_no_file_and_no_output_of_run_merge_compare_or_report() {
     let report = run_iodig(&["report", a]);
     assert_eq!(report.code(), 0, "{}", report.stderr);
     // A bad property next to the password: the error is about the bad one and keeps the secret.
-    let bad = run_basic(
-        "workloads/workloada",
-        out_s,
-        &[
-            "-p",
-            &format!("cassandra.password={SECRET}"),
-            "-p",
-            "recordcount=many",
-        ],
-    );
+    let bad = IodigArgs::run_basic("workloads/workloada", out_s)
+        .p(format!("cassandra.password={SECRET}"))
+        .p("recordcount=many")
+        .output();
     assert_eq!(bad.code(), 2, "{}", bad.stderr);
     for r in [merge, compare, report, bad] {
         outputs.push(r.stdout + &r.stderr);
@@ -141,28 +124,13 @@ fn a_password_reaches_no_file_and_no_output_of_run_merge_compare_or_report() {
 #[test]
 fn a_password_on_the_command_line_leaves_the_process_list_once_parsed() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = iodig()
-        .args([
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            "workloads/workloada",
-            "-p",
-            "operationcount=0",
-            "-p",
-            &format!("cassandra.password={SECRET}"),
-            "--threads",
-            "1",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ])
+    let mut child = IodigArgs::run_basic("workloads/workloada", dir.path())
+        .p("operationcount=0")
+        .p(format!("cassandra.password={SECRET}"))
+        .threads("1")
+        .duration("2s")
+        .warmup("0s")
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -189,28 +157,24 @@ fn a_password_on_the_command_line_leaves_the_process_list_once_parsed() {
     assert!(line.contains("cassandra.password=***"), "{line}");
 }
 
+/// `iodig run --db rocksdb` of 20,000 records with 1-second steps, untraced, into `out`.
+fn rocksdb_run(out: &str, threads: &str) -> IodigArgs {
+    IodigArgs::run()
+        .db("rocksdb")
+        .p("recordcount=20000")
+        .threads(threads)
+        .duration("1s")
+        .warmup("0s")
+        .trace("off")
+        .out(out)
+}
+
 /// `iodig run --db rocksdb` into `out`, killed with SIGKILL after `delay` (none: in its first
 /// load, as soon as its run.json appears); returns whether the
 /// kill came before the run ended on its own, and what it printed on stderr.
 fn run_and_kill(out: &str, delay: Option<Duration>) -> (bool, String) {
-    let mut child = iodig()
-        .args([
-            "run",
-            "--db",
-            "rocksdb",
-            "-p",
-            "recordcount=20000",
-            "--threads",
-            "1,2",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--out",
-            out,
-        ])
+    let mut child = rocksdb_run(out, "1,2")
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -324,23 +288,7 @@ fn sigkill_at_any_moment_leaves_a_run_that_reports_as_killed_and_the_next_run_se
         }
     }
     // The next run into the same --out settles every killed run and says so.
-    let next = run_iodig(&[
-        "run",
-        "--db",
-        "rocksdb",
-        "-p",
-        "recordcount=20000",
-        "--threads",
-        "1",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
-        out,
-    ]);
+    let next = rocksdb_run(out, "1").output();
     assert_eq!(next.code(), 0, "{}", next.stderr);
     said.push_str(&next.stderr);
     for line in said.lines().filter(|l| l.starts_with("iodig: ")) {
@@ -412,26 +360,12 @@ fn a_full_disk_under_the_results_names_the_path_and_keeps_the_earlier_steps() {
     }
     let _unmount = Unmount(mnt.clone());
     let out = mnt.join("out");
-    let child = iodig()
-        .args([
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            "workloads/workloada",
-            "-p",
-            "operationcount=0",
-            "--threads",
-            "1,2,3,4,5,6,7,8",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let child = IodigArgs::run_basic("workloads/workloada", &out)
+        .p("operationcount=0")
+        .threads("1,2,3,4,5,6,7,8")
+        .duration("1s")
+        .warmup("0s")
+        .command()
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -488,11 +422,10 @@ fn a_full_disk_under_the_results_names_the_path_and_keeps_the_earlier_steps() {
 fn a_run_directory_of_another_schema_version_names_both_versions() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let r = run_basic(
-        "workloads/workloada",
-        out,
-        &["-p", "operationcount=100", "--threads", "1"],
-    );
+    let r = IodigArgs::run_basic("workloads/workloada", out)
+        .p("operationcount=100")
+        .threads("1")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run_dir = r.run_dir();
     let path = run_dir.join("run.json");
@@ -592,27 +525,18 @@ fn the_tracer_runs_with_cap_bpf_and_cap_perfmon_alone() {
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o777);
     std::fs::set_permissions(dir.path(), perms).unwrap();
     let workload = std::fs::canonicalize("workloads/workloada").unwrap();
+    let run = IodigArgs::run()
+        .db("basic")
+        .workload(&workload)
+        .p("operationcount=0")
+        .threads("1")
+        .duration("1s")
+        .warmup("0s")
+        .trace("ebpf")
+        .out(dir.path());
     let o = as_nobody_with("+bpf,+perfmon")
-        .args([
-            exe,
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            workload.to_str().unwrap(),
-            "-p",
-            "operationcount=0",
-            "--threads",
-            "1",
-            "--duration",
-            "1s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "ebpf",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ])
+        .arg(exe)
+        .args(run.list())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);

@@ -30,29 +30,20 @@ fn run_stores_trace_sys_and_db_events_with_each_step() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     // Writes with a tiny memtable so RocksDB flushes during the step.
-    let r = run_iodig(&[
-        "run",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "requestdistribution=uniform",
-        "-p",
-        "rocksdb.writebuffersize=1M",
-        "--threads",
-        "4",
-        "--load-threads",
-        "4",
-        "--duration",
-        "3s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "ebpf",
-        "--out",
-        out,
-    ]);
+    let r = IodigArgs::run()
+        .workload("workloads/workloada")
+        .props(&[
+            "recordcount=20000",
+            "requestdistribution=uniform",
+            "rocksdb.writebuffersize=1M",
+        ])
+        .threads("4")
+        .args(&["--load-threads", "4"])
+        .duration("3s")
+        .warmup("0s")
+        .trace("ebpf")
+        .out(out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let steps = run["steps"].as_array().unwrap();
@@ -106,26 +97,16 @@ fn run_events_writes_every_traced_io_of_each_step_beside_its_trace() {
     let _serial = serial();
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = dir.path().to_str().unwrap();
-    let r = run_iodig(&[
-        "run",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "rocksdb.writebuffersize=1M",
-        "--threads",
-        "2",
-        "--duration",
-        "2s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "ebpf",
-        "--events",
-        "--out",
-        out,
-    ]);
+    let r = IodigArgs::run()
+        .workload("workloads/workloada")
+        .props(&["recordcount=20000", "rocksdb.writebuffersize=1M"])
+        .threads("2")
+        .duration("2s")
+        .warmup("0s")
+        .trace("ebpf")
+        .arg("--events")
+        .out(out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let steps = run["steps"].as_array().unwrap();
@@ -171,9 +152,12 @@ fn run_events_writes_every_traced_io_of_each_step_beside_its_trace() {
     report_counts_every_io_by_size(&r);
 
     // Without a tracer there is nothing to write: said before anything starts.
-    let off = run_iodig(&[
-        "run", "--db", "basic", "--trace", "off", "--events", "--out", out,
-    ]);
+    let off = IodigArgs::run()
+        .db("basic")
+        .trace("off")
+        .arg("--events")
+        .out(out)
+        .output();
     assert_eq!(off.code(), 2, "{}", off.stderr);
     assert!(
         off.stderr.contains("--events") && off.stderr.contains("--trace"),
@@ -306,27 +290,19 @@ fn rocksdb_run_attributes_flush_and_compaction_io_to_rocksdbs_own_threads() {
     let out = dir.path().to_str().unwrap();
     // Updates through a 1 MiB memtable: a flush every few hundred milliseconds and
     // compactions of their L0 files inside the measured (and traced) step.
-    let r = run_iodig(&[
-        "run",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "requestdistribution=uniform",
-        "-p",
-        "rocksdb.writebuffersize=1M",
-        "--threads",
-        "4",
-        "--duration",
-        "4s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "ebpf",
-        "--out",
-        out,
-    ]);
+    let r = IodigArgs::run()
+        .workload("workloads/workloada")
+        .props(&[
+            "recordcount=20000",
+            "requestdistribution=uniform",
+            "rocksdb.writebuffersize=1M",
+        ])
+        .threads("4")
+        .duration("4s")
+        .warmup("0s")
+        .trace("ebpf")
+        .out(out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let step = &run["steps"][1];
@@ -381,31 +357,21 @@ fn rocksdb_run_splits_client_and_query_reads_by_flush_and_compaction_io() {
     // (1.75 s measured at 2,000 ops/s): seconds with a flush (and every fourth one a
     // compaction) alternate with seconds without. Direct
     // reads through a 1 MiB block cache put the queries' reads on the disk.
-    let r = run_iodig(&[
-        "run",
-        "-P",
-        "workloads/workloada",
-        "-p",
-        "recordcount=20000",
-        "-p",
-        "requestdistribution=uniform",
-        "-p",
-        "rocksdb.writebuffersize=1M",
-        "-p",
-        "rocksdb.blockcachesize=1M",
-        "--threads",
-        "4",
-        "--target",
-        "1500",
-        "--duration",
-        "8s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "ebpf",
-        "--out",
-        out,
-    ]);
+    let r = IodigArgs::run()
+        .workload("workloads/workloada")
+        .props(&[
+            "recordcount=20000",
+            "requestdistribution=uniform",
+            "rocksdb.writebuffersize=1M",
+            "rocksdb.blockcachesize=1M",
+        ])
+        .threads("4")
+        .target("1500")
+        .duration("8s")
+        .warmup("0s")
+        .trace("ebpf")
+        .out(out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let step_dir = r
         .run_dir()

@@ -5,29 +5,19 @@ mod common;
 
 use common::*;
 
-fn basic_load(out: &str, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "load",
-        "--db",
-        "basic",
-        "--threads",
-        "1",
-        "--trace",
-        "off",
-        "--out",
-        out,
-        "-p",
-        "basicdb.verbose=true",
-    ];
-    args.extend_from_slice(extra);
-    run_iodig(&args)
+/// `iodig load --db basic` with one thread, untraced, into `out`, printing every insert.
+fn basic_load(out: impl AsRef<std::path::Path>) -> IodigArgs {
+    IodigArgs::load()
+        .db("basic")
+        .threads("1")
+        .trace("off")
+        .out(out)
+        .p("basicdb.verbose=true")
 }
 
-/// `iodig run --db basic`, untraced, into `out`, with `extra` arguments.
-fn basic_run(out: &str, extra: &[&str]) -> Run {
-    let mut args = vec!["run", "--db", "basic", "--trace", "off", "--out", out];
-    args.extend_from_slice(extra);
-    run_iodig(&args)
+/// `iodig run --db basic`, untraced, into `out`.
+fn basic_run(out: impl AsRef<std::path::Path>) -> IodigArgs {
+    IodigArgs::run().db("basic").trace("off").out(out)
 }
 
 fn insert_keys(stdout: &str) -> Vec<String> {
@@ -41,7 +31,9 @@ fn insert_keys(stdout: &str) -> Vec<String> {
 #[test]
 fn load_keys_and_order_match_ycsb_basicdb() {
     let dir = tempfile::tempdir().unwrap();
-    let r = basic_load(dir.path().to_str().unwrap(), &["-P", "workloads/workloada"]);
+    let r = basic_load(dir.path())
+        .workload("workloads/workloada")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let keys = insert_keys(&r.stdout);
     assert_eq!(keys.len(), 1000);
@@ -76,29 +68,13 @@ fn load_keys_and_order_match_ycsb_basicdb() {
 fn insertstart_and_insertcount_split_a_load_across_clients() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let whole = insert_keys(&basic_load(out, &["-p", "recordcount=400"]).stdout);
-    let a = basic_load(
-        out,
-        &[
-            "-p",
-            "recordcount=400",
-            "-p",
-            "insertstart=0",
-            "-p",
-            "insertcount=150",
-        ],
-    );
-    let b = basic_load(
-        out,
-        &[
-            "-p",
-            "recordcount=400",
-            "-p",
-            "insertstart=150",
-            "-p",
-            "insertcount=250",
-        ],
-    );
+    let whole = insert_keys(&basic_load(out).p("recordcount=400").output().stdout);
+    let a = basic_load(out)
+        .props(&["recordcount=400", "insertstart=0", "insertcount=150"])
+        .output();
+    let b = basic_load(out)
+        .props(&["recordcount=400", "insertstart=150", "insertcount=250"])
+        .output();
     let mut both = insert_keys(&a.stdout);
     both.extend(insert_keys(&b.stdout));
     assert_eq!(whole.len(), 400);
@@ -108,18 +84,11 @@ fn insertstart_and_insertcount_split_a_load_across_clients() {
 #[test]
 fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_basic(
-        "workloads/workloada",
-        dir.path().to_str().unwrap(),
-        &[
-            "-p",
-            "operationcount=3000",
-            "--threads",
-            "2",
-            "--warmup",
-            "0s",
-        ],
-    );
+    let r = IodigArgs::run_basic("workloads/workloada", dir.path())
+        .p("operationcount=3000")
+        .threads("2")
+        .warmup("0s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let parsed = parse_ycsb(&r.stdout);
     let reads = ycsb_value(&parsed, "READ", "Operations").unwrap();
@@ -176,22 +145,12 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
 
 fn run_keys(seed: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_basic(
-        "workloads/workloadb",
-        dir.path().to_str().unwrap(),
-        &[
-            "-p",
-            "operationcount=300",
-            "-p",
-            "basicdb.verbose=true",
-            "--seed",
-            seed,
-            "--threads",
-            "1",
-            "--warmup",
-            "0s",
-        ],
-    );
+    let r = IodigArgs::run_basic("workloads/workloadb", dir.path())
+        .props(&["operationcount=300", "basicdb.verbose=true"])
+        .args(&["--seed", seed])
+        .threads("1")
+        .warmup("0s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     r.stdout
         .lines()
@@ -211,26 +170,17 @@ fn same_seed_repeats_the_op_and_key_sequence() {
 #[test]
 fn ten_billion_records_are_accepted_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_basic(
-        "workloads/workloadc",
-        dir.path().to_str().unwrap(),
-        &[
-            "-p",
+    let r = IodigArgs::run_basic("workloads/workloadc", dir.path())
+        .props(&[
             "recordcount=10000000000",
-            "-p",
             "operationcount=2000",
-            "-p",
             "requestdistribution=uniform",
-            "-p",
             "insertorder=ordered",
-            "-p",
             "basicdb.verbose=true",
-            "--threads",
-            "1",
-            "--warmup",
-            "0s",
-        ],
-    );
+        ])
+        .threads("1")
+        .warmup("0s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let max = r
         .stdout
@@ -245,22 +195,13 @@ fn ten_billion_records_are_accepted_end_to_end() {
 #[test]
 fn target_rate_is_held_and_intended_latency_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_basic(
-        "workloads/workloadc",
-        dir.path().to_str().unwrap(),
-        &[
-            "-p",
-            "recordcount=1000",
-            "--target",
-            "2000",
-            "--threads",
-            "4",
-            "--duration",
-            "3s",
-            "--warmup",
-            "0s",
-        ],
-    );
+    let r = IodigArgs::run_basic("workloads/workloadc", dir.path())
+        .p("recordcount=1000")
+        .target("2000")
+        .threads("4")
+        .duration("3s")
+        .warmup("0s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let parsed = parse_ycsb(&r.stdout);
     let tput = ycsb_value(&parsed, "OVERALL", "Throughput(ops/sec)").unwrap();
@@ -271,18 +212,11 @@ fn target_rate_is_held_and_intended_latency_reported() {
 #[test]
 fn workload_f_records_read_modify_write_like_ycsb() {
     let dir = tempfile::tempdir().unwrap();
-    let r = run_basic(
-        "workloads/workloadf",
-        dir.path().to_str().unwrap(),
-        &[
-            "-p",
-            "operationcount=4000",
-            "--threads",
-            "2",
-            "--warmup",
-            "0s",
-        ],
-    );
+    let r = IodigArgs::run_basic("workloads/workloadf", dir.path())
+        .p("operationcount=4000")
+        .threads("2")
+        .warmup("0s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let p = parse_ycsb(&r.stdout);
     let read = ycsb_value(&p, "READ", "Operations").unwrap();
@@ -298,24 +232,11 @@ fn workload_f_records_read_modify_write_like_ycsb() {
 #[test]
 fn ctrl_c_ends_the_step_and_keeps_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let child = iodig()
-        .args([
-            "run",
-            "--db",
-            "basic",
-            "-P",
-            "workloads/workloada",
-            "--threads",
-            "2,4",
-            "--duration",
-            "60s",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ])
+    let child = IodigArgs::run_basic("workloads/workloada", dir.path())
+        .threads("2,4")
+        .duration("60s")
+        .warmup("0s")
+        .command()
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -347,29 +268,23 @@ fn ctrl_c_ends_the_step_and_keeps_what_was_measured() {
 fn clients_split_the_key_space_and_merge_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let whole = insert_keys(&basic_load(out, &["-p", "recordcount=100"]).stdout);
-    let one = insert_keys(&basic_load(out, &["-p", "recordcount=100", "--client", "1/2"]).stdout);
-    let two = insert_keys(&basic_load(out, &["-p", "recordcount=100", "--client", "2/2"]).stdout);
+    let load = |client: &[&str]| {
+        let r = basic_load(out).p("recordcount=100").args(client).output();
+        insert_keys(&r.stdout)
+    };
+    let whole = load(&[]);
+    let one = load(&["--client", "1/2"]);
+    let two = load(&["--client", "2/2"]);
     assert_eq!([one.clone(), two].concat(), whole);
     assert_eq!(one.len(), 50);
 
     let client = |c: &str| {
-        let r = run_basic(
-            "workloads/workloadc",
-            out,
-            &[
-                "-p",
-                "recordcount=1000",
-                "-p",
-                "operationcount=5000",
-                "--client",
-                c,
-                "--threads",
-                "2",
-                "--warmup",
-                "0s",
-            ],
-        );
+        let r = IodigArgs::run_basic("workloads/workloadc", out)
+            .props(&["recordcount=1000", "operationcount=5000"])
+            .args(&["--client", c])
+            .threads("2")
+            .warmup("0s")
+            .output();
         assert_eq!(r.code(), 0, "{}", r.stderr);
         r.run_dir()
     };
@@ -469,12 +384,7 @@ threads = [2]
 "#,
     )
     .unwrap();
-    let r = run_iodig(&[
-        "run",
-        spec.to_str().unwrap(),
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let r = IodigArgs::run().experiment(&spec).out(dir.path()).output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let steps = run["steps"].as_array().unwrap();
@@ -504,23 +414,15 @@ fn operation_counts_hold_with_more_threads_than_operations_and_a_warmup() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     // Threads whose share of the count is zero do nothing (they used to run without limit).
-    let load = basic_load(out, &["-p", "recordcount=3", "--threads", "4"]);
+    let load = basic_load(out).p("recordcount=3").threads("4").output();
     assert_eq!(load.code(), 0, "{}", load.stderr);
     assert_eq!(insert_keys(&load.stdout).len(), 3);
     // A warm-up does not eat the operation count: two operations are measured after it.
-    let r = basic_run(
-        out,
-        &[
-            "-p",
-            "recordcount=3",
-            "-p",
-            "operationcount=2",
-            "--threads",
-            "4",
-            "--warmup",
-            "1s",
-        ],
-    );
+    let r = basic_run(out)
+        .props(&["recordcount=3", "operationcount=2"])
+        .threads("4")
+        .warmup("1s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let step = &run["steps"][0];
@@ -536,21 +438,11 @@ fn operation_counts_hold_with_more_threads_than_operations_and_a_warmup() {
 #[test]
 fn threadcount_and_target_properties_act_like_their_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let r = basic_run(
-        dir.path().to_str().unwrap(),
-        &[
-            "-p",
-            "recordcount=100",
-            "-p",
-            "threadcount=3",
-            "-p",
-            "target=300",
-            "--duration",
-            "2s",
-            "--warmup",
-            "0s",
-        ],
-    );
+    let r = basic_run(dir.path())
+        .props(&["recordcount=100", "threadcount=3", "target=300"])
+        .duration("2s")
+        .warmup("0s")
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let steps = run["steps"].as_array().unwrap();
@@ -572,18 +464,13 @@ fn flags_win_over_an_experiment_files_settings() {
     )
     .unwrap();
     let started = std::time::Instant::now();
-    let r = run_iodig(&[
-        "run",
-        spec.to_str().unwrap(),
-        "--duration",
-        "1s",
-        "--warmup",
-        "0s",
-        "--threads",
-        "1",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let r = IodigArgs::run()
+        .experiment(&spec)
+        .duration("1s")
+        .warmup("0s")
+        .threads("1")
+        .out(dir.path())
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let steps = run["steps"].as_array().unwrap();
@@ -601,23 +488,15 @@ fn flags_win_over_an_experiment_files_settings() {
 fn a_load_inside_run_keeps_no_intended_latency_of_the_runs_target() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let r = run_iodig(&[
-        "run",
-        "-p",
-        "recordcount=300",
-        "--target",
-        "400",
-        "--threads",
-        "2",
-        "--duration",
-        "1s",
-        "--warmup",
-        "0s",
-        "--trace",
-        "off",
-        "--out",
-        out,
-    ]);
+    let r = IodigArgs::run()
+        .p("recordcount=300")
+        .target("400")
+        .threads("2")
+        .duration("1s")
+        .warmup("0s")
+        .trace("off")
+        .out(out)
+        .output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let p = parse_ycsb(&r.stdout);
     assert_eq!(ycsb_value(&p, "INSERT", "Operations"), Some(300.0));
@@ -645,25 +524,15 @@ fn rocksdb_run_reuses_its_load_but_not_one_grown_by_inserts_or_with_another_layo
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     let run = |workload: &str, extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "-P",
-            workload,
-            "-p",
-            "recordcount=400",
-            "-p",
-            "operationcount=300",
-            "--threads",
-            "1",
-            "--warmup",
-            "0s",
-            "--trace",
-            "off",
-            "--out",
-            out,
-        ];
-        args.extend_from_slice(extra);
-        let r = run_iodig(&args);
+        let r = IodigArgs::run()
+            .workload(workload)
+            .props(&["recordcount=400", "operationcount=300"])
+            .threads("1")
+            .warmup("0s")
+            .trace("off")
+            .out(out)
+            .args(extra)
+            .output();
         assert_eq!(r.code(), 0, "{}", r.stderr);
         r
     };

@@ -8,36 +8,21 @@ use std::path::Path;
 /// Last, as it kills the node: the node seen as on a host of its own (through a real sshd),
 /// paused and then killed mid-step over SSH (`--fault …:127.0.0.1` with `--observe 127.0.0.1`);
 /// the run goes on and both faults and what they did are on its time line.
-pub fn faults_reach_a_node_on_an_observed_host(common: &[&str]) {
+///
+/// `on_the_node` completes a command line with the test's node, dataset and output.
+pub fn faults_reach_a_node_on_an_observed_host(on_the_node: impl Fn(IodigArgs) -> IodigArgs) {
     let sshd = sshd::Sshd::start(&["127.0.0.1"]);
-    let r = run_iodig(
-        &[
-            &[
-                "run",
-                "--no-load",
-                "-P",
-                "workloads/workloadc",
-                "-p",
-                "operationcount=100000000",
-                "-p",
-                &sshd.property(),
-                "--observe",
-                "127.0.0.1",
-                "--threads",
-                "8",
-                "--duration",
-                "8s",
-                "--warmup",
-                "0s",
-                "--fault",
-                "1s:pause=2s:127.0.0.1",
-                "--fault",
-                "5s:kill:127.0.0.1",
-            ],
-            common,
-        ]
-        .concat(),
-    );
+    let run = IodigArgs::run()
+        .no_load()
+        .workload("workloads/workloadc")
+        .props(&["operationcount=100000000", &sshd.property()])
+        .observe("127.0.0.1")
+        .threads("8")
+        .duration("8s")
+        .warmup("0s")
+        .fault("1s:pause=2s:127.0.0.1")
+        .fault("5s:kill:127.0.0.1");
+    let r = on_the_node(run).output();
     assert_eq!(r.code(), 0, "the run goes on past the faults: {}", r.stderr);
     let run = r.run_json();
     let pid = run["cluster"]["observed"][0]["node"]["pid"]

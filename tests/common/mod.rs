@@ -2,9 +2,12 @@
 
 #![allow(dead_code)]
 
+pub mod args;
 pub mod findings;
 pub mod loopfs;
 pub mod sshd;
+
+pub use args::IodigArgs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,6 +19,15 @@ pub struct Run {
 }
 
 impl Run {
+    /// What a finished iodig process left: its status and its output as text.
+    pub fn of(out: Output) -> Run {
+        Run {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            out,
+        }
+    }
+
     pub fn code(&self) -> i32 {
         self.out.status.code().unwrap_or(-1)
     }
@@ -61,22 +73,10 @@ pub fn iodig() -> Command {
     c
 }
 
+/// Runs iodig with an argument list as written (for `run` and `load`, build it with
+/// [`IodigArgs`]).
 pub fn run_iodig(args: &[&str]) -> Run {
-    let out = iodig().args(args).output().expect("iodig runs");
-    Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        out,
-    }
-}
-
-/// `iodig run --db basic -P WORKLOAD …extra… --trace off --out OUT`: the no-op binding without
-/// tracing, the argument list most CLI tests start from.
-pub fn run_basic(workload: &str, out: &str, extra: &[&str]) -> Run {
-    let mut args = vec!["run", "--db", "basic", "-P", workload];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["--trace", "off", "--out", out]);
-    run_iodig(&args)
+    IodigArgs::verbatim(args).output()
 }
 
 pub fn read_json(path: &Path) -> serde_json::Value {
@@ -110,18 +110,7 @@ pub fn ycsb_value(parsed: &[(String, String, String)], metric: &str, name: &str)
 
 /// Runs iodig and checks it exited 2 with a one-line error holding every needle.
 pub fn expect_usage_error(args: &[&str], needles: &[&str]) -> Run {
-    let r = run_iodig(args);
-    assert_eq!(r.code(), 2, "args {args:?}\nstderr: {}", r.stderr);
-    let err_line = r
-        .stderr
-        .lines()
-        .find(|l| l.starts_with("error"))
-        .unwrap_or_else(|| panic!("no error line: {}", r.stderr));
-    for n in needles {
-        assert!(r.stderr.contains(n), "{n:?} not in: {}", r.stderr);
-    }
-    assert!(err_line.len() < 400, "error is not one line: {err_line}");
-    r
+    IodigArgs::verbatim(args).usage_error(needles)
 }
 
 /// A scratch `--out` directory and its path as a string.
