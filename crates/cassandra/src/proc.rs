@@ -21,14 +21,30 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
     stat(pid).map(|(_, t)| t)
 }
 
-/// True while the recorded pid is alive, not a zombie, and still the process we started.
+/// True while the recorded pid is alive, not a zombie, and still the process we started: the
+/// same start time, or when that could not be read at start, still a Cassandra daemon (so a
+/// pid the kernel has given to another process is never signalled).
 pub fn node_alive(node: &NodeInfo) -> bool {
     match stat(node.pid) {
         Some((state, ticks)) => {
-            state != 'Z' && state != 'X' && (node.start_ticks == 0 || ticks == node.start_ticks)
+            state != 'Z'
+                && state != 'X'
+                && if node.start_ticks == 0 {
+                    runs_cassandra(node.pid)
+                } else {
+                    ticks == node.start_ticks
+                }
         }
         None => false,
     }
+}
+
+/// Whether `pid`'s command line is a Cassandra daemon's.
+fn runs_cassandra(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+        c.split(|b| *b == 0)
+            .any(|arg| arg == crate::DAEMON_CLASS.as_bytes())
+    })
 }
 
 /// Collects the exit status when the node is our own child, so it does not linger as a zombie.

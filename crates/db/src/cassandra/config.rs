@@ -104,7 +104,7 @@ fn parse_consistency(props: &Properties, key: &str) -> Result<Consistency, DbErr
         "LOCAL_SERIAL" => Consistency::LocalSerial,
         _ => {
             return Err(cfg_err(format!(
-                "property {key}={v}: unknown consistency level; use ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM, LOCAL_ONE or ANY"
+                "property {key}={v}: unknown consistency level; use ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM, LOCAL_ONE, ANY, SERIAL or LOCAL_SERIAL"
             )))
         }
     })
