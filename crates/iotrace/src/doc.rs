@@ -297,13 +297,11 @@ fn watched(t: &Target, rows: &[AttrRow]) -> Watched {
             via,
         } => {
             let pid = *pid;
+            // A process found in a `--cgroup` directory carries that directory (`via`).
+            let flag = if via.is_some() { "--cgroup" } else { "--pid" };
             let via = via.as_ref().map_or(String::new(), |v| format!(", in {v}"));
             (
-                if given.parse::<u32>().is_ok() {
-                    "--pid"
-                } else {
-                    "--cgroup"
-                },
+                flag,
                 given,
                 format!("pid {pid} ({name}){via}"),
                 Box::new(move |r: &AttrRow| r.pid == pid),
