@@ -48,15 +48,21 @@ impl LedgerSaver {
         let thread = std::thread::Builder::new()
             .name("iodig-ledger".into())
             .spawn(move || {
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    rx.recv_timeout(SAVE_EVERY)
-                {
+                let save = || {
                     if let Err(e) = save_ledger(&run_dir, &ledger) {
                         iodig_model::eprintln_lossy!(
                             "warning: the ledger of versioned writes could not be saved: {e:#}"
                         );
                     }
+                };
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    rx.recv_timeout(SAVE_EVERY)
+                {
+                    save();
                 }
+                // Stopped: once more, so the file holds every write acknowledged in the step
+                // even when recording the step fails after this.
+                save();
             })
             .ok();
         Self {
