@@ -52,6 +52,19 @@ fn zero_or_negative_threads_are_refused() {
 }
 
 #[test]
+fn a_load_with_several_thread_counts_is_refused() {
+    // A load is one step: a second thread count used to be dropped without a word.
+    let (_d, out) = out_dir();
+    IodigArgs::load()
+        .db("basic")
+        .threads("1")
+        .threads("4")
+        .trace("off")
+        .out(&out)
+        .usage_error(&["--threads 1,4", "one thread count", "iodig run"]);
+}
+
+#[test]
 fn missing_workload_file_is_named() {
     let (_d, out) = out_dir();
     IodigArgs::run()

@@ -414,7 +414,13 @@ fn operation_counts_hold_with_more_threads_than_operations_and_a_warmup() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     // Threads whose share of the count is zero do nothing (they used to run without limit).
-    let load = basic_load(out).p("recordcount=3").threads("4").output();
+    let load = IodigArgs::load()
+        .db("basic")
+        .threads("4")
+        .trace("off")
+        .out(out)
+        .props(&["basicdb.verbose=true", "recordcount=3"])
+        .output();
     assert_eq!(load.code(), 0, "{}", load.stderr);
     assert_eq!(insert_keys(&load.stdout).len(), 3);
     // A warm-up does not eat the operation count: two operations are measured after it.

@@ -240,6 +240,17 @@ fn check_flags(req: &RunRequest) -> Result<()> {
     if let Some(t) = threads.chain(&req.load_threads).find(|t| **t == 0) {
         return Err(UsageError(format!("--threads {t}: a thread count must be at least 1")).into());
     }
+    if let Some(w) = req.workloads.iter().find(|w| w.threads.len() > 1) {
+        if req.phase == Phase::Load {
+            let list: Vec<String> = w.threads.iter().map(u64::to_string).collect();
+            return Err(UsageError(format!(
+                "--threads {}: iodig load runs one load with one thread count; give one (e.g. --threads {}), or sweep thread counts with iodig run",
+                list.join(","),
+                w.threads[w.threads.len() - 1]
+            ))
+            .into());
+        }
+    }
     if req.workloads.is_empty() {
         return Err(UsageError(
             "no workload to run; give -P FILE or a [[workload]] in the experiment file".into(),
