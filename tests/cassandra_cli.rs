@@ -648,8 +648,3 @@ fn observed_nodes_match_the_local_trace(run_dir: &Path, run: &serde_json::Value)
         "a node table per step"
     );
 }
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}

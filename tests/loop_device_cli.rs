@@ -10,13 +10,7 @@ use common::*;
 #[test]
 fn burst_queue_depth_and_flush_latency_findings_on_a_loop_device_match_the_data() {
     use iodig_report::analysis::findings::lat_ms;
-    assert!(
-        std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")),
-        "this test sets up a loop device and needs root"
-    );
+    assert!(is_root(), "this test sets up a loop device and needs root");
     let fs = LoopFs::new("1G");
     let db = fs.mnt.join("db");
     let out = tempfile::tempdir_in("/var/tmp").unwrap();

@@ -166,3 +166,9 @@ pub fn run_step(run: &serde_json::Value) -> &serde_json::Value {
         .find(|s| s["phase"] == "run")
         .unwrap()
 }
+
+/// Whether the tests run as root (the tracer, loop devices and sshd tests need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
