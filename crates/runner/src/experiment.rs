@@ -9,7 +9,6 @@ use crate::observe::{preflight_trace, trace_options, Observer};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::progress::{Progress, ProgressMode};
 use crate::recording::{record_step, StepRecord};
-use crate::remote::{RemoteHosts, RemoteOptions};
 use crate::request::{RunOutcome, RunRequest};
 use crate::rundir::RunDir;
 use crate::start_at::StartSchedule;
@@ -41,8 +40,6 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     run: RunDir,
     progress: Progress,
     stop: &'a AtomicBool,
-    /// Agents on the hosts observed over SSH (`--observe`).
-    remote: Option<RemoteHosts>,
     /// `--start-at`: when each step begins, common to all clients.
     schedule: Option<StartSchedule>,
     /// The acknowledged versioned writes of every step (`versionedwrites`), saved after each.
@@ -67,9 +64,12 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
     let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
     let first_sweep = plan.sweep(&plan.workloads[0]);
     let mut cluster = factory.cluster_facts();
-    let remote = connect_remote::<F>(plan, cluster.as_ref())?;
-    if let Some(r) = &remote {
-        cluster.get_or_insert_with(Default::default).observed = r.facts().to_vec();
+    if let Some(hosts) = deployment.observed_hosts() {
+        cluster.get_or_insert_with(Default::default).observed = hosts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .facts()
+            .to_vec();
     }
     let mut run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
     run.doc.environment.database_version = factory.version();
@@ -91,7 +91,6 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         run,
         progress: Progress::new(mode),
         stop,
-        remote,
         schedule: plan.req.start_at.map(StartSchedule::new),
         ledger: plan
             .spec()
@@ -107,31 +106,6 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         interrupted = sweep.run_steps()?;
     }
     sweep.finish(interrupted)
-}
-
-/// Reaches the `--observe` hosts, telling each agent which node addresses the database has.
-fn connect_remote<F: DbFactory>(
-    plan: &Plan,
-    cluster: Option<&iodig_model::cluster::ClusterDoc>,
-) -> Result<Option<RemoteHosts>> {
-    if plan.observe.is_empty() {
-        return Ok(None);
-    }
-    let opts = RemoteOptions {
-        hosts: plan.observe.clone(),
-        ssh: plan.ssh.clone(),
-        db: F::NAME.to_string(),
-        node_addresses: cluster
-            .map(|c| c.nodes.iter().map(|n| n.address.clone()).collect())
-            .unwrap_or_default(),
-        // The hosts trace the devices under their own node's directories.
-        trace: TraceOptions {
-            mode: plan.req.trace.mode,
-            slot_ms: plan.req.trace.slot_ms,
-            ..Default::default()
-        },
-    };
-    RemoteHosts::connect(&opts).map(Some)
 }
 
 /// run.json as it stands before the first step.
@@ -249,8 +223,16 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             CoreWorkload::with_ledger(w.spec.clone(), self.plan.seed, self.ledger.clone());
         let mut processes = vec![("iodig".to_string(), std::process::id())];
         processes.extend(self.deployment.processes());
-        if let Some(r) = &mut self.remote {
-            r.before_step();
+        // A managed deployment does its own faults; nodes on observed hosts are signalled over
+        // SSH (the handler is made before the step holds the hosts).
+        let faults = self.deployment.fault_handler();
+        // The observed hosts' agents, held for the step (the deployment owns them).
+        let mut hosts = self
+            .deployment
+            .observed_hosts()
+            .map(|h| h.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        if let Some(h) = hosts.as_deref_mut() {
+            h.before_step();
         }
         // `--events`: the tracer writes every IO to a file beside the steps, moved into the
         // step's directory when the step is recorded (its name is known only then).
@@ -265,18 +247,12 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 std::process::id()
             )));
         }
-        // A managed deployment does its own faults; nodes on observed hosts are signalled over
-        // SSH (the handler is made before the observer borrows the hosts).
-        let faults = self
-            .deployment
-            .fault_handler()
-            .or_else(|| self.remote.as_ref().map(RemoteHosts::fault_handler));
         // The tracers load now, before any common start, so every client starts on time.
         let mut observer = Observer::new(
             trace,
             self.plan.req.watch.clone(),
             processes,
-            self.remote.as_mut(),
+            hosts.as_deref_mut(),
         );
         // Clients started together wait for the step's common start (--start-at).
         if let Some(late) = self.schedule.as_ref().and_then(|s| s.wait(name, self.stop)) {

@@ -3,10 +3,9 @@
 //! load to restore), or external hosts given by `hosts`, which iodig only probes. The only
 //! place in the runner that talks to the node manager (`iodig_cassandra`).
 
-use super::{db_error, Deployment};
+use super::{db_error, sweep, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
-use crate::experiment::sweep;
 use crate::fault::{Fault, FaultAction, FaultHandler, IoLimit};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::probe::{probe_dataset, Presence};

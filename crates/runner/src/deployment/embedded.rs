@@ -2,10 +2,9 @@
 //! (on a faulty disk of iodig's own when the fault schedule makes the device slow, failing or
 //! full), and the no-op `basic` binding, which has no data to keep.
 
-use super::{db_error, Deployment};
+use super::{db_error, sweep, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
-use crate::experiment::sweep;
 use crate::fault::{Fault, FaultAction, FaultHandler, IoLimit};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::request::{LoadPolicy, RunOutcome};

@@ -3,17 +3,20 @@
 //! observe; the sweep in `experiment` stays the same for all of them.
 //!
 //! The deployments today: [`embedded`] (RocksDB's data directory, and the no-op `basic`
-//! binding), [`cassandra`] (managed local nodes iodig starts, or external hosts). A new one
-//! (remote-observed hosts, a new database's managed servers) is a new file here implementing
-//! [`Deployment`] and one arm in [`run`]; this is the only module with binding feature gates.
+//! binding), [`cassandra`] (managed local nodes iodig starts, or external hosts), and
+//! [`observed`], which puts agents on the `--observe` hosts around any of them. A new one (a new
+//! database's managed servers) is a new file here implementing [`Deployment`] and one arm in
+//! [`run`]; this is the only module with binding feature gates.
 
 pub mod embedded;
+pub mod observed;
 
 #[cfg(feature = "cassandra")]
 pub mod cassandra;
 
 use crate::dataset;
 use crate::plan::{Plan, ResolvedWorkload};
+use crate::remote::RemoteHosts;
 use crate::request::RunOutcome;
 use anyhow::Result;
 use iodig_db::{DbError, DbFactory};
@@ -21,6 +24,7 @@ use iodig_model::events::DbEvent;
 use iodig_model::props::Properties;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
 
 /// What the generic sweep asks of the place the database runs in, between steps.
 pub trait Deployment<F: DbFactory> {
@@ -71,6 +75,28 @@ pub trait Deployment<F: DbFactory> {
     fn events_since(&self, _since_unix_ms: u64) -> Vec<DbEvent> {
         Vec::new()
     }
+
+    /// The agents on the hosts observed over SSH, driven around each step ([`observed`]).
+    fn observed_hosts(&self) -> Option<&Mutex<RemoteHosts>> {
+        None
+    }
+}
+
+/// The generic sweep in `deployment`, inside an [`observed::Observed`] when `--observe` names
+/// hosts. Every binding's `run` ends here.
+pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
+    plan: &Plan,
+    factory: &F,
+    deployment: &D,
+    load: bool,
+    stop: &AtomicBool,
+) -> Result<RunOutcome> {
+    if plan.observe.is_empty() || plan.req.verify_only.is_some() {
+        return crate::experiment::sweep(plan, factory, deployment, load, stop);
+    }
+    let cluster = factory.cluster_facts();
+    let observed = observed::Observed::connect::<F>(plan, deployment, cluster.as_ref())?;
+    crate::experiment::sweep(plan, factory, &observed, load, stop)
 }
 
 /// A workload that inserts grew the dataset: its marker says so, so the next run does not take
