@@ -24,13 +24,11 @@ fn bpf_programs() -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-#[test]
-fn run_stores_trace_sys_and_db_events_with_each_step() {
-    let _serial = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    // Writes with a tiny memtable so RocksDB flushes during the step.
-    let r = IodigArgs::run()
+/// Workload A's updates on RocksDB through a 1 MiB memtable, uniform keys over 20,000
+/// records, 4 threads: a flush every few hundred milliseconds and compactions of their L0 files
+/// inside every step.
+fn flushing_rocksdb() -> IodigArgs {
+    IodigArgs::run()
         .workload("workloads/workloada")
         .props(&[
             "recordcount=20000",
@@ -38,6 +36,15 @@ fn run_stores_trace_sys_and_db_events_with_each_step() {
             "rocksdb.writebuffersize=1M",
         ])
         .threads("4")
+}
+
+#[test]
+fn run_stores_trace_sys_and_db_events_with_each_step() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    // Writes with a tiny memtable so RocksDB flushes during the step.
+    let r = flushing_rocksdb()
         .args(&["--load-threads", "4"])
         .duration("3s")
         .warmup("0s")
@@ -290,14 +297,7 @@ fn rocksdb_run_attributes_flush_and_compaction_io_to_rocksdbs_own_threads() {
     let out = dir.path().to_str().unwrap();
     // Updates through a 1 MiB memtable: a flush every few hundred milliseconds and
     // compactions of their L0 files inside the measured (and traced) step.
-    let r = IodigArgs::run()
-        .workload("workloads/workloada")
-        .props(&[
-            "recordcount=20000",
-            "requestdistribution=uniform",
-            "rocksdb.writebuffersize=1M",
-        ])
-        .threads("4")
+    let r = flushing_rocksdb()
         .duration("4s")
         .warmup("0s")
         .trace("ebpf")
@@ -357,15 +357,8 @@ fn rocksdb_run_splits_client_and_query_reads_by_flush_and_compaction_io() {
     // (1.75 s measured at 2,000 ops/s): seconds with a flush (and every fourth one a
     // compaction) alternate with seconds without. Direct
     // reads through a 1 MiB block cache put the queries' reads on the disk.
-    let r = IodigArgs::run()
-        .workload("workloads/workloada")
-        .props(&[
-            "recordcount=20000",
-            "requestdistribution=uniform",
-            "rocksdb.writebuffersize=1M",
-            "rocksdb.blockcachesize=1M",
-        ])
-        .threads("4")
+    let r = flushing_rocksdb()
+        .p("rocksdb.blockcachesize=1M")
         .target("1500")
         .duration("8s")
         .warmup("0s")
