@@ -226,7 +226,14 @@ pub fn summarise(input: impl BufRead) -> PerIo {
                     size: index[&k],
                 })
                 .collect();
-            points.sort_by(|a, b| a.unix_ms.total_cmp(&b.unix_ms));
+            // An IO both sampled and among the slowest is drawn once: sorted on every field, so
+            // its two copies are neighbours even beside another IO of the same millisecond.
+            points.sort_by(|a, b| {
+                a.unix_ms
+                    .total_cmp(&b.unix_ms)
+                    .then(a.latency_ms.total_cmp(&b.latency_ms))
+                    .then(a.size.cmp(&b.size))
+            });
             points.dedup();
             PerIoOp {
                 op,
