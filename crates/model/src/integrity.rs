@@ -64,6 +64,10 @@ pub struct ReadsJudged {
     pub stale: u64,
     /// Of those, values that are not one iodig wrote.
     pub corrupt: u64,
+    /// Reads that found no record (NOT_FOUND) although its insert was acknowledged before
+    /// they began.
+    #[serde(default)]
+    pub missing: u64,
 }
 
 impl IntegrityDoc {

@@ -167,15 +167,16 @@ pub fn check<F: DbFactory>(
             });
         }
     }
-    let (checked, stale, corrupt) = ledger.read_counts();
+    let reads = ledger.read_counts();
     let mut doc = IntegrityDoc {
         checked_by: checked_by.to_string(),
         checked_unix_ms: unix_ms(SystemTime::now()),
         read_with,
         during_run: ReadsJudged {
-            checked,
-            stale,
-            corrupt,
+            checked: reads.checked,
+            stale: reads.stale,
+            corrupt: reads.corrupt,
+            missing: reads.missing,
         },
         ..IntegrityDoc::default()
     };

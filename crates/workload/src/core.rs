@@ -389,17 +389,32 @@ impl Worker {
         }
     }
 
-    /// With versioned writes, judges what a read returned against the writes acknowledged
-    /// before it began (`expected`), counts it and records it as `VERIFY`.
+    /// With versioned writes, judges what a read returned (`status`, the values) against the
+    /// writes acknowledged before it began (`expected`), counts it and records it as `VERIFY`:
+    /// a record not found although its insert was acknowledged is a lost write too.
     fn check_versions<M: MeasuredDb>(
         &self,
         db: &mut M,
+        status: Status,
         expected: Option<integrity::KeyExpectation>,
     ) {
         let (Some(ledger), Some(expected)) = (&self.shared.ledger, expected) else {
             return;
         };
         let start = Instant::now();
+        if status == Status::NotFound && expected.any_acknowledged() {
+            ledger.count_missing_read();
+            db.record(
+                OpKind::Verify,
+                Status::UnexpectedState,
+                start,
+                Instant::now(),
+            );
+            return;
+        }
+        if !status.is_ok() {
+            return;
+        }
         let mut worst = Verdict::Ok;
         for (name, value) in self.result.iter() {
             let Some(field) = self.shared.field_names.iter().position(|n| n == name) else {
@@ -503,9 +518,7 @@ impl Worker {
         if self.shared.spec.data_integrity && status.is_ok() {
             self.verify(db);
         }
-        if status.is_ok() {
-            self.check_versions(db, expected);
-        }
+        self.check_versions(db, status, expected);
     }
 
     /// YCSB's `verifyRow`: every value read must be the deterministic value of its field.
@@ -587,9 +600,7 @@ impl Worker {
         if self.shared.spec.data_integrity && read.is_ok() {
             self.verify(db);
         }
-        if read.is_ok() {
-            self.check_versions(db, expected);
-        }
+        self.check_versions(db, read, expected);
         let status = if read.is_ok() { update } else { read };
         db.record(OpKind::ReadModifyWrite, status, start, end);
     }

@@ -221,6 +221,20 @@ struct ReadCounts {
     checked: AtomicU64,
     stale: AtomicU64,
     corrupt: AtomicU64,
+    missing: AtomicU64,
+}
+
+/// What the run's own reads found, judged against the writes acknowledged before each began.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadTally {
+    /// Reads judged (every read of a key with an acknowledged write).
+    pub checked: u64,
+    /// Of those, reads with a value older than an acknowledged write allows.
+    pub stale: u64,
+    /// Of those, reads with a value iodig did not write.
+    pub corrupt: u64,
+    /// Of those, reads that found no record (NOT_FOUND) although its insert was acknowledged.
+    pub missing: u64,
 }
 
 /// The acknowledged writes of a run, shared by every worker of every step.
@@ -338,13 +352,20 @@ impl Ledger {
         }
     }
 
-    /// Values checked, stale and corrupt among the run's own reads.
-    pub fn read_counts(&self) -> (u64, u64, u64) {
-        (
-            self.reads.checked.load(Ordering::Relaxed),
-            self.reads.stale.load(Ordering::Relaxed),
-            self.reads.corrupt.load(Ordering::Relaxed),
-        )
+    /// Counts a read that found no record although a write of it was acknowledged.
+    pub fn count_missing_read(&self) {
+        self.reads.checked.fetch_add(1, Ordering::Relaxed);
+        self.reads.missing.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What the run's own reads found so far.
+    pub fn read_counts(&self) -> ReadTally {
+        ReadTally {
+            checked: self.reads.checked.load(Ordering::Relaxed),
+            stale: self.reads.stale.load(Ordering::Relaxed),
+            corrupt: self.reads.corrupt.load(Ordering::Relaxed),
+            missing: self.reads.missing.load(Ordering::Relaxed),
+        }
     }
 
     /// Keys with at least one write, in ascending order.
@@ -372,10 +393,11 @@ impl Ledger {
     /// little-endian record per key (keynum, unacked_max, field count, then field, acked and
     /// floor per field). Writes in flight are not saved: they have no outcome yet.
     pub fn save(&self, out: &mut (impl Write + ?Sized)) -> io::Result<()> {
-        let (checked, stale, corrupt) = self.read_counts();
+        let r = self.read_counts();
         writeln!(
             out,
-            "{FORMAT} reads_checked={checked} stale_reads={stale} corrupt_reads={corrupt}"
+            "{FORMAT} reads_checked={} stale_reads={} corrupt_reads={} missing_reads={}",
+            r.checked, r.stale, r.corrupt, r.missing
         )?;
         for (i, shard) in self.shards.iter().enumerate() {
             let shard = shard
@@ -414,6 +436,7 @@ impl Ledger {
                 "reads_checked" => ledger.reads.checked.store(value, Ordering::Relaxed),
                 "stale_reads" => ledger.reads.stale.store(value, Ordering::Relaxed),
                 "corrupt_reads" => ledger.reads.corrupt.store(value, Ordering::Relaxed),
+                "missing_reads" => ledger.reads.missing.store(value, Ordering::Relaxed),
                 _ => {}
             }
         }
@@ -574,11 +597,20 @@ mod tests {
         }
         ledger.count_read(Verdict::Stale);
         ledger.count_read(Verdict::Ok);
+        ledger.count_missing_read();
         let mut bytes = Vec::new();
         ledger.save(&mut bytes).unwrap();
         let back = Ledger::load(&mut bytes.as_slice()).unwrap();
         assert_eq!(back.keys(), ledger.keys());
-        assert_eq!(back.read_counts(), (2, 1, 0));
+        assert_eq!(
+            back.read_counts(),
+            ReadTally {
+                checked: 3,
+                stale: 1,
+                corrupt: 0,
+                missing: 1
+            }
+        );
         for k in 0..100 {
             assert_eq!(
                 back.expect(k).unwrap().field(0),

@@ -38,10 +38,11 @@ pub(super) fn section(doc: &mut Doc, run: &RunData) {
     let d = i.during_run;
     if d.checked > 0 {
         doc.p(format!(
-            "During the run, {} reads were judged against the writes acknowledged before each began: {} stale, {} corrupt.",
+            "During the run, {} reads were judged against the writes acknowledged before each began: {} stale, {} corrupt, {} missing.",
             thousands(d.checked as f64),
             thousands(d.stale as f64),
-            thousands(d.corrupt as f64)
+            thousands(d.corrupt as f64),
+            thousands(d.missing as f64)
         ));
     }
     if !i.examples.is_empty() {

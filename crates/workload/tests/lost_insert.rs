@@ -1,0 +1,135 @@
+//! A database that acknowledges an insert and then does not have it: the run's own reads of
+//! that key are judged missing (a lost write seen during the run, before any `iodig verify`).
+
+use iodig_db::{Db, Fields, Record, Status};
+use iodig_model::props::Properties;
+use iodig_model::OpKind;
+use iodig_workload::core::{CoreWorkload, MeasuredDb};
+use iodig_workload::integrity::Ledger;
+use iodig_workload::spec::WorkloadSpec;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Keeps every record in memory except the first one inserted, whose insert it acknowledges
+/// all the same; counts the failed `VERIFY` measurements the workload records.
+#[derive(Default)]
+struct LosingDb {
+    records: HashMap<String, Record>,
+    lost: Option<String>,
+    verify_failures: u64,
+}
+
+impl Db for LosingDb {
+    fn read(
+        &mut self,
+        _table: &str,
+        key: &str,
+        _fields: Fields<'_>,
+        out: &mut Record,
+    ) -> impl Future<Output = Status> + Send {
+        out.clear();
+        let status = match self.records.get(key) {
+            Some(r) => {
+                for (name, value) in r.iter() {
+                    out.push(name, value);
+                }
+                Status::Ok
+            }
+            None => Status::NotFound,
+        };
+        async move { status }
+    }
+
+    fn scan(
+        &mut self,
+        _table: &str,
+        _start_key: &str,
+        _count: usize,
+        _fields: Fields<'_>,
+        _out: &mut Vec<Record>,
+    ) -> impl Future<Output = Status> + Send {
+        async { Status::Ok }
+    }
+
+    fn update(
+        &mut self,
+        _table: &str,
+        _key: &str,
+        _values: &Record,
+    ) -> impl Future<Output = Status> + Send {
+        async { Status::Ok }
+    }
+
+    fn insert(
+        &mut self,
+        _table: &str,
+        key: &str,
+        values: &Record,
+    ) -> impl Future<Output = Status> + Send {
+        if self.lost.is_none() {
+            self.lost = Some(key.to_string());
+        } else {
+            let mut r = Record::new();
+            for (name, value) in values.iter() {
+                r.push(name, value);
+            }
+            self.records.insert(key.to_string(), r);
+        }
+        async { Status::Ok }
+    }
+
+    fn delete(&mut self, _table: &str, key: &str) -> impl Future<Output = Status> + Send {
+        self.records.remove(key);
+        async { Status::Ok }
+    }
+}
+
+impl MeasuredDb for LosingDb {
+    fn record(&mut self, op: OpKind, status: Status, _start: Instant, _end: Instant) {
+        if op == OpKind::Verify && status == Status::UnexpectedState {
+            self.verify_failures += 1;
+        }
+    }
+
+    fn pause(&mut self, _d: Duration) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+#[test]
+fn reads_of_an_acknowledged_insert_that_is_gone_are_counted_missing() {
+    let mut p = Properties::new();
+    for (k, v) in [
+        ("recordcount", "10"),
+        ("operationcount", "400"),
+        ("readproportion", "1"),
+        ("updateproportion", "0"),
+        ("requestdistribution", "uniform"),
+        ("versionedwrites", "true"),
+    ] {
+        p.set(k, v);
+    }
+    let spec = WorkloadSpec::from_properties(&p).unwrap();
+    let ledger = Arc::new(Ledger::new());
+    let workload = CoreWorkload::with_ledger(spec, 7, Some(Arc::clone(&ledger)));
+    let mut worker = workload.worker(0);
+    let mut db = LosingDb::default();
+    futures_lite::future::block_on(async {
+        // The load: every insert acknowledged; the database loses the first.
+        for _ in 0..10 {
+            assert!(worker.do_insert(&mut db).await);
+        }
+        for _ in 0..400 {
+            worker.do_transaction(&mut db).await.unwrap();
+        }
+    });
+    assert!(db.lost.is_some());
+    let reads = ledger.read_counts();
+    // 400 uniform reads over 10 keys: about 40 of the lost key; the others are found whole.
+    assert_eq!(reads.checked, 400, "{reads:?}");
+    assert!(reads.missing > 10, "{reads:?}");
+    assert_eq!(reads.missing, db.verify_failures, "{reads:?}");
+    assert_eq!(reads.stale + reads.corrupt, 0, "{reads:?}");
+}
