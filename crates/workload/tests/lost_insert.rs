@@ -42,24 +42,19 @@ impl Db for LosingDb {
         async move { status }
     }
 
-    fn scan(
+    async fn scan(
         &mut self,
         _table: &str,
         _start_key: &str,
         _count: usize,
         _fields: Fields<'_>,
         _out: &mut Vec<Record>,
-    ) -> impl Future<Output = Status> + Send {
-        async { Status::Ok }
+    ) -> Status {
+        Status::Ok
     }
 
-    fn update(
-        &mut self,
-        _table: &str,
-        _key: &str,
-        _values: &Record,
-    ) -> impl Future<Output = Status> + Send {
-        async { Status::Ok }
+    async fn update(&mut self, _table: &str, _key: &str, _values: &Record) -> Status {
+        Status::Ok
     }
 
     fn insert(
@@ -93,9 +88,7 @@ impl MeasuredDb for LosingDb {
         }
     }
 
-    fn pause(&mut self, _d: Duration) -> impl Future<Output = ()> + Send {
-        async {}
-    }
+    async fn pause(&mut self, _d: Duration) {}
 }
 
 #[test]
