@@ -262,7 +262,10 @@ impl WorkloadSpec {
         let chooses_keys =
             self.proportions[0] + self.proportions[1] + self.proportions[3] + self.proportions[4]
                 > 0.0;
-        if chooses_keys && self.insert_count == 0 {
+        // recordcount=0 with an explicit insertcount leaves the acknowledged key counter at
+        // "no key yet": `latest` would then build ζ over 2^64 terms, the others pick keys
+        // far beyond the data.
+        if chooses_keys && (self.insert_count == 0 || self.record_count == 0) {
             return Err(err(
                 "property recordcount is 0 (or insertcount=0): reads, updates and scans need records; set -p recordcount=N as used for the load"
                     .into(),
@@ -422,6 +425,26 @@ mod tests {
             p.apply_override(kv).unwrap();
         }
         p
+    }
+
+    #[test]
+    fn reads_need_records_even_with_an_explicit_insertcount() {
+        let e = WorkloadSpec::from_properties(&props(&[
+            "recordcount=0",
+            "insertcount=100",
+            "requestdistribution=latest",
+        ]))
+        .unwrap_err();
+        assert!(e.0.contains("recordcount is 0"), "{}", e.0);
+        // Inserts only need no records to start from.
+        let inserts_only = props(&[
+            "recordcount=0",
+            "insertcount=100",
+            "readproportion=0",
+            "updateproportion=0",
+            "insertproportion=1",
+        ]);
+        assert!(WorkloadSpec::from_properties(&inserts_only).is_ok());
     }
 
     #[test]
