@@ -17,12 +17,20 @@ extern "C" {
     /// mimalloc's collection (in the static library the allocator links): with `force`, freed
     /// pages held for reuse go back to the system now.
     fn mi_collect(force: bool);
+    /// glibc's: frees the unused top and whole unused pages of its heaps (returns 1 if any).
+    fn malloc_trim(pad: usize) -> i32;
 }
 
 /// Between steps: the last step's freed memory back to the system, so RSS tracks what is live.
+/// Rust's allocations are mimalloc's; C libraries' (libbpf parsing the kernel's BTF for every
+/// traced step, RocksDB) are glibc's, which keeps freed heap for reuse too.
 fn release_memory() {
     // SAFETY: mi_collect takes no pointers and may be called from any thread at any time.
     unsafe { mi_collect(true) }
+    // SAFETY: malloc_trim takes no pointers and is thread-safe (it locks each arena).
+    unsafe {
+        malloc_trim(0);
+    }
 }
 
 fn main() -> ExitCode {
