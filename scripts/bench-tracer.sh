@@ -19,6 +19,10 @@
 #                         ratio with a bootstrap 95 % interval. Adjacent runs share the machine's
 #                         load, so the pairs' ratios vary far less than the rounds' IOPS do.
 #                         PAIR_FLAGS="--no-attribution" measures the tracer without attribution.
+#   DEVICE=disk           the loop device passes every IO to the file on BENCH_DIR's disk
+#                         (--direct-io=on, the file not cached): a real device's timing, where the
+#                         tracer's CPU per IO is a smaller share (default: cpu, the buffered,
+#                         CPU-bound loop device where it shows most)
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -43,11 +47,17 @@ cleanup() {
 trap cleanup EXIT
 
 # Written data, cached backing file, buffered loop: the device path is CPU-bound, which is
-# where a tracer's per-IO cost shows most.
+# where a tracer's per-IO cost shows most. DEVICE=disk: direct IO to the uncached file instead.
 dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
-loopdev=$(losetup -f --show --direct-io=off "$img")
+if [[ ${DEVICE:-cpu} == disk ]]; then
+    sync "$img"
+    echo 1 > /proc/sys/vm/drop_caches
+    loopdev=$(losetup -f --show --direct-io=on "$img")
+else
+    loopdev=$(losetup -f --show --direct-io=off "$img")
+    cat "$img" > /dev/null
+fi
 dev=${loopdev#/dev/}
-cat "$img" > /dev/null
 
 fio_cmd=(fio --name=randread --filename="$loopdev" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio
          --direct=1 --time_based --runtime="$SECS" --size=${SIZE_MB}M --randrepeat=0 --output-format=json)
