@@ -217,14 +217,16 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
     let _ = phases.ready.send(Ok(flavour.name().to_string()));
     let reserved = load::attr_reserved(cfg.disks.len());
     let mut st = Drain::new(cfg.disks.len(), start_ns, cfg.slot_ns, reserved);
-    // Ends the window and detaches before the final reads, so nothing changes under them;
-    // the event stream is drained once more after it (IOs completed up to the detach).
+    // Detaches before the final reads, so nothing changes under them, and only then ends the
+    // window: detaching takes milliseconds on a busy machine, and an IO completing meanwhile is
+    // counted, so the window (and diskstats' end) must include it. The event stream is drained
+    // once more after it (IOs completed up to the detach).
     let mut links = Some(links);
     let mut ended: Option<(HashMap<String, Stat>, u64)> = None;
     let mut end_window = || {
-        if links.is_some() {
+        if let Some(attached) = links.take() {
+            drop(attached);
             ended = Some((diskstats::read(&cfg.disks), unix_now_ns()));
-            links = None;
         }
     };
     let wait = events_loop(
