@@ -246,7 +246,7 @@ pub fn up(opts: &UpOptions) -> Result<Cluster> {
         tls::ensure(&java, &dir, opts.nodes)?;
     }
 
-    ensure_ports_free(opts.nodes)?;
+    ports::ensure_nodes_free(opts.nodes)?;
 
     let mut cluster = Cluster {
         options,
@@ -293,18 +293,6 @@ fn wait_superuser(cluster: &Cluster) -> Result<()> {
     }
 }
 
-/// Every port nodes 1..=`nodes` will bind (CQL and inter-node on 127.0.0.i, JMX on
-/// 127.0.0.1), checked before anything starts, so a conflict costs nothing.
-fn ensure_ports_free(nodes: u32) -> Result<()> {
-    for i in 1..=nodes {
-        let addr = format!("127.0.0.{i}");
-        ports::ensure_free(&addr, CQL_PORT, "CQL (native_transport_port)")?;
-        ports::ensure_free(&addr, STORAGE_PORT, "inter-node (storage_port)")?;
-        ports::ensure_free("127.0.0.1", JMX_BASE_PORT + i as u16 - 1, "JMX")?;
-    }
-    Ok(())
-}
-
 /// Starts the nodes recorded in an existing directory again, with the same options and data
 /// (used by `restore`, and for a cluster stopped with `down`).
 pub fn restart(dir: &Path) -> Result<Cluster> {
@@ -328,7 +316,7 @@ pub fn restart(dir: &Path) -> Result<Cluster> {
             )));
         }
     }
-    ensure_ports_free(old.options.nodes)?;
+    ports::ensure_nodes_free(old.options.nodes)?;
     for i in 1..=old.options.nodes {
         let node = start_node(&java, &dist, &cluster.options, i)?;
         cluster.nodes.push(node);

@@ -4,7 +4,19 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use crate::{Error, Result};
+use crate::{Error, Result, CQL_PORT, JMX_BASE_PORT, STORAGE_PORT};
+
+/// Every port nodes 1..=`nodes` will bind (CQL and inter-node on 127.0.0.i, JMX on
+/// 127.0.0.1), checked before anything starts, so a conflict costs nothing.
+pub fn ensure_nodes_free(nodes: u32) -> Result<()> {
+    for i in 1..=nodes {
+        let addr = format!("127.0.0.{i}");
+        ensure_free(&addr, CQL_PORT, "CQL (native_transport_port)")?;
+        ensure_free(&addr, STORAGE_PORT, "inter-node (storage_port)")?;
+        ensure_free("127.0.0.1", JMX_BASE_PORT + i as u16 - 1, "JMX")?;
+    }
+    Ok(())
+}
 
 /// Errors naming the port and, when /proc tells, the process that listens on it.
 pub fn ensure_free(addr: &str, port: u16, what: &str) -> Result<()> {
