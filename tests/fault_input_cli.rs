@@ -26,15 +26,24 @@ fn faults_that_do_not_fit_are_refused_before_anything_starts() {
         .duration("5s")
         .fault("9s:kill:node1")
         .usage_error(&["--fault 9s:kill:node1", "past the end", "5.0 s steps"]);
-    // Nodes on observed hosts: only what a signal over SSH can do, to a host that is observed.
+    // Nodes on observed hosts: what a signal over SSH can do, to a host that is observed, and a
+    // restart only of a node the step took down first.
     let observed = |fault: &str| {
         on("cassandra")
             .p("hosts=127.0.0.1")
             .observe("127.0.0.1")
             .fault(fault)
     };
+    observed("2s:restart:127.0.0.1").usage_error(&[
+        "--fault 2s:restart:127.0.0.1",
+        "only after a kill or stop of it earlier in the step",
+        "--fault 5s:kill:127.0.0.1",
+    ]);
     observed("2s:restart:127.0.0.1")
-        .usage_error(&["iodig did not start the node there", "host's own means"]);
+        .fault("3s:kill:127.0.0.1")
+        .usage_error(&["only after a kill or stop of it earlier"]);
+    observed("2s:cap=5MB/s:127.0.0.1")
+        .usage_error(&["device faults on observed hosts are not supported"]);
     observed("2s:kill:127.0.0.9").usage_error(&[
         "target \"127.0.0.9\" is not an observed host",
         "--observe (127.0.0.1)",
@@ -78,6 +87,19 @@ fn device_faults_that_do_not_fit_are_refused_up_front() {
         .p("faultdisk.size=1MiB")
         .usage_error(&["faultdisk.size", "at least 64MiB"]);
     fault("2s:slow=0s:device").usage_error(&["slows nothing"]);
+    fault("2s:slow=5ms:device")
+        .p("faultdisk.mechanism=nbd")
+        .usage_error(&["faultdisk.mechanism=\"nbd\"", "auto", "dm", "fuse"]);
+    // Device-mapper asked for where the kernel has none: the reason and the way out.
+    if !std::path::Path::new("/dev/mapper/control").exists() {
+        fault("2s:slow=5ms:device")
+            .p("faultdisk.mechanism=dm")
+            .usage_error(&[
+                "faultdisk.mechanism=dm",
+                "/dev/mapper/control is missing",
+                "-p faultdisk.mechanism=fuse",
+            ]);
+    }
     // A data directory that holds something: the faulty disk would hide it.
     let busy = tempfile::tempdir().unwrap();
     std::fs::write(busy.path().join("keep"), "mine").unwrap();

@@ -1,12 +1,15 @@
 //! A disk that misbehaves on cue, for fault schedules under an embedded database: an ext4 file
-//! system on a loop device whose backing file iodig serves itself through FUSE, so every IO that
-//! reaches the "device" can be delayed or failed, and the file system can be filled. Built from
-//! what kernels without device-mapper still have (loop, FUSE); torn down on drop, and by the next
-//! run if a killed one left it behind.
+//! system whose every IO can be delayed or failed, and which can be filled. Where the kernel has
+//! device-mapper, its `delay`, `flakey` and `error` targets do it (`dm`); elsewhere the backing
+//! file of a loop device is served by iodig itself through FUSE (`fuse`), built from what
+//! kernels without device-mapper still have. Torn down on drop, and by the next run if a killed
+//! one left it behind.
 //!
 //! The stack, top to bottom: the data directory (ext4) → `/dev/loopN` → `<state>/fuse/disk`
-//! (this process, `fuse`) → `<state>/image` (a sparse file beside the data directory).
+//! (this process, `fuse`) → `<state>/image` (a sparse file beside the data directory); or ext4 →
+//! `/dev/mapper/…-upper` (delay) → `…-lower` (flakey, error) → `/dev/loopN` → `<state>/image`.
 
+mod dm;
 mod fuse;
 mod stack;
 
@@ -63,6 +66,57 @@ impl Direction {
     }
 }
 
-/// How the faults are made, for the events that record them.
-pub const MECHANISM: &str =
-    "loop device over a file iodig serves through FUSE (no device-mapper needed)";
+/// How the disk misbehaves (`-p faultdisk.mechanism`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    /// Device-mapper where the kernel has it, else FUSE.
+    Auto,
+    /// A loop device over a file iodig serves through FUSE.
+    Fuse,
+    /// Device-mapper's `delay`, `flakey` and `error` targets over a loop device.
+    DeviceMapper,
+}
+
+impl Mechanism {
+    /// `auto`, `fuse` or `dm`; the error names the property and the values.
+    pub fn parse(value: Option<&str>) -> Result<Mechanism, String> {
+        match value.map(str::trim) {
+            None | Some("auto") => Ok(Mechanism::Auto),
+            Some("fuse") => Ok(Mechanism::Fuse),
+            Some("dm" | "device-mapper") => Ok(Mechanism::DeviceMapper),
+            Some(other) => Err(format!(
+                "faultdisk.mechanism={other:?}: give auto (device-mapper where the kernel has it, else FUSE), dm or fuse"
+            )),
+        }
+    }
+
+    /// The mechanism that will run here: `Auto` decided, `DeviceMapper` refused with the
+    /// reason when this kernel cannot.
+    pub fn resolve(self) -> Result<Mechanism, String> {
+        match self {
+            Mechanism::Fuse => Ok(Mechanism::Fuse),
+            Mechanism::DeviceMapper => {
+                dm::available()
+                    .map(|()| Mechanism::DeviceMapper)
+                    .map_err(|e| {
+                        format!("faultdisk.mechanism=dm: {e}; use -p faultdisk.mechanism=fuse")
+                    })
+            }
+            Mechanism::Auto => Ok(if dm::available().is_ok() {
+                Mechanism::DeviceMapper
+            } else {
+                Mechanism::Fuse
+            }),
+        }
+    }
+
+    /// How the faults are made, for the events that record them.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Mechanism::Fuse | Mechanism::Auto => {
+                "loop device over a file iodig serves through FUSE (no device-mapper needed)"
+            }
+            Mechanism::DeviceMapper => "device-mapper delay, flakey and error targets",
+        }
+    }
+}

@@ -1,11 +1,13 @@
 //! Setting up and tearing down the faulty disk: a sparse image beside the data directory, the
-//! FUSE file over it, a loop device on that file, ext4 on the loop device, mounted on the data
+//! FUSE file over it and a loop device on that file (or, with device-mapper, a loop device on
+//! the image and two mapped devices on that: `dm`), ext4 on top, mounted on the data
 //! directory. Each layer is undone in reverse order on drop; a killed run's layers are found by
 //! their state directory (`.iodig-faultdisk-<name>` beside the data directory) and undone by the
 //! next run that wants the same place.
 
+use crate::dm;
 use crate::fuse::{Server, DISK_NAME};
-use crate::{Direction, Injection, MECHANISM};
+use crate::{Direction, Injection, Mechanism};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -22,15 +24,29 @@ pub struct FaultyDisk {
     /// `/dev/loopN`, empty until attached.
     loop_dev: String,
     mounted: bool,
-    injection: Arc<Injection>,
-    server: Option<Server>,
+    layer: Layer,
     fills: Mutex<Vec<PathBuf>>,
 }
 
+/// What stands between the loop device and the faults.
+enum Layer {
+    /// This process serves the loop device's file through FUSE and misbehaves in it.
+    Fuse {
+        injection: Arc<Injection>,
+        server: Option<Server>,
+    },
+    /// Two mapped devices over the loop device; None until both are made.
+    DeviceMapper(Mutex<Option<dm::Pair>>),
+}
+
+/// The file in the state directory naming the mapped devices' tag, for a later run's cleanup.
+const DM_TAG_FILE: &str = "dm-tag";
+
 impl FaultyDisk {
     /// Makes a `size`-byte disk and mounts it on `data_dir`, which must be empty or absent.
-    /// Needs root (mount, loop devices) and `/dev/fuse`.
-    pub fn create(data_dir: &Path, size: u64) -> Result<FaultyDisk, String> {
+    /// Needs root (mount, loop devices), and `/dev/fuse` or device-mapper as `mechanism` says.
+    pub fn create(data_dir: &Path, size: u64, mechanism: Mechanism) -> Result<FaultyDisk, String> {
+        let mechanism = mechanism.resolve()?;
         let name = data_dir
             .file_name()
             .ok_or_else(|| format!("{} has no last component", data_dir.display()))?;
@@ -70,6 +86,10 @@ impl FaultyDisk {
             .open(&image_path)
             .and_then(|f| f.set_len(size).map(|()| f))
             .map_err(|e| format!("cannot make the image {}: {e}", image_path.display()))?;
+        if mechanism == Mechanism::DeviceMapper {
+            drop(image);
+            return Self::create_mapped(data_dir, state, &image_path, size);
+        }
         let injection = Arc::new(Injection::default());
         let server = Server::mount(&fuse_dir, image, size, injection.clone()).map_err(|e| {
             let _ = std::fs::remove_dir_all(&state);
@@ -84,17 +104,48 @@ impl FaultyDisk {
             state,
             loop_dev: String::new(),
             mounted: false,
-            injection,
-            server: Some(server),
+            layer: Layer::Fuse {
+                injection,
+                server: Some(server),
+            },
             fills: Mutex::default(),
         };
-        let file = fuse_dir.join(DISK_NAME);
-        disk.loop_dev = run(
-            "losetup",
-            &["--find", "--show", &file.display().to_string()],
-        )?
-        .trim()
-        .to_string();
+        disk.loop_dev = attach_loop(&fuse_dir.join(DISK_NAME))?;
+        let device = disk.loop_dev.clone();
+        disk.make_file_system(&device)?;
+        Ok(disk)
+    }
+
+    /// The device-mapper stack: loop device on the image, two mapped devices, ext4.
+    fn create_mapped(
+        data_dir: &Path,
+        state: PathBuf,
+        image: &Path,
+        size: u64,
+    ) -> Result<FaultyDisk, String> {
+        let tag = format!("{}-{}", std::process::id(), dm_safe(data_dir));
+        std::fs::write(state.join(DM_TAG_FILE), &tag)
+            .map_err(|e| format!("cannot write in {}: {e}", state.display()))?;
+        let mut disk = FaultyDisk {
+            data_dir: data_dir.to_path_buf(),
+            state,
+            loop_dev: String::new(),
+            mounted: false,
+            layer: Layer::DeviceMapper(Mutex::new(None)),
+            fills: Mutex::default(),
+        };
+        disk.loop_dev = attach_loop(image)?;
+        let pair = dm::Pair::create(&disk.loop_dev, size / 512, &tag)?;
+        let device = pair.device();
+        if let Layer::DeviceMapper(p) = &disk.layer {
+            *lock(p) = Some(pair);
+        }
+        disk.make_file_system(&device)?;
+        Ok(disk)
+    }
+
+    /// ext4 on `device`, mounted on the data directory, left empty.
+    fn make_file_system(&mut self, device: &str) -> Result<(), String> {
         run(
             "mkfs.ext4",
             &[
@@ -102,55 +153,84 @@ impl FaultyDisk {
                 "-F",
                 "-E",
                 "nodiscard,lazy_itable_init=0,lazy_journal_init=0",
-                &disk.loop_dev,
+                device,
             ],
         )?;
-        let target = data_dir.display().to_string();
-        run(
-            "mount",
-            &["-t", "ext4", "-o", "noatime", &disk.loop_dev, &target],
-        )?;
-        disk.mounted = true;
+        let target = self.data_dir.display().to_string();
+        run("mount", &["-t", "ext4", "-o", "noatime", device, &target])?;
+        self.mounted = true;
         // An empty directory, as the database and the dataset marker expect of a fresh one.
-        let _ = std::fs::remove_dir(data_dir.join("lost+found"));
-        Ok(disk)
+        let _ = std::fs::remove_dir(self.data_dir.join("lost+found"));
+        Ok(())
     }
 
-    /// `loopN`, the device the tracer and caps see.
-    pub fn device_name(&self) -> &str {
-        self.loop_dev.trim_start_matches("/dev/")
+    /// The device the file system is on, as the tracer and caps see it: `loopN`, or `dm-N`
+    /// with device-mapper.
+    pub fn device_name(&self) -> String {
+        match &self.layer {
+            Layer::Fuse { .. } => self.loop_dev.trim_start_matches("/dev/").to_string(),
+            Layer::DeviceMapper(p) => lock(p)
+                .as_ref()
+                .map_or_else(String::new, dm::Pair::kernel_name),
+        }
+    }
+
+    /// How the faults are made, for the events that record them.
+    pub fn mechanism(&self) -> &'static str {
+        match self.layer {
+            Layer::Fuse { .. } => Mechanism::Fuse.describe(),
+            Layer::DeviceMapper(_) => Mechanism::DeviceMapper.describe(),
+        }
     }
 
     /// Adds `delay` to every IO of the direction from now on (zero lifts it).
-    pub fn slow(&self, delay: Duration, which: Direction) -> String {
-        let us = delay.as_micros() as u64;
-        if which.reads() {
-            self.injection.read_delay_us.store(us, Ordering::Relaxed);
+    pub fn slow(&self, delay: Duration, which: Direction) -> Result<String, String> {
+        match &self.layer {
+            Layer::Fuse { injection, .. } => {
+                let us = delay.as_micros() as u64;
+                if which.reads() {
+                    injection.read_delay_us.store(us, Ordering::Relaxed);
+                }
+                if which.writes() {
+                    injection.write_delay_us.store(us, Ordering::Relaxed);
+                }
+            }
+            Layer::DeviceMapper(p) => with_pair(p, |pair| {
+                let next = dm::slowed(pair.state(), delay, which);
+                pair.set(next)
+            })?,
         }
-        if which.writes() {
-            self.injection.write_delay_us.store(us, Ordering::Relaxed);
-        }
-        format!(
-            "{} of {} take {} ms longer ({MECHANISM})",
+        Ok(format!(
+            "{} of {} take {} ms longer ({})",
             which.describe(),
             self.device_name(),
-            delay.as_secs_f64() * 1e3
-        )
+            delay.as_secs_f64() * 1e3,
+            self.mechanism()
+        ))
     }
 
     /// Fails every IO of the direction with EIO from now on.
-    pub fn fail(&self, which: Direction) -> String {
-        if which.reads() {
-            self.injection.fail_reads.store(true, Ordering::Relaxed);
+    pub fn fail(&self, which: Direction) -> Result<String, String> {
+        match &self.layer {
+            Layer::Fuse { injection, .. } => {
+                if which.reads() {
+                    injection.fail_reads.store(true, Ordering::Relaxed);
+                }
+                if which.writes() {
+                    injection.fail_writes.store(true, Ordering::Relaxed);
+                }
+            }
+            Layer::DeviceMapper(p) => with_pair(p, |pair| {
+                let next = dm::failed(pair.state(), which);
+                pair.set(next)
+            })?,
         }
-        if which.writes() {
-            self.injection.fail_writes.store(true, Ordering::Relaxed);
-        }
-        format!(
-            "{} of {} fail with EIO ({MECHANISM})",
+        Ok(format!(
+            "{} of {} fail with EIO ({})",
             which.describe(),
-            self.device_name()
-        )
+            self.device_name(),
+            self.mechanism()
+        ))
     }
 
     /// Fills the file system to its last block (root's reserve included) with preallocated files.
@@ -178,45 +258,59 @@ impl FaultyDisk {
         }
         let left = free_bytes(&self.data_dir)?;
         Ok(format!(
-            "file system on {} filled: {:.1} MB taken, {} KB left ({MECHANISM})",
+            "file system on {} filled: {:.1} MB taken, {} KB left ({})",
             self.device_name(),
             filled as f64 / 1e6,
-            left / 1024
+            left / 1024,
+            self.mechanism()
         ))
     }
 
     /// Lifts every delay, failure and fill; says what the faults did meanwhile.
     pub fn heal(&self) -> String {
-        let i = &self.injection;
-        i.read_delay_us.store(0, Ordering::Relaxed);
-        i.write_delay_us.store(0, Ordering::Relaxed);
-        i.fail_reads.store(false, Ordering::Relaxed);
-        i.fail_writes.store(false, Ordering::Relaxed);
         let fills = std::mem::take(&mut *lock(&self.fills));
         for f in &fills {
             let _ = std::fs::remove_file(f);
         }
-        format!(
-            "{} healed: {} IOs delayed and {} failed so far{}",
-            self.device_name(),
-            i.delayed.load(Ordering::Relaxed),
-            i.failed.load(Ordering::Relaxed),
-            if fills.is_empty() {
-                ""
-            } else {
-                ", fill removed"
+        let fill = if fills.is_empty() {
+            ""
+        } else {
+            ", fill removed"
+        };
+        match &self.layer {
+            Layer::Fuse { injection: i, .. } => {
+                i.read_delay_us.store(0, Ordering::Relaxed);
+                i.write_delay_us.store(0, Ordering::Relaxed);
+                i.fail_reads.store(false, Ordering::Relaxed);
+                i.fail_writes.store(false, Ordering::Relaxed);
+                format!(
+                    "{} healed: {} IOs delayed and {} failed so far{fill}",
+                    self.device_name(),
+                    i.delayed.load(Ordering::Relaxed),
+                    i.failed.load(Ordering::Relaxed),
+                )
             }
-        )
+            Layer::DeviceMapper(p) => match with_pair(p, |pair| pair.set(dm::State::default())) {
+                Ok(()) => format!("{} healed (linear tables again){fill}", self.device_name()),
+                Err(e) => format!("{} could not be healed: {e}{fill}", self.device_name()),
+            },
+        }
     }
 
     /// Whether any delay, failure or fill is in force.
     pub fn faulted(&self) -> bool {
-        let i = &self.injection;
-        i.read_delay_us.load(Ordering::Relaxed) > 0
-            || i.write_delay_us.load(Ordering::Relaxed) > 0
-            || i.fail_reads.load(Ordering::Relaxed)
-            || i.fail_writes.load(Ordering::Relaxed)
-            || !lock(&self.fills).is_empty()
+        let layer = match &self.layer {
+            Layer::Fuse { injection: i, .. } => {
+                i.read_delay_us.load(Ordering::Relaxed) > 0
+                    || i.write_delay_us.load(Ordering::Relaxed) > 0
+                    || i.fail_reads.load(Ordering::Relaxed)
+                    || i.fail_writes.load(Ordering::Relaxed)
+            }
+            Layer::DeviceMapper(p) => lock(p)
+                .as_ref()
+                .is_some_and(|pair| pair.state() != dm::State::default()),
+        };
+        layer || !lock(&self.fills).is_empty()
     }
 }
 
@@ -226,15 +320,21 @@ impl Drop for FaultyDisk {
         if self.mounted {
             unmount(&self.data_dir);
         }
+        if let Layer::DeviceMapper(p) = &self.layer {
+            if let Some(pair) = lock(p).as_mut() {
+                pair.remove();
+            }
+        }
         if !self.loop_dev.is_empty() {
             detach(&self.loop_dev);
         }
-        let fuse_dir = self.state.join("fuse");
-        let clean = unmount(&fuse_dir);
-        if let Some(server) = self.server.take() {
-            // Its threads end when the connection does, which a lazy unmount may postpone.
-            if clean {
-                server.join();
+        if let Layer::Fuse { server, .. } = &mut self.layer {
+            let clean = unmount(&self.state.join("fuse"));
+            if let Some(server) = server.take() {
+                // Its threads end when the connection does, which a lazy unmount may postpone.
+                if clean {
+                    server.join();
+                }
             }
         }
         let _ = std::fs::remove_dir_all(&self.state);
@@ -243,6 +343,45 @@ impl Drop for FaultyDisk {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `f` on the mapped devices, which exist once the disk does.
+fn with_pair(
+    p: &Mutex<Option<dm::Pair>>,
+    f: impl FnOnce(&mut dm::Pair) -> Result<(), String>,
+) -> Result<(), String> {
+    match lock(p).as_mut() {
+        Some(pair) => f(pair),
+        None => Err("the mapped devices are gone".into()),
+    }
+}
+
+/// A loop device on `file`, `/dev/loopN`.
+fn attach_loop(file: &Path) -> Result<String, String> {
+    Ok(run(
+        "losetup",
+        &["--find", "--show", &file.display().to_string()],
+    )?
+    .trim()
+    .to_string())
+}
+
+/// The data directory's name with only what device-mapper names keep well.
+fn dm_safe(data_dir: &Path) -> String {
+    data_dir
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
 }
 
 /// Unmounts, lazily when still busy after a few tries; true when a plain unmount worked.
@@ -298,9 +437,15 @@ fn clean_leftover(state: &Path, data_dir: &Path) -> Result<(), String> {
     if mounted(data_dir) {
         unmount(data_dir);
     }
-    let file = state.join("fuse").join(DISK_NAME);
-    for dev in loops_backed_by(&file) {
-        detach(&dev);
+    if let Ok(tag) = std::fs::read_to_string(state.join(DM_TAG_FILE)) {
+        for name in dm::leftovers(tag.trim()) {
+            dm::remove(&name);
+        }
+    }
+    for file in [state.join("fuse").join(DISK_NAME), state.join("image")] {
+        for dev in loops_backed_by(&file) {
+            detach(&dev);
+        }
     }
     let fuse_dir = state.join("fuse");
     if mounted(&fuse_dir) {

@@ -1,7 +1,8 @@
-//! The faulty disk on the real kernel (root, loop, FUSE): what it injects is what a process on
-//! its file system meets, and nothing of it is left behind.
+//! The faulty disk on the real kernel (root, loop, FUSE; device-mapper where the kernel has
+//! it): what it injects is what a process on its file system meets, and nothing of it is left
+//! behind.
 
-use iodig_faultdisk::{Direction, FaultyDisk};
+use iodig_faultdisk::{Direction, FaultyDisk, Mechanism};
 use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -56,18 +57,51 @@ fn direct_read(path: &Path) -> std::io::Result<usize> {
 
 #[test]
 fn delays_fails_fills_and_heals_then_leaves_nothing() {
+    delays_fails_fills_and_heals_on(Mechanism::Fuse);
+}
+
+/// Device-mapper where this kernel has it (the same checks as FUSE); where it has not, asking
+/// for it is refused with the reason and the way out.
+#[test]
+fn device_mapper_does_the_same_where_the_kernel_has_it() {
+    match Mechanism::DeviceMapper.resolve() {
+        Ok(_) => delays_fails_fills_and_heals_on(Mechanism::DeviceMapper),
+        Err(e) => {
+            assert!(
+                !Path::new("/dev/mapper/control").exists() || e.contains("target"),
+                "{e}"
+            );
+            assert!(e.contains("faultdisk.mechanism=fuse"), "{e}");
+            assert_eq!(
+                Mechanism::Auto.resolve(),
+                Ok(Mechanism::Fuse),
+                "auto falls back to FUSE"
+            );
+        }
+    }
+}
+
+fn delays_fails_fills_and_heals_on(mechanism: Mechanism) {
     let tmp = scratch();
     let data = tmp.path().join("data");
-    let disk = FaultyDisk::create(&data, SIZE).expect("a faulty disk (root, loop, FUSE)");
+    let disk = FaultyDisk::create(&data, SIZE, mechanism).expect("a faulty disk (root, loop)");
     let dev = disk.device_name().to_string();
     let mount = mounted_on(&data).expect("the data directory is a mount");
-    assert_eq!(mount, format!("ext4 /dev/{dev}"));
+    let source = mount.strip_prefix("ext4 ").expect("ext4");
+    assert_eq!(
+        std::fs::canonicalize(source).unwrap(),
+        Path::new("/dev").join(&dev),
+        "mounted from {source}"
+    );
     assert_eq!(std::fs::read_dir(&data).unwrap().count(), 0, "starts empty");
 
     let file = data.join("f");
     let healthy = synced_write(&file).expect("a healthy write");
 
-    disk.slow(Duration::from_millis(80), Direction::Writes);
+    let said = disk
+        .slow(Duration::from_millis(80), Direction::Writes)
+        .expect("slowed");
+    assert!(said.contains(disk.mechanism()), "{said}");
     let slow = synced_write(&file).expect("a slow write still succeeds");
     assert!(
         slow >= Duration::from_millis(80),
@@ -75,11 +109,17 @@ fn delays_fails_fills_and_heals_then_leaves_nothing() {
     );
     disk.heal();
 
-    disk.fail(Direction::Reads);
+    disk.fail(Direction::Reads).expect("failing");
     let err = direct_read(&file).expect_err("reads fail");
     assert_eq!(err.raw_os_error(), Some(libc::EIO), "{err}");
     let healed = disk.heal();
-    assert!(healed.contains("failed"), "{healed}");
+    assert!(healed.contains("healed"), "{healed}");
+    if mechanism == Mechanism::Fuse {
+        assert!(
+            healed.contains("1 failed") || healed.contains(" failed so far"),
+            "{healed}"
+        );
+    }
     assert_eq!(direct_read(&file).expect("a healed read"), 4096);
 
     let said = disk.fill().expect("a fill");
@@ -109,13 +149,14 @@ fn delays_fails_fills_and_heals_then_leaves_nothing() {
 fn a_disk_left_by_a_killed_run_is_removed_by_the_next() {
     let tmp = scratch();
     let data = tmp.path().join("data");
-    let first = FaultyDisk::create(&data, SIZE).expect("a faulty disk");
+    let first = FaultyDisk::create(&data, SIZE, Mechanism::Auto).expect("a faulty disk");
     let dev = first.device_name().to_string();
     // As if the process died: nothing of its drop runs.
     std::mem::forget(first);
     assert!(mounted_on(&data).is_some());
 
-    let second = FaultyDisk::create(&data, SIZE).expect("the leftover is cleaned and replaced");
+    let second = FaultyDisk::create(&data, SIZE, Mechanism::Auto)
+        .expect("the leftover is cleaned and replaced");
     let backing = std::fs::read_to_string(format!("/sys/block/{dev}/loop/backing_file"));
     // The old loop device is detached (or reused by the new disk, which is fine).
     assert!(

@@ -33,6 +33,7 @@ const RUNNER_PROPERTIES: &[&str] = &[
     "hdrhistogram.percentiles",
     "ssh.config",
     "faultdisk.size",
+    "faultdisk.mechanism",
     "unusableafter",
 ];
 
@@ -527,8 +528,9 @@ fn check_device_fault(req: &RunRequest, props: &Properties, f: &Fault) -> Result
     Ok(())
 }
 
-/// Slow, failing and full devices: iodig mounts a disk of its own (ext4 on a loop device over a
-/// FUSE file) on `rocksdb.dir`, which needs embedded RocksDB, root, `/dev/fuse` and the tools.
+/// Slow, failing and full devices: iodig mounts a disk of its own (ext4 on device-mapper, or on
+/// a loop device over a FUSE file) on `rocksdb.dir`, which needs embedded RocksDB, root, one
+/// of the two mechanisms and the tools.
 fn check_faulty_disk(req: &RunRequest, props: &Properties, f: &Fault) -> Result<()> {
     let spec = &f.spec;
     let action = f.action.name();
@@ -549,11 +551,14 @@ fn check_faulty_disk(req: &RunRequest, props: &Properties, f: &Fault) -> Result<
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Err(UsageError(format!(
-            "--fault {spec}: {action} mounts a loop device over a FUSE file, which needs root; run iodig as root (sudo) or leave the fault out"
+            "--fault {spec}: {action} mounts a disk of its own (a loop device under device-mapper or over a FUSE file), which needs root; run iodig as root (sudo) or leave the fault out"
         ))
         .into());
     }
-    if !Path::new("/dev/fuse").exists() {
+    let mechanism = iodig_faultdisk::Mechanism::parse(props.get("faultdisk.mechanism"))
+        .and_then(iodig_faultdisk::Mechanism::resolve)
+        .map_err(|e| UsageError(format!("--fault {spec}: {e}")))?;
+    if mechanism == iodig_faultdisk::Mechanism::Fuse && !Path::new("/dev/fuse").exists() {
         return Err(UsageError(format!(
             "--fault {spec}: {action} serves the disk through FUSE, and /dev/fuse is missing; load the fuse module (modprobe fuse) or leave the fault out"
         ))

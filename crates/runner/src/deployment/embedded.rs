@@ -74,11 +74,11 @@ impl<F: DbFactory> Deployment<F> for DataDir {
     }
 }
 
-/// Slow, failing, full and healed: what the FUSE layer under the loop device now does.
+/// Slow, failing, full and healed: what the disk under the database now does.
 fn on_faulty_disk(disk: &FaultyDisk, action: &FaultAction) -> Result<(String, String), String> {
     let done = match action {
-        FaultAction::Slow(d, which) => disk.slow(*d, *which),
-        FaultAction::Fail(which) => disk.fail(*which),
+        FaultAction::Slow(d, which) => disk.slow(*d, *which)?,
+        FaultAction::Fail(which) => disk.fail(*which)?,
         FaultAction::Fill => disk.fill()?,
         FaultAction::Heal => disk.heal(),
         other => return Err(format!("{} is not a fault of the disk", other.name())),
@@ -174,14 +174,16 @@ fn faulty_disk(plan: &Plan, dir: Option<&Path>) -> Result<Option<FaultyDisk>> {
     }
     let size =
         crate::fault::faulty_disk_size(plan.props.get("faultdisk.size")).map_err(UsageError)?;
-    let disk = FaultyDisk::create(dir, size)
+    let mechanism = iodig_faultdisk::Mechanism::parse(plan.props.get("faultdisk.mechanism"))
+        .map_err(UsageError)?;
+    let disk = FaultyDisk::create(dir, size, mechanism)
         .map_err(|e| anyhow::anyhow!("cannot make the faulty disk for the device faults: {e}"))?;
     iodig_model::eprintln_lossy!(
         "note: {} is on {}, a {:.1} GB disk iodig made for the device faults ({})",
         dir.display(),
         disk.device_name(),
         size as f64 / 1e9,
-        iodig_faultdisk::MECHANISM
+        disk.mechanism()
     );
     Ok(Some(disk))
 }
