@@ -1,16 +1,21 @@
 //! Faults to a node on an observed host, through a real sshd: part of the test that has a
 //! node of its own running (`cassandra_cli::workloads_a_to_f_run_against_a_real_node`), last
-//! because it kills the node.
+//! because it kills the node (and restarts it, and ends the restarted one).
 
 use crate::common::*;
 use std::path::Path;
 
 /// Last, as it kills the node: the node seen as on a host of its own (through a real sshd),
-/// paused and then killed mid-step over SSH (`--fault …:127.0.0.1` with `--observe 127.0.0.1`);
-/// the run goes on and both faults and what they did are on its time line.
+/// paused, killed and restarted mid-step over SSH (`--fault …:127.0.0.1` with `--observe
+/// 127.0.0.1`); the run goes on, the faults and what they did are on its time line, and the
+/// restarted node is the same node (command line, cgroup) and serves CQL again.
 ///
-/// `on_the_node` completes a command line with the test's node, dataset and output.
-pub fn faults_reach_a_node_on_an_observed_host(on_the_node: impl Fn(IodigArgs) -> IodigArgs) {
+/// `on_the_node` completes a command line with the test's node, dataset and output; `nodes` is
+/// the node's directory, whose restarted JVM this test ends whatever happens.
+pub fn faults_reach_a_node_on_an_observed_host(
+    nodes: &Path,
+    on_the_node: impl Fn(IodigArgs) -> IodigArgs,
+) {
     let sshd = sshd::Sshd::start(&["127.0.0.1"]);
     let run = IodigArgs::run()
         .no_load()
@@ -21,7 +26,22 @@ pub fn faults_reach_a_node_on_an_observed_host(on_the_node: impl Fn(IodigArgs) -
         .duration("8s")
         .warmup("0s")
         .fault("1s:pause=2s:127.0.0.1")
-        .fault("5s:kill:127.0.0.1");
+        .fault("5s:kill:127.0.0.1")
+        .fault("6s:restart:127.0.0.1");
+    // The restart starts a JVM that no `cassandra down` knows of: ended here, by pid, even
+    // when an assertion below fails.
+    struct EndRestarted<'a>(&'a Path);
+    impl Drop for EndRestarted<'_> {
+        fn drop(&mut self) {
+            for pid in super::java_pids_with(self.0) {
+                if let Ok(pid) = pid.parse::<i32>() {
+                    // SAFETY: kill has no memory-safety preconditions.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+    let _end = EndRestarted(nodes);
     let r = on_the_node(run).output();
     assert_eq!(r.code(), 0, "the run goes on past the faults: {}", r.stderr);
     let run = r.run_json();
@@ -30,7 +50,7 @@ pub fn faults_reach_a_node_on_an_observed_host(on_the_node: impl Fn(IodigArgs) -
         .unwrap();
     let step_dir = r.run_dir().join(run["steps"][0]["dir"].as_str().unwrap());
     let faults = fault_events(&step_dir);
-    assert_eq!(faults.len(), 2, "{faults:?}");
+    assert_eq!(faults.len(), 3, "{faults:?}");
     assert!(
         faults[0].1.contains("paused (SIGSTOP") && faults[0].1.contains("over ssh"),
         "{faults:?}"
@@ -66,5 +86,55 @@ pub fn faults_reach_a_node_on_an_observed_host(on_the_node: impl Fn(IodigArgs) -
         .filter(|s| s["unix_ms"].as_u64().unwrap() > killed_at + 1000)
         .filter_map(|s| s["series"]["READ-FAILED"]["count"].as_u64())
         .sum();
-    assert!(failed_after > 0, "no read failed after the kill");
+    let per_second: Vec<String> = series
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {} ok, {} failed",
+                s["unix_ms"], s["series"]["READ"]["count"], s["series"]["READ-FAILED"]["count"]
+            )
+        })
+        .collect();
+    assert!(
+        failed_after > 0,
+        "no read failed after the kill at {killed_at}: {faults:?}\n{per_second:#?}"
+    );
+    restarted_node_serves_again(&faults[2].1, &run["cluster"]["observed"][0]["node"]);
+}
+
+/// The node the restart started: the same command line as the killed one, in its cgroup,
+/// answering on the CQL port within a JVM's start.
+fn restarted_node_serves_again(event: &str, before: &serde_json::Value) {
+    let pid: u32 = event
+        .split("started again as pid ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no new pid in {event:?}"));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("CassandraDaemon"),
+        "pid {pid} is a Cassandra node"
+    );
+    if let Some(cg) = before["cgroup"].as_str().filter(|c| *c != "/") {
+        let now = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+        assert!(
+            now.lines().any(|l| l.ends_with(cg)),
+            "the restarted node is back in {cg}: {now}"
+        );
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while std::net::TcpStream::connect("127.0.0.1:9042").is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the restarted node did not open its CQL port in 180 s"
+        );
+        assert!(
+            Path::new(&format!("/proc/{pid}")).exists(),
+            "the restarted node {pid} exited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
 }

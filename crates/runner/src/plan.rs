@@ -3,7 +3,7 @@
 //! deployments and the recorder all read this one [`Plan`].
 
 use crate::errors::UsageError;
-use crate::fault::{self, Fault};
+use crate::fault::{self, Fault, FaultAction};
 use crate::remote::{
     self,
     ssh::{Ssh, SshHost},
@@ -583,6 +583,24 @@ fn check_observed_fault(req: &RunRequest, f: &Fault) -> Result<()> {
     if let Some(why) = remote::faults::unsupported(&f.action) {
         return Err(UsageError(format!("--fault {spec}: {why}")).into());
     }
+    // iodig starts an observed node again only as it read it when it took it down.
+    let host = remote::faults::target_index(&f.target, &req.observe);
+    let taken_down_before = req
+        .faults
+        .iter()
+        .filter_map(|s| fault::parse(s).ok())
+        .any(|o| {
+            matches!(o.action, FaultAction::Kill | FaultAction::Stop)
+                && o.at < f.at
+                && remote::faults::target_index(&o.target, &req.observe) == host
+        });
+    if f.action == FaultAction::Restart && !taken_down_before {
+        return Err(UsageError(format!(
+            "--fault {spec}: iodig restarts a node on an observed host only after a kill or stop of it earlier in the step (it repeats the command line it read then); add e.g. --fault 5s:kill:{} before it, or restart the node by the host's own means",
+            f.target
+        ))
+        .into());
+    }
     Ok(())
 }
 
@@ -594,7 +612,9 @@ fn check_faults(
     let mut faults = Vec::new();
     for spec in &req.faults {
         let f = fault::parse(spec).map_err(UsageError)?;
-        if f.action.on_device() {
+        if req.db == "cassandra" && props.contains("hosts") && !req.observe.is_empty() {
+            check_observed_fault(req, &f)?;
+        } else if f.action.on_device() {
             check_device_fault(req, props, &f)?;
         } else if req.db == "rocksdb" {
             return Err(UsageError(format!(
@@ -602,8 +622,6 @@ fn check_faults(
                 f.action.name()
             ))
             .into());
-        } else if req.db == "cassandra" && props.contains("hosts") && !req.observe.is_empty() {
-            check_observed_fault(req, &f)?;
         } else if req.db != "cassandra" || props.contains("hosts") {
             return Err(UsageError(format!(
                 "--fault {spec}: faults are injected into database nodes iodig manages (--db cassandra without -p hosts, --nodes N) or observes over SSH (--observe HOST with -p hosts); --db {}{} has none",

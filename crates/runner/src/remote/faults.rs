@@ -1,21 +1,29 @@
 //! Faults to the database nodes on observed hosts (`--observe db2 --fault 10s:kill:db2`): the
 //! node's process, as its agent found it, is signalled over a separate SSH command, so a fault
-//! never waits behind the agent's channel and the agent keeps measuring through it. Only what
-//! needs no knowledge of how the host runs the node: kill, pause, stop. A node iodig did not
-//! start is restarted by the host's own means; the outage shows on the time line either way.
+//! never waits behind the agent's channel and the agent keeps measuring through it: kill,
+//! pause, stop, and restart of a node this run killed or stopped, started again as it was
+//! (`relaunch`). Faults to the device under an observed node are not done.
 
+use super::relaunch::{self, Launch};
 use super::ssh::{quote, Ssh, SshHost};
 use crate::fault::{Fault, FaultAction, FaultHandler};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-/// One observed host and the pid of its node, when the agent found one.
+/// One observed host and its node as faults know it, for the whole run: a kill in one step and
+/// a restart in the next reach the same node.
 #[derive(Debug, Clone)]
 pub struct FaultTarget {
     /// The host as given to `--observe`; faults reach it over SSH commands of their own.
     pub host: SshHost,
-    /// The node's pid there, from the agent's hello; None (no node found) fails its faults.
+    /// The node's pid there, from the agent's hello and then from each restart; None (no node
+    /// found) fails its faults.
     pub pid: Option<u32>,
+    /// How the node was started, read just before this run killed or stopped it.
+    pub launch: Option<Launch>,
 }
+
+/// The observed nodes as faults left them, shared by every step's handler.
+pub type FaultTargets = Arc<Mutex<Vec<FaultTarget>>>;
 
 /// The observed host a fault's target names: the host as given to `--observe`, or `nodeN`
 /// for the N-th of them.
@@ -30,10 +38,9 @@ pub fn target_index(target: &str, observed: &[String]) -> Option<usize> {
 /// Why an action cannot be done to a node on an observed host, if it cannot.
 pub fn unsupported(action: &FaultAction) -> Option<&'static str> {
     match action {
-        FaultAction::Kill | FaultAction::Pause(_) | FaultAction::Stop => None,
-        FaultAction::Restart => Some(
-            "iodig did not start the node there, so it cannot start it again; restart it by the host's own means (systemctl, docker) and the outage still shows on the time line",
-        ),
+        FaultAction::Kill | FaultAction::Pause(_) | FaultAction::Stop | FaultAction::Restart => {
+            None
+        }
         _ => Some(
             "device faults on observed hosts are not supported yet; use kill, pause=DURATION or stop there",
         ),
@@ -41,12 +48,18 @@ pub fn unsupported(action: &FaultAction) -> Option<&'static str> {
 }
 
 /// Signals the nodes of observed hosts over SSH; the handler runs on the fault thread.
-pub fn handler(ssh: Ssh, targets: Vec<FaultTarget>) -> FaultHandler {
-    let observed: Vec<String> = targets.iter().map(|t| t.host.spec.clone()).collect();
+pub fn handler(ssh: Ssh, targets: FaultTargets) -> FaultHandler {
+    let observed: Vec<String> = lock(&targets).iter().map(|t| t.host.spec.clone()).collect();
     Arc::new(move |f: &Fault| {
-        let t = target_index(&f.target, &observed)
-            .and_then(|i| targets.get(i))
+        let i = target_index(&f.target, &observed)
             .ok_or_else(|| format!("{} is not an observed host", f.target))?;
+        let t = lock(&targets)[i].clone();
+        if f.action == FaultAction::Restart {
+            let done = restart(&ssh, &t)?;
+            let mut all = lock(&targets);
+            all[i].pid = Some(done.0);
+            return Ok((t.host.spec.clone(), done.1));
+        }
         let pid = t.pid.ok_or_else(|| {
             format!(
                 "the agent on {} found no database node to signal",
@@ -54,8 +67,16 @@ pub fn handler(ssh: Ssh, targets: Vec<FaultTarget>) -> FaultHandler {
             )
         })?;
         let (script, done) = script(&f.action, pid)?;
-        ssh.output(&t.host, &script, None)
+        let printed = ssh
+            .output(&t.host, &script, None)
             .map_err(|e| format!("{e:#}"))?;
+        if matches!(f.action, FaultAction::Kill | FaultAction::Stop) {
+            // Read before the signal, so a later restart can repeat it; a node whose launch
+            // could not be read still goes down, and its restart says why it cannot.
+            let mut all = lock(&targets);
+            all[i].launch = Launch::parse(&printed).ok();
+            all[i].pid = None;
+        }
         if let FaultAction::Pause(d) = f.action {
             // The host resumes the node by itself (so a lost link cannot leave it stopped); the
             // schedule waits here as it does for a local pause.
@@ -63,6 +84,35 @@ pub fn handler(ssh: Ssh, targets: Vec<FaultTarget>) -> FaultHandler {
         }
         Ok((t.host.spec.clone(), done))
     })
+}
+
+fn lock(targets: &FaultTargets) -> std::sync::MutexGuard<'_, Vec<FaultTarget>> {
+    targets
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Starts the node of `t` again from the launch read when this run took it down: the new pid
+/// and what was done.
+fn restart(ssh: &Ssh, t: &FaultTarget) -> Result<(u32, String), String> {
+    let launch = t.launch.as_ref().ok_or_else(|| {
+        format!(
+            "iodig restarts a node on {} only after this run killed or stopped it (it repeats the command line it read then){}; restart it by the host's own means",
+            t.host.spec,
+            if t.pid.is_some() { ", and the node is still up" } else { "" }
+        )
+    })?;
+    let printed = ssh
+        .output_with_stdin(&t.host, "sh -s", launch.restart_script().as_bytes())
+        .map_err(|e| format!("{e:#}"))?;
+    let pid = relaunch::started_pid(&printed)
+        .ok_or_else(|| format!("{}: the restart printed no pid", t.host.spec))?;
+    Ok((
+        pid,
+        format!(
+            "started again as pid {pid} over ssh, with the command line, environment, directory, user and cgroups it had"
+        ),
+    ))
 }
 
 /// The remote shell script for an action and what it says it did. Root signals directly,
@@ -73,18 +123,20 @@ fn script(action: &FaultAction, pid: u32) -> Result<(String, String), String> {
         "tr '\\0' ' ' < /proc/{pid}/cmdline 2>/dev/null | grep -q CassandraDaemon || {{ echo 'process {pid} is no longer the Cassandra node' >&2; exit 1; }}; \
          if [ \"$(id -u)\" -eq 0 ]; then s=''; else s='sudo -n'; fi"
     );
-    // Waits up to N tenths of a second for the process to be gone.
+    // Waits up to N tenths of a second for the process to be gone. A zombie counts as gone:
+    // it holds no port or file, and a parent that never reaps it must not cost 30 s.
     let wait = |tenths: u32| {
-        format!("i=0; while kill -0 {pid} 2>/dev/null && [ $i -lt {tenths} ]; do sleep 0.1; i=$((i+1)); done")
+        format!("i=0; while kill -0 {pid} 2>/dev/null && ! grep -q '^State:.Z' /proc/{pid}/status 2>/dev/null && [ $i -lt {tenths} ]; do sleep 0.1; i=$((i+1)); done")
     };
+    let launch = relaunch::capture_script(pid);
     Ok(match action {
         FaultAction::Kill => (
-            format!("{guard}; $s kill -KILL {pid} && {}", wait(300)),
+            format!("{guard}; {launch}; $s kill -KILL {pid} && {}", wait(300)),
             format!("killed (SIGKILL) pid {pid} over ssh"),
         ),
         FaultAction::Stop => (
             format!(
-                "{guard}; $s kill -TERM {pid} && {}; if kill -0 {pid} 2>/dev/null; then $s kill -KILL {pid}; fi",
+                "{guard}; {launch}; $s kill -TERM {pid} && {}; if kill -0 {pid} 2>/dev/null; then $s kill -KILL {pid}; fi",
                 wait(300)
             ),
             format!("stopped (SIGTERM, SIGKILL after 30 s) pid {pid} over ssh"),
@@ -128,9 +180,7 @@ mod tests {
     fn only_process_faults_reach_observed_hosts() {
         assert!(unsupported(&FaultAction::Kill).is_none());
         assert!(unsupported(&FaultAction::Pause(Duration::from_secs(1))).is_none());
-        assert!(unsupported(&FaultAction::Restart)
-            .unwrap()
-            .contains("host's own means"));
+        assert!(unsupported(&FaultAction::Restart).is_none());
         assert!(unsupported(&FaultAction::Uncap)
             .unwrap()
             .contains("not supported"));
@@ -141,6 +191,10 @@ mod tests {
         let (s, done) = script(&FaultAction::Kill, 4242).unwrap();
         assert!(s.contains("/proc/4242/cmdline") && s.contains("CassandraDaemon"));
         assert!(s.contains("kill -KILL 4242"));
+        assert!(
+            s.find("/proc/4242/cmdline)").unwrap() < s.find("kill -KILL").unwrap(),
+            "the launch is read before the kill: {s}"
+        );
         assert_eq!(done, "killed (SIGKILL) pid 4242 over ssh");
         let (s, _) = script(&FaultAction::Pause(Duration::from_millis(1500)), 7).unwrap();
         assert!(

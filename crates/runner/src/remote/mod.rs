@@ -5,7 +5,8 @@
 //! and the host's files are put on this machine's clock before they are written.
 //!
 //! `ssh` reaches hosts, `protocol` is what travels, `agent` is the far end, `clock` the offsets,
-//! `faults` signals the observed nodes (`--fault …:kill:HOST`) over SSH commands of their own.
+//! `faults` signals the observed nodes (`--fault …:kill:HOST`) over SSH commands of their own,
+//! and `relaunch` starts one it took down again as it was.
 //! A host that cannot be reached fails the run before it starts; one that dies mid-run leaves
 //! its steps marked partial, and the run goes on.
 
@@ -14,6 +15,7 @@ pub mod clients;
 pub mod clock;
 pub mod faults;
 pub mod protocol;
+pub mod relaunch;
 pub mod ssh;
 
 use crate::errors::UsageError;
@@ -83,6 +85,8 @@ pub struct RemoteHosts {
     agents: Vec<Agent>,
     facts: Vec<ObservedHost>,
     ssh: Ssh,
+    /// The nodes as faults left them (pid, launch), kept across steps.
+    fault_targets: faults::FaultTargets,
 }
 
 /// One host's share of a step, ready to be written.
@@ -116,25 +120,27 @@ impl RemoteHosts {
         if same_kernel.len() < facts.len() {
             iodig_model::eprintln_lossy!("note: some observed hosts share one kernel (same boot id): their device totals are the same IO, and each node's own share comes from its cgroup");
         }
+        let fault_targets = agents
+            .iter()
+            .zip(&facts)
+            .map(|(a, f)| faults::FaultTarget {
+                host: a.host.clone(),
+                pid: f.node.as_ref().map(|n| n.pid),
+                launch: None,
+            })
+            .collect();
         Ok(RemoteHosts {
             agents,
             facts,
             ssh: opts.ssh.clone(),
+            fault_targets: std::sync::Arc::new(std::sync::Mutex::new(fault_targets)),
         })
     }
 
-    /// Faults to the observed hosts' nodes (kill, pause, stop), each over an SSH command.
+    /// Faults to the observed hosts' nodes (kill, pause, stop, restart), each over an SSH
+    /// command.
     pub fn fault_handler(&self) -> crate::fault::FaultHandler {
-        let targets = self
-            .agents
-            .iter()
-            .zip(&self.facts)
-            .map(|(a, f)| faults::FaultTarget {
-                host: a.host.clone(),
-                pid: f.node.as_ref().map(|n| n.pid),
-            })
-            .collect();
-        faults::handler(self.ssh.clone(), targets)
+        faults::handler(self.ssh.clone(), std::sync::Arc::clone(&self.fault_targets))
     }
 
     /// What the hosts said about themselves, for run.json.

@@ -149,6 +149,37 @@ impl Ssh {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
+    /// Runs `remote_command` on the host with `input` on its standard input (a script for
+    /// `sh -s`, which no command-line length limit then cuts); its standard output.
+    pub fn output_with_stdin(
+        &self,
+        host: &SshHost,
+        remote_command: &str,
+        input: &[u8],
+    ) -> Result<String> {
+        let mut cmd = self.command(host, remote_command);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().context(
+            "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
+        )?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let input = input.to_vec();
+        // Written from a thread of its own: a script larger than the pipe would otherwise
+        // wait for ssh to read it while ssh waits for its output to be read.
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&input);
+        });
+        let out = child.wait_with_output().context("ssh did not finish")?;
+        let _ = writer.join();
+        if !out.status.success() {
+            bail!("{}", failure(host, &String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     /// The host name ssh would connect to for this host (aliases resolved by `ssh -G`).
     pub fn resolved_hostname(&self, host: &SshHost) -> Option<String> {
         let mut c = Command::new("ssh");
