@@ -9,6 +9,7 @@
 pub mod dist;
 pub mod events;
 mod fault;
+mod isolate;
 pub mod local;
 mod nodetool;
 mod ports;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 pub use dist::{Distribution, DEFAULT_VERSION};
 pub use events::DbEvent;
 pub use fault::{inject, NodeFault};
+pub use isolate::{await_all_up, isolate, thaw, Isolated};
 
 /// Name of the state file `up` writes into the node directory.
 pub const STATE_FILE: &str = "iodig-cassandra.json";

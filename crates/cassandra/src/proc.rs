@@ -56,7 +56,7 @@ fn reap(pid: u32) {
     }
 }
 
-fn signal(pid: u32, sig: libc::c_int) {
+pub(crate) fn signal(pid: u32, sig: libc::c_int) {
     // SAFETY: kill(2) with a positive pid we verified to be our node just before.
     unsafe {
         libc::kill(pid as libc::pid_t, sig);
@@ -153,6 +153,12 @@ pub fn kill(node: &NodeInfo) -> &'static str {
     }
     reap(node.pid);
     "killed (SIGKILL)"
+}
+
+/// Whether the node is frozen (SIGSTOP: state `T`), as a killed iodig may leave it when it
+/// died in a pause or while reading another node alone.
+pub fn frozen(node: &NodeInfo) -> bool {
+    node_alive(node) && stat(node.pid).is_some_and(|(state, _)| state == 'T')
 }
 
 /// Freezes a node with SIGSTOP for `pause`, then lets it go on with SIGCONT: a stalled process

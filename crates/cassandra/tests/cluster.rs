@@ -1,7 +1,8 @@
 //! A real 3-node Apache Cassandra cluster on 127.0.0.1–3 with a keyspace at replication factor
 //! 3: values written at QUORUM through the `cassandra` binding read back identical (at QUORUM
 //! and at ALL), `status` shows three up nodes whose effective ownership sums to 300 %, the
-//! managed logs yield flush events of every node, and `down` stops exactly the three pids.
+//! managed logs yield flush events of every node, one node can be read alone (the others frozen
+//! until it sees them down, and thawed after), and `down` stops exactly the three pids.
 //! One test function so the cluster starts once; a Drop guard stops it whatever fails.
 
 use std::collections::BTreeMap;
@@ -143,6 +144,31 @@ fn three_node_cluster_rf3_quorum() {
             node.address
         );
     }
+
+    // One node alone: the others frozen until it sees them down. Forgotten, as if the iodig
+    // holding it were killed: the next thaw resumes them, and the cluster is whole again.
+    let state = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat[stat.rfind(')').unwrap() + 2..].chars().next().unwrap()
+    };
+    let alone =
+        iodig_cassandra::isolate(&cluster.options.dir, "127.0.0.3", Duration::from_secs(120))
+            .expect("node 3 sees the others down");
+    assert_eq!(
+        cluster
+            .nodes
+            .iter()
+            .map(|n| state(n.pid))
+            .collect::<Vec<_>>()[..2],
+        ['T', 'T'],
+        "nodes 1 and 2 frozen"
+    );
+    std::mem::forget(alone);
+    let thawed = iodig_cassandra::thaw(&cluster.options.dir).unwrap();
+    assert_eq!(thawed, ["127.0.0.1", "127.0.0.2"]);
+    assert!(cluster.nodes.iter().all(|n| state(n.pid) != 'T'));
+    iodig_cassandra::await_all_up(&cluster.options.dir, Duration::from_secs(120))
+        .expect("the cluster whole again");
 
     let stopped = iodig_cassandra::down(&cluster.options.dir, Duration::from_secs(60)).unwrap();
     let pids: Vec<u32> = stopped.iter().map(|s| s.pid).collect();

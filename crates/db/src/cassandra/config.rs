@@ -28,6 +28,7 @@ pub const PROPERTIES: &[&str] = &[
     "cassandra.maxconnections",
     "cassandra.coreconnections",
     "cassandra.tracing",
+    "cassandra.hostsonly",
 ];
 
 /// Environment variable holding the password, so it need not be on the command line (where
@@ -79,6 +80,10 @@ pub struct CassandraConfig {
     /// `cassandra.tracing`: ask Cassandra to trace every statement (CQL tracing, kept in its
     /// `system_traces` keyspace).
     pub tracing: bool,
+    /// `cassandra.hostsonly`: talk to the `hosts` given and to none of the peers the driver
+    /// discovers, so every request is coordinated by one of them (`iodig verify` reads each
+    /// managed node alone this way).
+    pub hosts_only: bool,
 }
 
 pub(super) fn cfg_err(msg: String) -> DbError {
@@ -307,6 +312,9 @@ impl CassandraConfig {
             connections_per_host: (connections > 0).then_some(connections as usize),
             tracing: props
                 .get_bool("cassandra.tracing", false)
+                .map_err(|e| cfg_err(e.0))?,
+            hosts_only: props
+                .get_bool("cassandra.hostsonly", false)
                 .map_err(|e| cfg_err(e.0))?,
         })
     }

@@ -66,6 +66,13 @@ pub(super) async fn connect(config: CassandraConfig) -> Result<Shared, DbError> 
         .connection_timeout(config.connect_timeout)
         .default_execution_profile_handle(profile.into_handle())
         .tls_context(tls_context(&config)?);
+    if config.hosts_only {
+        let allowed = scylla::policies::host_filter::AllowListHostFilter::new(
+            config.contact_points.iter().map(String::as_str),
+        )
+        .map_err(|e| connect_error(&config, &format!("cassandra.hostsonly: {e}")))?;
+        builder = builder.host_filter(Arc::new(allowed));
+    }
     if let (Some(u), Some(p)) = (&config.username, &config.password) {
         builder = builder.user(u, p.expose());
     }
