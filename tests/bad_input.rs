@@ -367,4 +367,32 @@ fn versioned_writes_that_cannot_be_kept_or_verified_are_refused_up_front() {
         &["wrote no versioned values", "versionedwrites=true"],
     );
     expect_usage_error(&["verify", &out], &["not a run directory", "run.json"]);
+    // Each node alone: only when verifying, only Cassandra, only nodes iodig manages (it freezes
+    // the others), only a yes or no.
+    let rocks = || {
+        IodigArgs::run()
+            .p("versionedwrites=true")
+            .p("verify.eachnode=true")
+            .out(&out)
+    };
+    rocks()
+        .verify()
+        .usage_error(&["verify.eachnode=true", "--db rocksdb has no nodes"]);
+    let cassandra = || {
+        IodigArgs::run()
+            .db("cassandra")
+            .p("versionedwrites=true")
+            .p("verify.eachnode=true")
+            .out(&out)
+    };
+    cassandra().usage_error(&["verify.eachnode=true", "add --verify"]);
+    cassandra().p("hosts=127.0.0.9").verify().usage_error(&[
+        "verify.eachnode=true",
+        "nodes it manages",
+        "hosts",
+    ]);
+    rocks()
+        .p("verify.eachnode=maybe")
+        .verify()
+        .usage_error(&["verify.eachnode", "maybe"]);
 }

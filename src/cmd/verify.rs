@@ -13,8 +13,9 @@ pub struct VerifyArgs {
     /// Run directory of a run made with -p versionedwrites=true (the one holding run.json).
     #[arg(value_name = "RUN_DIR")]
     pub run_dir: PathBuf,
-    /// Property override, e.g. -p hosts=10.0.0.5 when the database moved, or the password the
-    /// run's record does not keep (-p cassandra.password=…, or its file or environment variable).
+    /// Property override, e.g. -p hosts=10.0.0.5 when the database moved, the password the
+    /// run's record does not keep (-p cassandra.password=…, or its file or environment variable),
+    /// or -p verify.eachnode=true to read each managed Cassandra node alone as well.
     #[arg(short = 'p', value_name = "NAME=VALUE")]
     pub property: Vec<String>,
 }

@@ -36,6 +36,39 @@ pub struct IntegrityDoc {
     /// each began.
     #[serde(default)]
     pub during_run: ReadsJudged,
+    /// Each node read alone (`-p verify.eachnode=true` on managed nodes): which replica is
+    /// behind. Informative: a replica behind is not a lost write while the cluster's reads at
+    /// the run's consistency find it; the verdict is the cluster's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_node: Vec<NodeIntegrity>,
+}
+
+/// One node's own copy of the acknowledged writes, read with no other replica to answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeIntegrity {
+    /// The node's address (`127.0.0.2`).
+    pub node: String,
+    /// How it was read, e.g. `127.0.0.2 alone at ONE (the other nodes paused)`.
+    pub read_with: String,
+    /// Keys with at least one acknowledged write, each read from this node.
+    pub keys: u64,
+    /// Keys whose every field this node holds as acknowledged.
+    pub ok: u64,
+    /// Keys this node lacks (record or field).
+    pub missing: u64,
+    /// Keys this node holds older than acknowledged.
+    pub stale: u64,
+    /// Keys this node holds garbled.
+    pub corrupt: u64,
+    /// Keys whose read from this node failed: not judged.
+    pub unreadable: u64,
+}
+
+impl NodeIntegrity {
+    /// Whether this node holds every acknowledged write as acknowledged.
+    pub fn current(&self) -> bool {
+        self.missing == 0 && self.stale == 0 && self.corrupt == 0 && self.unreadable == 0
+    }
 }
 
 /// One key found wrong.
@@ -115,6 +148,23 @@ impl IntegrityDoc {
                 "; during the run {} of {} reads were stale and {} corrupt",
                 d.stale, d.checked, d.corrupt
             ));
+        }
+        if !self.per_node.is_empty() {
+            let nodes: Vec<String> = self
+                .per_node
+                .iter()
+                .map(|n| {
+                    let mut one = format!(
+                        "{} {} missing, {} stale, {} corrupt",
+                        n.node, n.missing, n.stale, n.corrupt
+                    );
+                    if n.unreadable > 0 {
+                        one.push_str(&format!(", {} unreadable", n.unreadable));
+                    }
+                    one
+                })
+                .collect();
+            s.push_str(&format!("; each node read alone: {}", nodes.join("; ")));
         }
         s
     }

@@ -57,7 +57,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
     stop: &AtomicBool,
 ) -> Result<RunOutcome> {
     if let Some(run_dir) = &plan.req.verify_only {
-        return verify_existing(plan, factory, run_dir);
+        return verify_existing(plan, factory, deployment, run_dir);
     }
     let data_dir = factory.data_dir();
     let trace_opts = trace_options(&plan.req.trace, data_dir.as_deref());
@@ -319,7 +319,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     fn finish(mut self, interrupted: bool) -> Result<RunOutcome> {
         let integrity = match (&self.ledger, self.plan.req.verify) {
             (Some(ledger), true) if !interrupted => {
-                let doc = check_integrity(self.plan, self.factory, ledger, "run")?;
+                let doc = check_integrity(self.plan, self.factory, self.deployment, ledger, "run")?;
                 self.run.doc.integrity = Some(doc.clone());
                 Some(doc)
             }
@@ -402,10 +402,12 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     }
 }
 
-/// Reads back every key of `ledger` and says what was found.
-fn check_integrity<F: DbFactory>(
+/// Reads back every key of `ledger` through the cluster, then from each node alone where the
+/// deployment can and was asked to, and says what was found.
+fn check_integrity<F: DbFactory, D: Deployment<F>>(
     plan: &Plan,
     factory: &F,
+    deployment: &D,
     ledger: &Ledger,
     checked_by: &str,
 ) -> Result<iodig_model::integrity::IntegrityDoc> {
@@ -417,7 +419,8 @@ fn check_integrity<F: DbFactory>(
         "verify: reading back {} keys written by the run ({read_with})",
         ledger.keys().len()
     );
-    let doc = crate::verify::check(factory, plan.spec(), ledger, checked_by, read_with)?;
+    let mut doc = crate::verify::check(factory, plan.spec(), ledger, checked_by, read_with)?;
+    doc.per_node = deployment.check_each_node(plan, ledger)?;
     iodig_model::eprintln_lossy!("integrity {}: {}", doc.verdict(), doc.summary());
     for e in &doc.examples {
         iodig_model::eprintln_lossy!(
@@ -437,13 +440,14 @@ fn check_integrity<F: DbFactory>(
 
 /// `iodig verify RUN_DIR`: checks the ledger of a finished run against the database as it is
 /// now, and records the result in that run directory.
-fn verify_existing<F: DbFactory>(
+fn verify_existing<F: DbFactory, D: Deployment<F>>(
     plan: &Plan,
     factory: &F,
+    deployment: &D,
     run_dir: &std::path::Path,
 ) -> Result<RunOutcome> {
     let ledger = crate::verify::load_ledger(run_dir)?;
-    let doc = check_integrity(plan, factory, &ledger, "verify")?;
+    let doc = check_integrity(plan, factory, deployment, &ledger, "verify")?;
     let closed = factory.close();
     let run_json = run_dir.join(iodig_model::files::RUN);
     let mut run: RunDoc = iodig_model::fsio::read_json(&run_json)?;

@@ -35,6 +35,7 @@ const RUNNER_PROPERTIES: &[&str] = &[
     "faultdisk.size",
     "faultdisk.mechanism",
     "unusableafter",
+    "verify.eachnode",
 ];
 
 /// A workload with its properties resolved and its spec parsed.
@@ -283,6 +284,22 @@ fn check_versioned_writes(req: &RunRequest, workloads: &[ResolvedWorkload]) -> R
         return Err(UsageError(
             "--verify with --db basic: the basic binding keeps nothing to read back; verify a rocksdb or cassandra run".into(),
         )
+        .into());
+    }
+    let each_node = workloads.first().map_or(Ok(false), |w| {
+        w.props
+            .get_bool("verify.eachnode", false)
+            .map_err(|e| UsageError(e.0))
+    })?;
+    if each_node && (!req.verify || req.db != "cassandra") {
+        return Err(UsageError(format!(
+            "verify.eachnode=true reads every Cassandra node alone when the run is verified; {}",
+            if req.db != "cassandra" {
+                format!("--db {} has no nodes to read one by one", req.db)
+            } else {
+                "add --verify (with -p versionedwrites=true), or give it to iodig verify".into()
+            }
+        ))
         .into());
     }
     if let (Some((i, n)), true) = (req.client, versioned > 0) {

@@ -6,7 +6,7 @@ use crate::errors::{RunError, UsageError};
 use crate::step::{async_runtime, unix_ms};
 use anyhow::{Context, Result};
 use iodig_db::{Db, DbFactory, Execution, Record, Status};
-use iodig_model::integrity::{IntegrityDoc, IntegrityExample, ReadsJudged};
+use iodig_model::integrity::{IntegrityDoc, IntegrityExample, NodeIntegrity, ReadsJudged};
 use iodig_workload::integrity::{self, Ledger, Verdict};
 use iodig_workload::keys::KeyNamer;
 use iodig_workload::WorkloadSpec;
@@ -193,6 +193,20 @@ pub fn check<F: DbFactory>(
     doc.examples.sort_by(|a, b| a.key.cmp(&b.key));
     doc.examples.truncate(EXAMPLES);
     Ok(doc)
+}
+
+/// One node's share of a check that read it alone.
+pub fn node_integrity(node: &str, doc: &IntegrityDoc) -> NodeIntegrity {
+    NodeIntegrity {
+        node: node.to_string(),
+        read_with: doc.read_with.clone(),
+        keys: doc.keys,
+        ok: doc.ok,
+        missing: doc.missing,
+        stale: doc.stale,
+        corrupt: doc.corrupt,
+        unreadable: doc.unreadable,
+    }
 }
 
 /// What a check job needs to name keys and fields.

@@ -35,6 +35,31 @@ pub(super) fn section(doc: &mut Doc, run: &RunData) {
         thousands(i.unacknowledged as f64),
     ]);
     doc.table(t);
+    if !i.per_node.is_empty() {
+        doc.p("Each node read alone (the others paused until it saw them down, then every key read through it at ONE): which replica is behind. A node behind is not a lost write while the reads above find it; repair or hints bring it up to date.");
+        let mut t = Table::new(&[
+            "node",
+            "keys read",
+            "ok",
+            "missing",
+            "stale",
+            "corrupt",
+            "unreadable",
+        ])
+        .text_columns(&[0]);
+        for n in &i.per_node {
+            t.row(vec![
+                n.node.clone(),
+                thousands(n.keys as f64),
+                thousands(n.ok as f64),
+                thousands(n.missing as f64),
+                thousands(n.stale as f64),
+                thousands(n.corrupt as f64),
+                thousands(n.unreadable as f64),
+            ]);
+        }
+        doc.table(t);
+    }
     let d = i.during_run;
     if d.checked > 0 {
         doc.p(format!(

@@ -16,6 +16,8 @@ use anyhow::{Context, Result};
 use iodig_db::DbFactory;
 use iodig_model::cluster::HostNode;
 use iodig_model::events::DbEvent;
+use iodig_model::integrity::NodeIntegrity;
+use iodig_workload::integrity::Ledger;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -33,6 +35,13 @@ pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
         plan.req.nodes = Some(nodes);
     }
     if plan.props.contains("hosts") {
+        if each_node(&plan)? {
+            return Err(UsageError(
+                "verify.eachnode=true pauses every other node while one is read alone, which iodig does only to nodes it manages; leave out the hosts property (or verify.eachnode)"
+                    .into(),
+            )
+            .into());
+        }
         if plan.req.restore_each_step {
             return Err(UsageError(
                 "--restore-each-step needs nodes iodig manages; leave out the hosts property"
@@ -61,6 +70,18 @@ fn verified_run_on_managed_nodes(plan: &Plan) -> Option<u32> {
     let cluster = iodig_cassandra::Cluster::load(&dir).ok()?;
     (plan.props.get("hosts") == Some(cluster.hosts().as_str())).then_some(cluster.options.nodes)
 }
+
+/// Whether the check is to read every node alone too (`-p verify.eachnode=true`).
+fn each_node(plan: &Plan) -> Result<bool> {
+    Ok(plan
+        .props
+        .get_bool("verify.eachnode", false)
+        .map_err(|e| UsageError(e.0))?)
+}
+
+/// How long a node may take to see the paused others down (the failure detector convicts in
+/// about 10–20 s) and the cluster to be whole again after.
+const ISOLATION_WAIT: Duration = Duration::from_secs(120);
 
 /// Cassandra on hosts iodig did not start: no marker, no snapshot; the dataset is probed.
 pub struct ExternalHosts;
@@ -127,6 +148,15 @@ impl ManagedNodes {
                 dir.display()
             ))
             .into());
+        }
+        // Nodes a killed iodig left frozen (in a pause, or while reading one node alone).
+        if let Ok(thawed) = iodig_cassandra::thaw(&dir) {
+            if !thawed.is_empty() {
+                iodig_model::eprintln_lossy!(
+                    "note: node(s) {} were left frozen (SIGSTOP) by an iodig that was killed; resumed them",
+                    thawed.join(", ")
+                );
+            }
         }
         let (cluster, guard) = match existing {
             Some(c) if c.alive() => {
@@ -242,6 +272,54 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
 
     fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
         iodig_cassandra::events(&self.dir, Some(since_unix_ms)).unwrap_or_default()
+    }
+
+    /// Each node alone: the others paused until it sees them down, then every key read through
+    /// it at ONE with the driver held to it, so only its own copy can answer.
+    fn check_each_node(&self, plan: &Plan, ledger: &Ledger) -> Result<Vec<NodeIntegrity>> {
+        if !each_node(plan)? {
+            return Ok(Vec::new());
+        }
+        let cluster = iodig_cassandra::Cluster::load(&self.dir)?;
+        if cluster.nodes.len() < 2 {
+            iodig_model::eprintln_lossy!(
+                "note: verify.eachnode: one node, which the check above read alone"
+            );
+            return Ok(Vec::new());
+        }
+        let handle = crate::step::async_runtime()?.handle().clone();
+        let mut per_node = Vec::new();
+        for node in &cluster.nodes {
+            let address = &node.address;
+            iodig_model::eprintln_lossy!(
+                "verify: node {address} alone (the other nodes paused until it sees them down)"
+            );
+            let alone = iodig_cassandra::isolate(&self.dir, address, ISOLATION_WAIT)
+                .with_context(|| format!("cannot read node {address} alone"))?;
+            let mut props = plan.props.clone();
+            props.set("hosts", address.clone());
+            props.set("cassandra.hostsonly", "true");
+            props.set("cassandra.readconsistencylevel", "ONE");
+            let factory =
+                iodig_db::cassandra::open_with_handle(&props, &handle).map_err(db_error)?;
+            let read_with = format!("{address} alone at ONE (the other nodes paused)");
+            let doc = crate::verify::check(&factory, plan.spec(), ledger, "verify", read_with);
+            let _ = factory.close();
+            drop(alone);
+            let one = crate::verify::node_integrity(address, &doc?);
+            iodig_model::eprintln_lossy!(
+                "  node {address}: {} keys, {} missing, {} stale, {} corrupt, {} unreadable",
+                one.keys,
+                one.missing,
+                one.stale,
+                one.corrupt,
+                one.unreadable
+            );
+            per_node.push(one);
+        }
+        iodig_cassandra::await_all_up(&self.dir, ISOLATION_WAIT)
+            .context("the nodes did not all come back after being read one by one")?;
+        Ok(per_node)
     }
 
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {

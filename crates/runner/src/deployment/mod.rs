@@ -21,7 +21,9 @@ use crate::request::RunOutcome;
 use anyhow::Result;
 use iodig_db::{DbError, DbFactory};
 use iodig_model::events::DbEvent;
+use iodig_model::integrity::NodeIntegrity;
 use iodig_model::props::Properties;
+use iodig_workload::integrity::Ledger;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
@@ -79,6 +81,13 @@ pub trait Deployment<F: DbFactory> {
     /// The agents on the hosts observed over SSH, driven around each step ([`observed`]).
     fn observed_hosts(&self) -> Option<&Mutex<RemoteHosts>> {
         None
+    }
+
+    /// After the check through the cluster (`-p verify.eachnode=true`): every key of `ledger`
+    /// read from each node alone, where this deployment can make one node the only replica
+    /// that answers; none where it cannot.
+    fn check_each_node(&self, _plan: &Plan, _ledger: &Ledger) -> Result<Vec<NodeIntegrity>> {
+        Ok(Vec::new())
     }
 }
 

@@ -12,6 +12,8 @@ use iodig_db::DbFactory;
 use iodig_iotrace::TraceOptions;
 use iodig_model::cluster::ClusterDoc;
 use iodig_model::events::DbEvent;
+use iodig_model::integrity::NodeIntegrity;
+use iodig_workload::integrity::Ledger;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -91,5 +93,9 @@ impl<F: DbFactory, D: Deployment<F>> Deployment<F> for Observed<'_, D> {
 
     fn observed_hosts(&self) -> Option<&Mutex<RemoteHosts>> {
         Some(&self.hosts)
+    }
+
+    fn check_each_node(&self, plan: &Plan, ledger: &Ledger) -> Result<Vec<NodeIntegrity>> {
+        self.inner.check_each_node(plan, ledger)
     }
 }
