@@ -298,16 +298,15 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 events,
             },
         )?;
-        drop(saver);
+        if let Some(saver) = saver {
+            saver.finish()?;
+        }
         if let Some(s) = self.run.doc.steps.last() {
             self.event_windows.push((
                 self.run.path.join(&s.dir),
                 since,
                 s.started_unix_ms + s.runtime_ms,
             ));
-        }
-        if let Some(ledger) = &self.ledger {
-            crate::verify::save_ledger(&self.run.path, ledger)?;
         }
         if let Some(e) = &result.error {
             return Err(anyhow::anyhow!("step {name} failed: {e}"));

@@ -31,10 +31,16 @@ pub fn save_ledger(run_dir: &Path, ledger: &Ledger) -> Result<()> {
 }
 
 /// Saves the ledger every few seconds while a step runs, so a run killed mid-step still has
-/// the writes acknowledged up to the last save checked. Stops (and saves once more) on drop.
+/// the writes acknowledged up to the last save checked. [`finish`](Self::finish) saves once
+/// more and says whether that worked; dropped without it (a step that failed), it saves once
+/// more with a warning at most.
 pub struct LedgerSaver {
     stop: Option<std::sync::mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    ledger: Arc<Ledger>,
+    run_dir: PathBuf,
+    /// Saved by `finish`: nothing left for drop to do.
+    finished: bool,
 }
 
 /// How often the ledger is saved during a step.
@@ -42,41 +48,62 @@ const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl LedgerSaver {
     /// Saves `ledger` into `run_dir` ([`LEDGER_FILE`]) every 2 s from a thread of its own; a
-    /// failed save is a warning, not an error.
+    /// failed save there is a warning, not an error.
     pub fn start(ledger: Arc<Ledger>, run_dir: PathBuf) -> Self {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("iodig-ledger".into())
-            .spawn(move || {
-                let save = || {
-                    if let Err(e) = save_ledger(&run_dir, &ledger) {
-                        iodig_model::eprintln_lossy!(
-                            "warning: the ledger of versioned writes could not be saved: {e:#}"
-                        );
+        let thread = {
+            let (ledger, run_dir) = (Arc::clone(&ledger), run_dir.clone());
+            std::thread::Builder::new()
+                .name("iodig-ledger".into())
+                .spawn(move || {
+                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                        rx.recv_timeout(SAVE_EVERY)
+                    {
+                        if let Err(e) = save_ledger(&run_dir, &ledger) {
+                            iodig_model::eprintln_lossy!(
+                                "warning: the ledger of versioned writes could not be saved: {e:#}"
+                            );
+                        }
                     }
-                };
-                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    rx.recv_timeout(SAVE_EVERY)
-                {
-                    save();
-                }
-                // Stopped: once more, so the file holds every write acknowledged in the step
-                // even when recording the step fails after this.
-                save();
-            })
-            .ok();
+                })
+                .ok()
+        };
         Self {
             stop: Some(tx),
             thread,
+            ledger,
+            run_dir,
+            finished: false,
+        }
+    }
+
+    /// Stops the periodic saves and saves the whole step's ledger once, the error returned.
+    pub fn finish(mut self) -> Result<()> {
+        self.stop_thread();
+        self.finished = true;
+        save_ledger(&self.run_dir, &self.ledger)
+    }
+
+    fn stop_thread(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
 
 impl Drop for LedgerSaver {
     fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        self.stop_thread();
+        if self.finished {
+            return;
+        }
+        // Once more, so the file holds every write acknowledged in the step even when the
+        // step's recording failed.
+        if let Err(e) = save_ledger(&self.run_dir, &self.ledger) {
+            iodig_model::eprintln_lossy!(
+                "warning: the ledger of versioned writes could not be saved: {e:#}"
+            );
         }
     }
 }
