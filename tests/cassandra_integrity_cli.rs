@@ -80,6 +80,7 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
         assert_eq!(i[bad], 0, "{bad} at QUORUM: {i}");
     }
     assert_eq!(i["during_run"]["stale"], 0, "{i}");
+    assert_eq!(i["during_run"]["missing"], 0, "{i}");
     assert!(i["during_run"]["checked"].as_u64().unwrap() > 100, "{i}");
     // The outage is on the step's time line, with the step's writes acknowledged around it.
     let step = run["steps"].as_array().unwrap().last().unwrap().clone();

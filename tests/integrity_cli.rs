@@ -46,6 +46,10 @@ fn a_versioned_run_reads_back_every_acknowledged_write_and_the_report_says_so() 
     assert!(i["during_run"]["checked"].as_u64().unwrap() > 100, "{i}");
     assert_eq!(i["during_run"]["stale"], 0, "{i}");
     assert_eq!(i["during_run"]["corrupt"], 0, "{i}");
+    assert_eq!(
+        i["during_run"]["missing"], 0,
+        "a clean database lacks no field: {i}"
+    );
     assert!(r.run_dir().join("integrity/ledger.bin").is_file());
     // Versioned values carry their version: the VERIFY op counts every judged read.
     let step = &run["steps"][1];

@@ -391,12 +391,14 @@ impl Worker {
 
     /// With versioned writes, judges what a read returned (`status`, the values) against the
     /// writes acknowledged before it began (`expected`), counts it and records it as `VERIFY`:
-    /// a record not found although its insert was acknowledged is a lost write too.
+    /// a record not found although its insert was acknowledged is a lost write too, and so is
+    /// a field the read asked for (`requested`) that the record came back without.
     fn check_versions<M: MeasuredDb>(
         &self,
         db: &mut M,
         status: Status,
         expected: Option<integrity::KeyExpectation>,
+        requested: ReadFields,
     ) {
         let (Some(ledger), Some(expected)) = (&self.shared.ledger, expected) else {
             return;
@@ -429,12 +431,49 @@ impl Worker {
                 worst = verdict;
             }
         }
+        if matches!(worst, Verdict::Ok | Verdict::Unacknowledged)
+            && self.lacks_an_acknowledged_field(&expected, requested)
+        {
+            ledger.count_missing_read();
+            db.record(
+                OpKind::Verify,
+                Status::UnexpectedState,
+                start,
+                Instant::now(),
+            );
+            return;
+        }
         ledger.count_read(worst);
         let status = match worst {
             Verdict::Ok | Verdict::Unacknowledged => Status::Ok,
             Verdict::Stale | Verdict::Corrupt => Status::UnexpectedState,
         };
         db.record(OpKind::Verify, status, start, Instant::now());
+    }
+
+    /// Whether a field the read asked for, with a write acknowledged before it began, is
+    /// absent from what came back.
+    fn lacks_an_acknowledged_field(
+        &self,
+        expected: &integrity::KeyExpectation,
+        requested: ReadFields,
+    ) -> bool {
+        let names = &self.shared.field_names;
+        let absent = |i: usize| {
+            expected.field(i as u16).is_some_and(|e| e.acked > 0)
+                && !self
+                    .result
+                    .iter()
+                    .any(|(name, _)| name == names[i].as_str())
+        };
+        match requested {
+            ReadFields::All | ReadFields::AllByName => (0..names.len()).any(absent),
+            ReadFields::One => self
+                .one_field
+                .first()
+                .and_then(|one| names.iter().position(|n| n == one))
+                .is_some_and(absent),
+        }
     }
 
     fn random_field(&mut self) -> usize {
@@ -518,7 +557,7 @@ impl Worker {
         if self.shared.spec.data_integrity && status.is_ok() {
             self.verify(db);
         }
-        self.check_versions(db, status, expected);
+        self.check_versions(db, status, expected, choice);
     }
 
     /// YCSB's `verifyRow`: every value read must be the deterministic value of its field.
@@ -600,7 +639,7 @@ impl Worker {
         if self.shared.spec.data_integrity && read.is_ok() {
             self.verify(db);
         }
-        self.check_versions(db, read, expected);
+        self.check_versions(db, read, expected, choice);
         let status = if read.is_ok() { update } else { read };
         db.record(OpKind::ReadModifyWrite, status, start, end);
     }

@@ -233,7 +233,8 @@ pub struct ReadTally {
     pub stale: u64,
     /// Of those, reads with a value iodig did not write.
     pub corrupt: u64,
-    /// Of those, reads that found no record (NOT_FOUND) although its insert was acknowledged.
+    /// Of those, reads that found no record (NOT_FOUND) although its insert was acknowledged,
+    /// or a record without a field the read asked for whose write was acknowledged.
     pub missing: u64,
 }
 
