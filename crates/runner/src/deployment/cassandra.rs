@@ -342,7 +342,7 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
                 FaultAction::Restart => iodig_cassandra::NodeFault::Restart,
                 FaultAction::Cap(limit) => return cap_node(&dir, &address, *limit),
                 FaultAction::Uncap => return cap_node(&dir, &address, IoLimit::None),
-                // Refused before the run starts (plan::check_faults); said again if it ever gets here.
+                // Refused before the run starts (plan::faults); said again if it ever gets here.
                 a @ (FaultAction::Slow(..)
                 | FaultAction::Fail(_)
                 | FaultAction::Fill
