@@ -6,7 +6,6 @@
 
 use crate::Direction;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// Names the mapped devices start with, so a killed run's leftovers are recognisable.
@@ -18,8 +17,11 @@ pub fn available() -> Result<(), String> {
     if !Path::new("/dev/mapper/control").exists() {
         return Err("this kernel has no device-mapper (/dev/mapper/control is missing)".into());
     }
-    let targets = dmsetup(&["targets"])
-        .map_err(|e| format!("device-mapper is there but `dmsetup targets` failed: {e}"))?;
+    let targets = dmsetup(&["targets"]).map_err(|e| {
+        format!(
+            "device-mapper is there but `dmsetup targets` failed: {e} (apt-get install dmsetup)"
+        )
+    })?;
     let missing: Vec<&str> = ["delay", "flakey", "error", "linear"]
         .into_iter()
         .filter(|t| {
@@ -214,18 +216,7 @@ pub fn leftovers(tag: &str) -> Vec<String> {
 }
 
 fn dmsetup(args: &[&str]) -> Result<String, String> {
-    let out = Command::new("dmsetup")
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run dmsetup ({e}); install it (apt-get install dmsetup)"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "dmsetup {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    crate::stack::run("dmsetup", args)
 }
 
 #[cfg(test)]

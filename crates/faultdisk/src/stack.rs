@@ -504,7 +504,7 @@ fn allocate(file: &std::fs::File, len: u64) -> std::io::Result<()> {
 }
 
 /// Runs a system tool; its stderr becomes the error.
-fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
+pub(crate) fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new(cmd)
         .args(args)
         .output()

@@ -404,7 +404,7 @@ impl Worker {
             return;
         };
         let start = Instant::now();
-        if status == Status::NotFound && expected.any_acknowledged() {
+        let missing = |db: &mut M| {
             ledger.count_missing_read();
             db.record(
                 OpKind::Verify,
@@ -412,7 +412,9 @@ impl Worker {
                 start,
                 Instant::now(),
             );
-            return;
+        };
+        if status == Status::NotFound && expected.any_acknowledged() {
+            return missing(db);
         }
         if !status.is_ok() {
             return;
@@ -434,14 +436,7 @@ impl Worker {
         if matches!(worst, Verdict::Ok | Verdict::Unacknowledged)
             && self.lacks_an_acknowledged_field(&expected, requested)
         {
-            ledger.count_missing_read();
-            db.record(
-                OpKind::Verify,
-                Status::UnexpectedState,
-                start,
-                Instant::now(),
-            );
-            return;
+            return missing(db);
         }
         ledger.count_read(worst);
         let status = match worst {
