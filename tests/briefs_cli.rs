@@ -173,7 +173,10 @@ fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
     if !dev.starts_with("nvme") && storage["members"].as_array().is_none() {
         assert_eq!(
             stats,
-            format!("not available: {dev} is not an NVMe device (no device-side latency log)")
+            format!(
+                "not available: {dev}: not an NVMe device — the device reports no latency \
+                 statistics of its own"
+            )
         );
     }
     assert!(md.contains(stats), "{md}");

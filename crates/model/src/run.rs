@@ -303,6 +303,9 @@ pub mod files {
     pub const TRACE: &str = "trace.json";
     /// System samples of the step ([`crate::sys::SysDoc`]).
     pub const SYSSTAT: &str = "sys.json";
+    /// The traced disks' own statistics before and after the step, or why there are none
+    /// ([`crate::device_stats::DeviceStatsDoc`]).
+    pub const DEVICE_STATS: &str = "device-stats.json";
     /// The database's flushes, compactions and file deletions, and faults injected
     /// ([`crate::events::DbEvent`]).
     pub const EVENTS: &str = "db-events.json";

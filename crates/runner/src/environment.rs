@@ -1,6 +1,7 @@
 //! Facts about the machine and the storage under the data directory, stored in run.json so a
 //! result always says what it measured.
 
+use crate::device_stats::DeviceStatsProbe;
 use iodig_model::{Environment, StorageInfo};
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -37,7 +38,11 @@ pub fn describe(data_dir: Option<&Path>) -> Environment {
             .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
             .map_or(0, |kb| kb * 1024),
         data_dir: data_dir.map(|d| d.display().to_string()),
-        storage: data_dir.and_then(storage_of),
+        storage: data_dir.and_then(storage_of).map(|mut s| {
+            // Here, not in storage_of: finding out reads the drive, once per run is enough.
+            s.device_latency_stats = s.device.as_deref().map(latency_stats);
+            s
+        }),
         kernel_settings: kernel_settings(Path::new("/proc/sys/vm"), Path::new("/sys/kernel/mm")),
         boot_id: read_trim("/proc/sys/kernel/random/boot_id"),
         database_version: None,
@@ -78,8 +83,8 @@ fn bracketed(v: &str) -> String {
         .to_string()
 }
 
-/// Firmware, capacity, queue settings, md/dm members and device latency statistics of the
-/// whole disk at `disk` (its /sys/block directory).
+/// Firmware, capacity, queue settings and md/dm members of the whole disk at `disk` (its
+/// /sys/block directory).
 fn disk_facts(info: &mut StorageInfo, disk: &Path) {
     info.firmware = ["device/firmware_rev", "device/rev"]
         .iter()
@@ -109,33 +114,15 @@ fn disk_facts(info: &mut StorageInfo, disk: &Path) {
         .collect();
     members.sort();
     info.members = members;
-    let name = info.device.clone().unwrap_or_default();
-    info.device_latency_stats = Some(latency_stats(&name, &info.members));
 }
 
-/// Whether the device reports latency statistics of its own (NVMe SMART / OCP latency
-/// monitor), worded for the report; iodig states it and never invents figures.
-pub fn latency_stats(device: &str, members: &[String]) -> String {
-    let cli = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("nvme").is_file()));
-    latency_stats_with(device, members, cli)
-}
-
-/// [`latency_stats`] given whether the `nvme` CLI is installed.
-fn latency_stats_with(device: &str, members: &[String], cli: bool) -> String {
-    let nvme = device.starts_with("nvme") || members.iter().any(|m| m.starts_with("nvme"));
-    if !nvme {
-        return format!(
-            "not available: {device} is not an NVMe device (no device-side latency log)"
-        );
-    }
-    if cli {
-        "NVMe: the nvme CLI can read SMART / OCP latency-monitor logs; iodig does not read them \
-         yet, so only the trace's figures are shown"
-            .to_string()
-    } else {
-        "not available: NVMe device but the nvme CLI (nvme-cli) is not installed".to_string()
-    }
+/// Whether the whole disk `device` (or each member of an md/dm device) reports statistics of
+/// its own (NVMe SMART / OCP latency monitor), found by reading them once: what iodig reads
+/// around each step, or why it reads nothing. Never invented.
+pub fn latency_stats(device: &str) -> String {
+    let mut probe = DeviceStatsProbe::locate(&[device.to_string()]);
+    probe.read_before();
+    probe.availability()
 }
 
 /// The mount and whole-disk block device holding `path`.
@@ -196,6 +183,7 @@ pub fn storage_of(path: &Path) -> Option<StorageInfo> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device_stats::NOT_NVME;
 
     #[test]
     fn storage_of_the_temp_dir_names_a_mount() {
@@ -229,16 +217,27 @@ mod tests {
     }
 
     #[test]
-    fn latency_stats_are_said_unavailable_off_nvme() {
+    fn latency_stats_say_why_a_disk_has_none() {
+        // Wherever the temp dir is, a disk that is not NVMe says so, and an NVMe one says what
+        // is read or why it cannot be.
+        let s = storage_of(&std::env::temp_dir()).unwrap();
+        let Some(device) = s.device else { return };
+        let words = latency_stats(&device);
+        if std::fs::canonicalize(format!("/sys/block/{device}/device"))
+            .is_ok_and(|d| d.to_string_lossy().contains("nvme"))
+        {
+            assert!(
+                words.contains("NVMe controller") || words.starts_with("not available: "),
+                "{words}"
+            );
+        } else if std::fs::read_dir(format!("/sys/block/{device}/slaves"))
+            .map_or(true, |mut d| d.next().is_none())
+        {
+            assert_eq!(words, format!("not available: {device}: {NOT_NVME}"));
+        }
         assert_eq!(
-            latency_stats("vda", &[]),
-            "not available: vda is not an NVMe device (no device-side latency log)"
-        );
-        let members = ["nvme0n1 (X)".to_string()];
-        assert!(latency_stats_with("md0", &members, true).starts_with("NVMe: the nvme CLI"));
-        assert_eq!(
-            latency_stats_with("nvme1n1", &[], false),
-            "not available: NVMe device but the nvme CLI (nvme-cli) is not installed"
+            latency_stats("no-such-disk"),
+            "not available: no-such-disk: no disk no-such-disk in /sys/block"
         );
     }
 

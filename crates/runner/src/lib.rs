@@ -4,14 +4,15 @@
 //!
 //! The rooms: `request` (what the command asked) → `plan` (resolved once) → `deployment` (where
 //! the database runs: the only binding-specific room) → `experiment` (the generic sweep) →
-//! `step` (workers and collector) with `timed` and `pacer`, `observe` (tracer and samplers),
-//! `recording` (the step's files) into `rundir`; `remote` observes nodes on other hosts over
-//! SSH (and is the agent iodig runs there) and starts clients on other hosts (`--clients`);
-//! `start_at` lines up the steps of clients on several machines; `verify` keeps the ledger of
-//! versioned writes and reads them back.
+//! `step` (workers and collector) with `timed` and `pacer`, `observe` (tracer, samplers and the
+//! drives' own statistics in `device_stats`), `recording` (the step's files) into `rundir`;
+//! `remote` observes nodes on other hosts over SSH (and is the agent iodig runs there) and
+//! starts clients on other hosts (`--clients`); `start_at` lines up the steps of clients on
+//! several machines; `verify` keeps the ledger of versioned writes and reads them back.
 
 pub mod dataset;
 pub mod deployment;
+pub mod device_stats;
 pub mod environment;
 pub mod errors;
 pub mod experiment;

@@ -272,9 +272,9 @@ fn merge_step(
     merged.push_step(summary)
 }
 
-/// Keeps one client's trace, system samples, events and observed nodes of a step under the
-/// merged step's `clients/<i>/`; returns its entry of `clients.json` and its nodes with their
-/// directories in the merged run.
+/// Keeps one client's trace, its drives' own statistics, system samples, events and observed
+/// nodes of a step under the merged step's `clients/<i>/`; returns its entry of `clients.json`
+/// and its nodes with their directories in the merged run.
 fn keep_client_files(
     step_dir: &Path,
     rel: &str,
@@ -287,7 +287,12 @@ fn keep_client_files(
     std::fs::create_dir_all(&part_dir)
         .with_context(|| format!("cannot create {}", part_dir.display()))?;
     let mut kept = Vec::new();
-    for name in [files::TRACE, files::SYSSTAT, files::EVENTS] {
+    for name in [
+        files::TRACE,
+        files::DEVICE_STATS,
+        files::SYSSTAT,
+        files::EVENTS,
+    ] {
         if src.join(name).is_file() {
             link_or_copy(&src.join(name), &part_dir.join(name))?;
             kept.push(name.to_string());

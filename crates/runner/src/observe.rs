@@ -1,7 +1,9 @@
 //! What watches a step from outside the database: the block-IO tracer on the devices under the
-//! data, the system sampler on iodig and the database's processes, and the agents on observed
-//! hosts (`remote`), started when measurement starts and stopped after it.
+//! data, the traced disks' own statistics (`device_stats`), the system sampler on iodig and the
+//! database's processes, and the agents on observed hosts (`remote`), started when measurement
+//! starts and stopped after it.
 
+use crate::device_stats::DeviceStatsProbe;
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
 use crate::fault::{Fault, FaultHandler, FaultRunner};
@@ -11,6 +13,7 @@ use anyhow::Result;
 use iodig_iotrace::{
     BadTarget, PreparedTrace, TraceError, TraceMode, TraceOptions, TraceSession, WatchOptions,
 };
+use iodig_model::device_stats::DeviceStatsDoc;
 use iodig_model::sys::SysDoc;
 use iodig_model::trace::TraceDoc;
 use iodig_sysstat::{Sampler, SysOptions};
@@ -29,6 +32,26 @@ pub fn trace_options(requested: &TraceOptions, data_dir: Option<&Path>) -> Trace
         }
     }
     opts
+}
+
+/// The whole disks whose own statistics are read around a step: those traced, or, when the
+/// tracer picks the disks itself, every disk it may pick (the step keeps those it kept).
+fn stat_devices(opts: &TraceOptions) -> Vec<String> {
+    if opts.devices.is_empty() {
+        return iodig_iotrace::devices::candidates(usize::MAX)
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+    }
+    let mut disks = Vec::new();
+    for name in &opts.devices {
+        if let Some(d) = iodig_iotrace::devices::resolve_name(name) {
+            if !disks.contains(&d.name) {
+                disks.push(d.name);
+            }
+        }
+    }
+    disks
 }
 
 /// Checks the tracer once before anything runs: an explicit `--trace ebpf` that cannot work
@@ -72,6 +95,8 @@ pub struct Observer<'r> {
     /// The tracer loaded before the step, attached when measurement starts.
     prepared: Option<PreparedTrace>,
     trace: Option<TraceSession>,
+    /// The traced disks' controllers, opened before the step, read around it.
+    device_stats: Option<DeviceStatsProbe>,
     sys: Option<Sampler>,
     /// Why the trace of this step is missing, when it is.
     pub trace_error: Option<String>,
@@ -83,6 +108,9 @@ pub struct Observed {
     pub trace: Option<TraceDoc>,
     /// Per-second system and process samples (`sys.json`); None when the sampler did not start.
     pub sys: Option<SysDoc>,
+    /// The traced disks' own statistics before and after the step, or why there are none
+    /// (`device-stats.json`); None when tracing was off.
+    pub device_stats: Option<DeviceStatsDoc>,
     /// Why `trace` is missing when tracing was asked for (printed as a warning).
     pub trace_error: Option<String>,
     /// Each observed host's part.
@@ -109,6 +137,7 @@ impl<'r> Observer<'r> {
             pids,
             prepared: None,
             trace: None,
+            device_stats: None,
             sys: None,
             trace_error: None,
         };
@@ -129,6 +158,7 @@ impl<'r> Observer<'r> {
                 Ok(p) => self.prepared = Some(p),
                 Err(e) => self.trace_error = Some(e.to_string()),
             }
+            self.device_stats = Some(DeviceStatsProbe::locate(&stat_devices(opts)));
         }
         if let Some(r) = self.remote.as_deref_mut() {
             r.await_prepared();
@@ -156,6 +186,10 @@ impl<'r> Observer<'r> {
             .take()
             .map(|r| r.stop(since_unix_ms))
             .unwrap_or_default();
+        // Read before the trace stops, so the device's window lies inside the trace's.
+        if let Some(d) = self.device_stats.as_mut() {
+            d.read_after();
+        }
         let trace = self.trace.take().and_then(|t| match t.stop() {
             Ok(doc) => Some(doc),
             Err(e) => {
@@ -163,9 +197,17 @@ impl<'r> Observer<'r> {
                 None
             }
         });
+        let traced: Option<Vec<String>> = trace
+            .as_ref()
+            .map(|t| t.devices.iter().map(|d| d.name.clone()).collect());
+        let device_stats = self
+            .device_stats
+            .take()
+            .map(|d| d.into_doc(traced.as_deref()));
         Observed {
             trace,
             sys: self.sys.take().map(Sampler::stop),
+            device_stats,
             trace_error: self.trace_error,
             nodes,
             fault_events,
@@ -191,6 +233,11 @@ impl StepObserver for Observer<'_> {
                 Ok(s) => self.trace = Some(s),
                 Err(e) => self.trace_error = Some(e.to_string()),
             }
+        }
+        // After the trace attaches (a read takes milliseconds), so the device's window lies
+        // inside the trace's.
+        if let Some(d) = self.device_stats.as_mut() {
+            d.read_before();
         }
         if let Some(r) = self.remote.as_deref_mut() {
             r.await_started();

@@ -1,6 +1,7 @@
 //! Writing one finished step into the run directory: the YCSB text (also on stdout), the time
-//! series, histograms, HDR log, trace, system samples, database events and the step summary,
-//! each file atomically, run.json last, so a crash keeps every step that finished.
+//! series, histograms, HDR log, trace, the drives' own statistics, system samples, database
+//! events and the step summary, each file atomically, run.json last, so a crash keeps every
+//! step that finished.
 
 use crate::observe::Observed;
 use crate::rundir::RunDir;
@@ -83,6 +84,9 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
     run.write_bytes(&dir, files::HDR_START_LOG, &result.start_hlog)?;
     if let Some(t) = &observed.trace {
         run.write_json(&dir, files::TRACE, t)?;
+    }
+    if let Some(d) = &observed.device_stats {
+        run.write_json(&dir, files::DEVICE_STATS, d)?;
     }
     if let Some(s) = &observed.sys {
         run.write_json(&dir, files::SYSSTAT, s)?;
