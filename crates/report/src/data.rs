@@ -3,6 +3,7 @@
 //! events) are not errors: the report says what it could not show.
 
 use anyhow::{bail, Context, Result};
+use iodig_model::device_stats::DeviceStatsDoc;
 use iodig_model::files;
 use iodig_model::reading::{read_run_doc, settle};
 use iodig_model::sys::SysDoc;
@@ -26,6 +27,9 @@ pub struct StepData {
     pub histograms: Option<StepHistograms>,
     /// The block-IO trace (`trace.json`); none when tracing was off or the file is missing.
     pub trace: Option<TraceDoc>,
+    /// The traced disks' own statistics (`device-stats.json`); none when tracing was off and in
+    /// runs from before they were read.
+    pub device_stats: Option<DeviceStatsDoc>,
     /// CPU and memory samples (`sys.json`), when written.
     pub sys: Option<SysDoc>,
     /// Database flushes, compactions and file deletions (`db-events.json`); empty when none
@@ -234,6 +238,7 @@ pub fn load_run(path: &Path) -> Result<RunData> {
             summary: s.clone(),
             histograms: read_optional(&dir.join(files::HISTOGRAMS))?,
             trace: read_optional(&dir.join(files::TRACE))?,
+            device_stats: read_optional(&dir.join(files::DEVICE_STATS))?,
             sys: read_optional(&dir.join(files::SYSSTAT))?,
             events: read_optional(&dir.join(files::EVENTS))?.unwrap_or_default(),
             timeseries,

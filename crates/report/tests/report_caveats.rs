@@ -1,7 +1,8 @@
 //! What the report must say before its numbers can be trusted: steps whose operations all failed
 //! (never a peak), reads that found no record, load steps named as loads, interrupted steps,
-//! run.json notes, the built-in workload and the traced device of a remote database — the same
-//! in report.md, report.html and the CSV files.
+//! run.json notes, the built-in workload, the traced device of a remote database, and the
+//! drive's own statistics or why it has none — the same in report.md, report.html and the CSV
+//! files.
 
 mod support;
 
@@ -268,4 +269,81 @@ fn header_names_the_built_in_workload_and_the_traced_device_of_a_remote_database
     assert!(row(&md, "device")[1].starts_with("nvme0n1 (Generated NVMe SSD)"));
     assert!(!md.contains("| traced devices |"));
     assert_eq!(row(&md, "workload files")[1], "workloada");
+}
+
+#[test]
+fn the_drives_own_statistics_stand_beside_the_trace_or_are_said_missing() {
+    use iodig_model::device_stats::{
+        DeviceSnapshot, DeviceStats, DeviceStatsDoc, SmartLog, SMART_DATA_UNIT_BYTES,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut traced_reads = 0;
+    let (_, md, html) = report_of(tmp.path(), &spec(), |dir| {
+        let doc: serde_json::Value = serde_json::from_str(&read(&dir.join("run.json"))).unwrap();
+        let step_dir = |i: usize| dir.join(doc["steps"][i]["dir"].as_str().unwrap());
+        let missing = DeviceStats {
+            device: "vda".into(),
+            unavailable: Some(
+                "not an NVMe device — the device reports no latency statistics of its own".into(),
+            ),
+            ..Default::default()
+        };
+        let write = |i: usize, devices: Vec<DeviceStats>| {
+            std::fs::write(
+                step_dir(i).join("device-stats.json"),
+                serde_json::to_string(&DeviceStatsDoc { devices }).unwrap(),
+            )
+            .unwrap();
+        };
+        write(0, vec![missing]);
+        // Step 1's nvme0n1 as the drive counted it: 1,234 reads, 3 data units, 36 → 38 °C.
+        let snap = |unix_ms, reads, units, kelvin| DeviceSnapshot {
+            unix_ms,
+            smart: Some(SmartLog {
+                host_read_commands: reads,
+                data_units_read: units,
+                composite_temperature_k: kelvin,
+                ..Default::default()
+            }),
+            latency_monitor: None,
+        };
+        let mut nvme = DeviceStats {
+            device: "nvme0n1".into(),
+            controller: Some("nvme0".into()),
+            latency_monitor_unavailable: Some("not implemented by this device".into()),
+            before: Some(snap(1_000, 10_000, 40, 309)),
+            after: Some(snap(4_900, 11_234, 43, 311)),
+            ..Default::default()
+        };
+        nvme.settle();
+        write(1, vec![nvme]);
+        let trace: serde_json::Value =
+            serde_json::from_str(&read(&step_dir(1).join("trace.json"))).unwrap();
+        traced_reads = trace["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == "nvme0n1")
+            .unwrap()["ops"]["read"]["ios"]
+            .as_u64()
+            .unwrap();
+    });
+    let line = "vda: not an NVMe device — the device reports no latency statistics of its own";
+    assert!(md.contains(&format!("- {line}")), "{md}");
+    assert!(html.contains(line), "the HTML says it too");
+    assert!(md.contains("#### nvme0n1 (NVMe controller nvme0)"), "{md}");
+    assert!(
+        md.contains("(3.9 s apart, inside the trace's window)"),
+        "{md}"
+    );
+    assert_eq!(
+        row(&md, "read commands"),
+        ["read commands", "1,234", &traced_reads.to_string()]
+    );
+    let mb = (3 * SMART_DATA_UNIT_BYTES) as f64 / 1e6;
+    assert_eq!(row(&md, "data read")[1], format!("{mb:.1} MB (±0.5)"));
+    assert_eq!(row(&md, "temperature")[1], "36 → 38 °C");
+    assert!(md.contains("- OCP latency monitor: not implemented by this device."));
+    // Steps without the file (the third) have no such section, and no figure is made up.
+    assert_eq!(md.matches("### The drive's own statistics").count(), 2);
 }

@@ -12,12 +12,15 @@
 //! - [`per_io`]: every IO of the per-IO stream by size (latency per size class, IOs to draw);
 //! - [`levels`]: system level vs device level (per-second OS and device time of reads, writes);
 //! - [`storage`]: storage-bound or not (device reads per database read, page cache, memory);
+//! - [`device_stats`]: what each traced disk counted itself (NVMe SMART, OCP latency monitor)
+//!   beside what the trace counted, or why it has no such figures;
 //! - [`findings`]: every findings rule — a new finding goes there (its module doc says how).
 
 pub mod attribution;
 pub mod background;
 pub mod bend;
 pub mod cluster;
+pub mod device_stats;
 pub mod findings;
 pub mod io;
 pub mod levels;

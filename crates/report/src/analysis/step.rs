@@ -88,6 +88,9 @@ pub struct StepView {
     pub levels: Vec<super::levels::LevelRow>,
     /// Device reads per database read, page cache and memory (traced steps that read).
     pub storage: Option<super::storage::StorageBound>,
+    /// Each traced disk's own statistics beside the trace's, or why it has none; empty when
+    /// the step has no `device-stats.json`.
+    pub device_stats: Vec<super::device_stats::DeviceStatsView>,
     /// `ebpf`, `diskstats` or `off`: the trace's own word, else run.json's.
     pub trace_mode: String,
     /// Why that mode ran when it is not the one asked for (the fallback reason), when said.
@@ -217,6 +220,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         levels: Vec::new(),
         diskstats_check: step.trace.as_ref().and_then(diskstats_sentence),
         storage: super::storage::storage_bound(step),
+        device_stats: super::device_stats::device_stats(step),
         trace_mode,
         trace_note,
         findings: Vec::new(),

@@ -6,6 +6,7 @@ mod attribution;
 mod block_io;
 mod client;
 mod cluster;
+mod device_stats;
 mod events;
 mod findings;
 mod header;

@@ -1,8 +1,10 @@
 //! A step's section: when it ran and what it found, then its charts on one time axis (client,
-//! block IO, system), the per-second figures and the IO summary.
+//! block IO, system) with the drive's own statistics beside the block IO, the per-second
+//! figures and the IO summary.
 
 use super::{
-    attribution, block_io, client, cluster, events, io_summary, per_io, per_second, system,
+    attribution, block_io, client, cluster, device_stats, events, io_summary, per_io, per_second,
+    system,
 };
 use crate::analysis::StepView;
 use crate::doc::Doc;
@@ -14,6 +16,7 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
     let t = Timeline::of(s);
     client::charts(doc, s, &t);
     block_io::charts(doc, s, &t);
+    device_stats::section(doc, s);
     per_io::section(doc, s, &t);
     system::charts(doc, s, &t);
     per_second::table(doc, s);
