@@ -33,8 +33,10 @@ const _: () = assert!(size_of::<PassthruCmd>() == 72);
 
 /// `_IOWR('N', 0x41, struct nvme_passthru_cmd)`: direction read|write (3) in bits 31–30, the
 /// argument's size in 29–16, the type 'N' in 15–8, the number in 7–0.
-const NVME_IOCTL_ADMIN_CMD: u32 =
-    (3 << 30) | ((size_of::<PassthruCmd>() as u32) << 16) | ((b'N' as u32) << 8) | 0x41;
+const NVME_IOCTL_ADMIN_CMD: libc::Ioctl = (3 << 30)
+    | ((size_of::<PassthruCmd>() as libc::Ioctl) << 16)
+    | ((b'N' as libc::Ioctl) << 8)
+    | 0x41;
 
 const OPCODE_GET_LOG_PAGE: u8 = 0x02;
 const OPCODE_IDENTIFY: u8 = 0x06;
@@ -81,7 +83,7 @@ fn submit(dev: &File, cmd: &mut PassthruCmd) -> Result<(), AdminError> {
     // SAFETY: the fd is an open file for the whole call; `cmd` is a valid, exclusively borrowed
     // `nvme_passthru_cmd` of the size the request number encodes, and its `addr`/`data_len`
     // describe a live buffer the caller borrows mutably for the same duration.
-    let rc = unsafe { libc::ioctl(dev.as_raw_fd(), NVME_IOCTL_ADMIN_CMD as _, cmd) };
+    let rc = unsafe { libc::ioctl(dev.as_raw_fd(), NVME_IOCTL_ADMIN_CMD, cmd) };
     match rc {
         0 => Ok(()),
         rc if rc < 0 => Err(AdminError::Os(std::io::Error::last_os_error())),
