@@ -18,8 +18,9 @@ pub struct FaultTarget {
     /// The node's pid there, from the agent's hello and then from each restart; None (no node
     /// found) fails its faults.
     pub pid: Option<u32>,
-    /// How the node was started, read just before this run killed or stopped it.
-    pub launch: Option<Launch>,
+    /// How the node was started, read just before this run killed or stopped it, or why it
+    /// could not be read.
+    pub launch: Option<Result<Launch, String>>,
 }
 
 /// The observed nodes as faults left them, shared by every step's handler.
@@ -42,7 +43,7 @@ pub fn unsupported(action: &FaultAction) -> Option<&'static str> {
             None
         }
         _ => Some(
-            "device faults on observed hosts are not supported yet; use kill, pause=DURATION or stop there",
+            "device faults on observed hosts are not supported yet; use kill, pause=DURATION, stop or restart there",
         ),
     }
 }
@@ -74,7 +75,7 @@ pub fn handler(ssh: Ssh, targets: FaultTargets) -> FaultHandler {
             // Read before the signal, so a later restart can repeat it; a node whose launch
             // could not be read still goes down, and its restart says why it cannot.
             let mut all = lock(&targets);
-            all[i].launch = Launch::parse(&printed).ok();
+            all[i].launch = Some(Launch::parse(&printed));
             all[i].pid = None;
         }
         if let FaultAction::Pause(d) = f.action {
@@ -95,13 +96,22 @@ fn lock(targets: &FaultTargets) -> std::sync::MutexGuard<'_, Vec<FaultTarget>> {
 /// Starts the node of `t` again from the launch read when this run took it down: the new pid
 /// and what was done.
 fn restart(ssh: &Ssh, t: &FaultTarget) -> Result<(u32, String), String> {
-    let launch = t.launch.as_ref().ok_or_else(|| {
-        format!(
-            "iodig restarts a node on {} only after this run killed or stopped it (it repeats the command line it read then){}; restart it by the host's own means",
-            t.host.spec,
-            if t.pid.is_some() { ", and the node is still up" } else { "" }
-        )
-    })?;
+    let launch = match &t.launch {
+        Some(Ok(launch)) => launch,
+        Some(Err(why)) => {
+            return Err(format!(
+                "how the node on {} was started could not be read when it was taken down ({why}); restart it by the host's own means",
+                t.host.spec
+            ))
+        }
+        None => {
+            return Err(format!(
+                "iodig restarts a node on {} only after this run killed or stopped it (it repeats the command line it read then){}; restart it by the host's own means",
+                t.host.spec,
+                if t.pid.is_some() { ", and the node is still up" } else { "" }
+            ))
+        }
+    };
     let printed = ssh
         .output_with_stdin(&t.host, "sh -s", launch.restart_script().as_bytes())
         .map_err(|e| format!("{e:#}"))?;
