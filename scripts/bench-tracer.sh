@@ -6,6 +6,7 @@
 # comparison and are switched on for one extra traced run that measures run time per IO.
 #
 # Usage (root): scripts/bench-tracer.sh [ROUNDS] [SECONDS]
+#   ROUNDS=0              no IOPS rounds: only the BPF stats runs (with BASE, the comparison)
 #   IODIG=path/to/iodig   binary with the `trace` subcommand (default target/release/iodig)
 #   BENCH_DIR=dir         where the loop device's backing file lives (default /var/tmp)
 #   BASE=path/to/iodig    an earlier build to compare with: then the BPF stats runs (attribution
@@ -178,6 +179,10 @@ report "$work/trace-stats.json"
 echo "BPF stats run, attribution on ($(iops "$work/stats-attr.json") IOPS with stats on):"
 report "$work/trace-stats-attr.json"
 
+if (( ROUNDS == 0 )); then
+    echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit 0
+fi
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 mb=$(median "${base[@]}")
 mt=$(median "${traced[@]}")
