@@ -161,6 +161,37 @@ fn max_queue_depth_reaches_the_ios_held_in_flight() {
     assert!(mean > 0.0 && mean <= N as f64, "time-weighted mean {mean}");
 }
 
+/// With an elevator every request passes block_rq_insert before it is issued: each one must
+/// get exactly one queue-time (insert → issue) sample, also when 32 wait in the scheduler.
+#[test]
+fn queue_time_is_measured_once_per_request_through_a_scheduler() {
+    let _g = lock();
+    // Buffered loop device over cached data: completions come from the loop worker, not from
+    // the VM disk's interrupts.
+    let dev = LoopDev::new(256 * MIB, 64 * MIB, false);
+    let sched = format!("/sys/block/{}/queue/scheduler", dev.name);
+    std::fs::write(&sched, "mq-deadline").expect("the loop device takes mq-deadline");
+    let session = start(&opts(&dev, TraceMode::Ebpf)).unwrap();
+    let f = dev.open_direct();
+    let buf = AlignedBuf::new(64 * KIB as usize);
+    // Not adjacent, one at a time: nothing merges.
+    for i in 0..100u64 {
+        pread_direct(&f, &buf, 4096, i * 8192);
+    }
+    for i in 0..10u64 {
+        pwrite_direct(&f, &buf, 64 * KIB as usize, 128 * MIB + i * 128 * KIB);
+    }
+    aio_read_batches(&f, 32, 10, 64 * MIB);
+    let doc = session.stop().unwrap();
+    let (r, w) = (op(&doc, "read"), op(&doc, "write"));
+    assert!(r.ios >= 100, "{}", r.ios);
+    let sc = &doc.self_check;
+    assert_eq!(r.latency["queue"].count, r.ios, "{sc:?}");
+    assert_eq!((w.ios, w.latency["queue"].count), (10, 10), "{sc:?}");
+    assert_eq!(sc.map_update_failures + sc.state_collisions, 0);
+    assert_eq!(sc.diskstats_match, Some(true));
+}
+
 #[test]
 fn diskstats_fallback_reports_the_same_io_counts() {
     let _g = lock();
