@@ -161,6 +161,24 @@ fn max_queue_depth_reaches_the_ios_held_in_flight() {
     assert!(mean > 0.0 && mean <= N as f64, "time-weighted mean {mean}");
 }
 
+/// An I/O scheduler on a loop device, put back to `none` on drop: the loop device outlives
+/// `losetup -d` and would keep it for whoever attaches it next.
+struct Scheduler(String);
+
+impl Scheduler {
+    fn set(dev: &LoopDev, name: &str) -> Scheduler {
+        let path = format!("/sys/block/{}/queue/scheduler", dev.name);
+        std::fs::write(&path, name).unwrap_or_else(|e| panic!("{name} on {}: {e}", dev.name));
+        Scheduler(path)
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, "none");
+    }
+}
+
 /// With an elevator every request passes block_rq_insert before it is issued: each one must
 /// get exactly one queue-time (insert → issue) sample, also when 32 wait in the scheduler.
 #[test]
@@ -169,8 +187,7 @@ fn queue_time_is_measured_once_per_request_through_a_scheduler() {
     // Buffered loop device over cached data: completions come from the loop worker, not from
     // the VM disk's interrupts.
     let dev = LoopDev::new(256 * MIB, 64 * MIB, false);
-    let sched = format!("/sys/block/{}/queue/scheduler", dev.name);
-    std::fs::write(&sched, "mq-deadline").expect("the loop device takes mq-deadline");
+    let _sched = Scheduler::set(&dev, "mq-deadline");
     let session = start(&opts(&dev, TraceMode::Ebpf)).unwrap();
     let f = dev.open_direct();
     let buf = AlignedBuf::new(64 * KIB as usize);
