@@ -42,22 +42,22 @@ static __always_inline struct rq_state *FN(state)(__u32 d, struct request *rq)
 	return state_of(d, RD2(rq, mq_hctx, queue_num), tag);
 }
 
-/* insert -> issue time, when this request went through an insert. */
-static __always_inline void FN(queue_lat)(struct request *rq, __u32 d, __u32 op, __u64 now)
+/* insert -> issue time, when this request went through an insert. The stamp is the request's
+ * own (owner pointer), taken once. */
+static __always_inline void FN(queue_lat)(struct request *rq, struct rq_state *st, __u32 d,
+					  __u64 now)
 {
-	__u64 key = (__u64)rq;
-	__u64 *ins = bpf_map_lookup_elem(&inserts, &key);
 	__u64 ts;
 
-	if (!ins)
+	if (st->ins_rq != (__u64)rq)
 		return;
-	ts = *ins;
-	bpf_map_delete_elem(&inserts, &key);
+	ts = st->ins_ns;
+	st->ins_rq = 0;
 	/* A stamp older than the request's allocation belongs to an earlier user of the same
-	 * struct request (merged away after insert, LRU not yet evicted): ignore it. */
+	 * struct request (merged away after insert, so never issued): ignore it. */
 	if (ts < RD(rq, start_time_ns) || now < ts)
 		return;
-	hist_add(d, op, H_LAT_QUEUE, lat_idx(now - ts, LAT_SUB_BITS), 1);
+	hist_add(d, op_class(RD(rq, cmd_flags)), H_LAT_QUEUE, lat_idx(now - ts, LAT_SUB_BITS), 1);
 }
 
 static __always_inline void FN(on_issue)(struct request *rq)
@@ -71,13 +71,12 @@ static __always_inline void FN(on_issue)(struct request *rq)
 	if (d < 0)
 		return;
 	now = bpf_ktime_get_ns();
-	if (inserts_seen)
-		FN(queue_lat)(rq, d, op_class(RD(rq, cmd_flags)), now);
 	st = FN(state)(d, rq);
 	if (!st) {
 		count(C_BAD_TAG);
 		return;
 	}
+	FN(queue_lat)(rq, st, d, now);
 	if (st->rq == (__u64)rq) {
 		/* Re-issue without a completion in between: keep it counted once in flight. */
 		st->issue_ns = now;
@@ -334,17 +333,23 @@ static __always_inline void FN(on_requeue)(struct request *rq)
 	FN(leave)(d, st, s, off);
 }
 
+/* The request holds its tag from allocation (the scheduler tag with an elevator, else the
+ * driver tag), so its state entry is the one issue will find. A request inserted again (after
+ * a requeue) is stamped again: queue time is from its last insert. */
 static __always_inline void FN(on_insert)(struct request *rq)
 {
-	__u64 key = (__u64)rq, now;
+	int d = FN(dev_index)(rq);
+	struct rq_state *st;
 
-	if (FN(dev_index)(rq) < 0)
+	if (d < 0)
 		return;
-	if (!inserts_seen)
-		inserts_seen = 1;
-	now = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&inserts, &key, &now, BPF_ANY))
+	st = FN(state)(d, rq);
+	if (!st) {
 		count(C_INSERT_UPDATE_FAIL);
+		return;
+	}
+	st->ins_ns = bpf_ktime_get_ns();
+	st->ins_rq = (__u64)rq;
 }
 
 #undef FN
