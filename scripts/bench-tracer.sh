@@ -24,6 +24,9 @@
 #                         (--direct-io=on, the file not cached): a real device's timing, where the
 #                         tracer's CPU per IO is a smaller share (default: cpu, the buffered,
 #                         CPU-bound loop device where it shows most)
+#   SCHED=mq-deadline     the loop device's I/O scheduler (loop devices start with none): with an
+#                         elevator every request passes block_rq_insert; put back at exit, as the
+#                         loop device keeps it after losetup -d
 set -euo pipefail
 
 ROUNDS=${1:-5}
@@ -40,8 +43,10 @@ work=$(mktemp -d "$DIR/iodig-bench.XXXXXX")
 img="$work/disk.img"
 stats_before=$(cat /proc/sys/kernel/bpf_stats_enabled)
 loopdev=""
+sched_before=""
 cleanup() {
     echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled
+    [[ -n $sched_before ]] && echo "$sched_before" > "/sys/block/${loopdev#/dev/}/queue/scheduler"
     [[ -n $loopdev ]] && losetup -d "$loopdev"
     rm -rf "$work"
 }
@@ -59,6 +64,10 @@ else
     cat "$img" > /dev/null
 fi
 dev=${loopdev#/dev/}
+if [[ -n ${SCHED:-} ]]; then
+    sched_before=$(sed 's/.*\[\(.*\)\].*/\1/' "/sys/block/$dev/queue/scheduler")
+    echo "$SCHED" > "/sys/block/$dev/queue/scheduler"
+fi
 
 fio_cmd=(fio --name=randread --filename="$loopdev" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio
          --direct=1 --time_based --runtime="$SECS" --size=${SIZE_MB}M --randrepeat=0 --output-format=json)
