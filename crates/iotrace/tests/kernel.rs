@@ -168,7 +168,7 @@ struct Scheduler(String);
 impl Scheduler {
     fn set(dev: &LoopDev, name: &str) -> Scheduler {
         let path = format!("/sys/block/{}/queue/scheduler", dev.name);
-        std::fs::write(&path, name).unwrap_or_else(|e| panic!("{name} on {}: {e}", dev.name));
+        std::fs::write(&path, name).unwrap_or_else(|e| panic!("scheduler {name} on {}: {e}; this test needs it in the kernel (modprobe mq-deadline)", dev.name));
         Scheduler(path)
     }
 }
