@@ -29,15 +29,30 @@ pub fn faults_reach_a_node_on_an_observed_host(
         .fault("5s:kill:127.0.0.1")
         .fault("6s:restart:127.0.0.1");
     // The restart starts a JVM that no `cassandra down` knows of: ended here, by pid, even
-    // when an assertion below fails.
+    // when an assertion below fails, and waited for, so the next test finds its ports free.
     struct EndRestarted<'a>(&'a Path);
     impl Drop for EndRestarted<'_> {
         fn drop(&mut self) {
-            for pid in super::java_pids_with(self.0) {
+            let pids = super::java_pids_with(self.0);
+            for pid in &pids {
                 if let Ok(pid) = pid.parse::<i32>() {
                     // SAFETY: kill has no memory-safety preconditions.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
+            }
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            // Gone, or a zombie: its sockets are closed either way.
+            let running = |p: &String| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+            };
+            while pids.iter().any(running) && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
         }
     }
