@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::proc::{frozen, node_alive, signal};
-use crate::{dist, nodetool, Cluster, Error, NodeInfo, Result};
+use crate::{dist, nodetool, Cluster, Error, NodeInfo, NodeStatus, Result};
 
 /// The other nodes, paused while this lives.
 pub struct Isolated {
@@ -41,8 +41,7 @@ pub fn isolate(dir: &Path, address: &str, within: Duration) -> Result<Isolated> 
     }
     let deadline = Instant::now() + within;
     loop {
-        let seen = nodetool::run(&java, &cluster.lib_dir, node, &["status".into()])
-            .map(|text| nodetool::parse_status(&text));
+        let seen = seen_by(&java, &cluster, node);
         if let Ok(rows) = &seen {
             let all_down = isolated.paused.iter().all(|p| {
                 rows.iter()
@@ -100,8 +99,7 @@ pub fn await_all_up(dir: &Path, within: Duration) -> Result<()> {
     let deadline = Instant::now() + within;
     for node in cluster.nodes.iter().filter(|n| node_alive(n)) {
         loop {
-            let seen = nodetool::run(&java, &cluster.lib_dir, node, &["status".into()])
-                .map(|text| nodetool::parse_status(&text));
+            let seen = seen_by(&java, &cluster, node);
             let whole = seen.as_ref().is_ok_and(|rows| {
                 cluster.nodes.iter().all(|n| {
                     rows.iter()
@@ -122,4 +120,10 @@ pub fn await_all_up(dir: &Path, within: Duration) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The cluster as `node` sees it (`nodetool status` against it).
+fn seen_by(java: &Path, cluster: &Cluster, node: &NodeInfo) -> Result<Vec<NodeStatus>> {
+    nodetool::run(java, &cluster.lib_dir, node, &["status".into()])
+        .map(|text| nodetool::parse_status(&text))
 }

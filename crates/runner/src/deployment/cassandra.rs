@@ -35,7 +35,7 @@ pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
         plan.req.nodes = Some(nodes);
     }
     if plan.props.contains("hosts") {
-        if each_node(&plan)? {
+        if plan.verify_each_node {
             return Err(UsageError(
                 "verify.eachnode=true pauses every other node while one is read alone, which iodig does only to nodes it manages; leave out the hosts property (or verify.eachnode)"
                     .into(),
@@ -69,14 +69,6 @@ fn verified_run_on_managed_nodes(plan: &Plan) -> Option<u32> {
     let dir = plan.req.out_dir.join("data").join("cassandra");
     let cluster = iodig_cassandra::Cluster::load(&dir).ok()?;
     (plan.props.get("hosts") == Some(cluster.hosts().as_str())).then_some(cluster.options.nodes)
-}
-
-/// Whether the check is to read every node alone too (`-p verify.eachnode=true`).
-fn each_node(plan: &Plan) -> Result<bool> {
-    Ok(plan
-        .props
-        .get_bool("verify.eachnode", false)
-        .map_err(|e| UsageError(e.0))?)
 }
 
 /// How long a node may take to see the paused others down (the failure detector convicts in
@@ -277,7 +269,7 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
     /// Each node alone: the others paused until it sees them down, then every key read through
     /// it at ONE with the driver held to it, so only its own copy can answer.
     fn check_each_node(&self, plan: &Plan, ledger: &Ledger) -> Result<Vec<NodeIntegrity>> {
-        if !each_node(plan)? {
+        if !plan.verify_each_node {
             return Ok(Vec::new());
         }
         let cluster = iodig_cassandra::Cluster::load(&self.dir)?;

@@ -77,6 +77,8 @@ pub struct Plan {
     pub ssh: Ssh,
     /// Faults injected into every run step (`--fault`), checked.
     pub faults: Vec<Fault>,
+    /// `-p verify.eachnode=true`: the verify reads every node alone too.
+    pub verify_each_node: bool,
 }
 
 impl Plan {
@@ -124,6 +126,7 @@ impl Plan {
         }
         check_same_dataset(&workloads)?;
         check_versioned_writes(&req, &workloads)?;
+        let verify_each_node = verify_each_node(&req, &workloads)?;
         check_nodes(&req, &props)?;
         let observe = remote::parse_hosts("--observe", &req.observe)?;
         let faults = faults::check_faults(&req, &props, &workloads)?;
@@ -148,6 +151,7 @@ impl Plan {
             observe,
             ssh,
             faults,
+            verify_each_node,
         })
     }
 
@@ -288,6 +292,17 @@ fn check_versioned_writes(req: &RunRequest, workloads: &[ResolvedWorkload]) -> R
         )
         .into());
     }
+    if let (Some((i, n)), true) = (req.client, versioned > 0) {
+        return Err(UsageError(format!(
+            "versionedwrites=true with --client {i}/{n}: keys written by several clients cannot be judged from one client's ledger; run versioned writes from a single client"
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// `verify.eachnode`: read once here, refused where there is no verify or no nodes.
+fn verify_each_node(req: &RunRequest, workloads: &[ResolvedWorkload]) -> Result<bool> {
     let each_node = workloads.first().map_or(Ok(false), |w| {
         w.props
             .get_bool("verify.eachnode", false)
@@ -304,13 +319,7 @@ fn check_versioned_writes(req: &RunRequest, workloads: &[ResolvedWorkload]) -> R
         ))
         .into());
     }
-    if let (Some((i, n)), true) = (req.client, versioned > 0) {
-        return Err(UsageError(format!(
-            "versionedwrites=true with --client {i}/{n}: keys written by several clients cannot be judged from one client's ledger; run versioned writes from a single client"
-        ))
-        .into());
-    }
-    Ok(())
+    Ok(each_node)
 }
 
 /// One workload's properties, spec, sweep and time limit, checked.

@@ -143,10 +143,7 @@ impl Ssh {
         let out = cmd.output().context(
             "cannot run `ssh`: install the OpenSSH client (apt-get install openssh-client)",
         )?;
-        if !out.status.success() {
-            bail!("{}", failure(host, &String::from_utf8_lossy(&out.stderr)));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        stdout_of(host, &out)
     }
 
     /// Runs `remote_command` on the host with `input` on its standard input (a script for
@@ -174,10 +171,7 @@ impl Ssh {
         });
         let out = child.wait_with_output().context("ssh did not finish")?;
         let _ = writer.join();
-        if !out.status.success() {
-            bail!("{}", failure(host, &String::from_utf8_lossy(&out.stderr)));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        stdout_of(host, &out)
     }
 
     /// The host name ssh would connect to for this host (aliases resolved by `ssh -G`).
@@ -287,6 +281,14 @@ pub fn provision(ssh: &Ssh, host: &SshHost) -> Result<(String, String)> {
         Some(path),
     )?;
     Ok((remote, format!("iodig {hash} sent ({len} bytes)")))
+}
+
+/// A finished ssh's standard output, or its failure named with the host and the fix.
+fn stdout_of(host: &SshHost, out: &std::process::Output) -> Result<String> {
+    if !out.status.success() {
+        bail!("{}", failure(host, &String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Quotes one argument for the remote POSIX shell.
