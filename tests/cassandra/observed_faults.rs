@@ -40,7 +40,7 @@ pub fn faults_reach_a_node_on_an_observed_host(
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
             }
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
             // Gone, or a zombie: its sockets are closed either way.
             let running = |p: &String| {
                 std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
@@ -51,7 +51,11 @@ pub fn faults_reach_a_node_on_an_observed_host(
                         .starts_with('Z')
                 })
             };
-            while pids.iter().any(running) && std::time::Instant::now() < deadline {
+            // Gone, and its CQL port bindable again: the killed server's sockets can linger in
+            // the kernel after the process (FIN_WAIT), and block the next test's node.
+            let bindable = || std::net::TcpListener::bind("127.0.0.1:9042").is_ok();
+            while (pids.iter().any(running) || !bindable()) && std::time::Instant::now() < deadline
+            {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
         }
