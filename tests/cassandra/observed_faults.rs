@@ -41,20 +41,11 @@ pub fn faults_reach_a_node_on_an_observed_host(
                 }
             }
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-            // Gone, or a zombie: its sockets are closed either way.
-            let running = |p: &String| {
-                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
-                    !s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                })
-            };
             // Gone, and its CQL port bindable again: the killed server's sockets can linger in
             // the kernel after the process (FIN_WAIT), and block the next test's node.
             let bindable = || std::net::TcpListener::bind("127.0.0.1:9042").is_ok();
-            while (pids.iter().any(running) || !bindable()) && std::time::Instant::now() < deadline
+            while (pids.iter().any(|p| running(p)) || !bindable())
+                && std::time::Instant::now() < deadline
             {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
@@ -80,10 +71,12 @@ pub fn faults_reach_a_node_on_an_observed_host(
             .contains(&format!("killed (SIGKILL) pid {pid} over ssh")),
         "{faults:?}"
     );
-    assert!(
-        !Path::new(&format!("/proc/{pid}")).exists(),
-        "the node's JVM {pid} is gone"
-    );
+    // SIGKILL is final, but a JVM with a large heap takes a moment to tear down and be reaped.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while running(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!running(pid), "the node's JVM {pid} is gone");
     // The pause held the reads in flight for its 2 s; after the kill, reads fail.
     let series = read_json(&step_dir.join("timeseries.json"));
     let slowest_us = series
@@ -156,4 +149,15 @@ fn restarted_node_serves_again(event: &str, before: &serde_json::Value) {
         );
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
+}
+
+/// The process is there and not a zombie (a zombie's sockets and memory are gone already).
+fn running(pid: impl std::fmt::Display) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }
