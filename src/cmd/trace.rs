@@ -9,6 +9,7 @@ use iodig_runner::RunError;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -96,9 +97,13 @@ fn start_error(e: TraceError) -> RunError {
 }
 
 /// Waits for the duration, the command, or SIGINT/SIGTERM; returns the command's exit code.
+/// The command is waited for on a thread of its own, so this one wakes only to look at the
+/// stop flag: a tracer that polled its child every few ms would take CPU from the IO it
+/// measures.
 fn trace_until_done(args: &TraceArgs, stop: &AtomicBool) -> Result<Option<u8>> {
+    const LOOK: Duration = Duration::from_millis(200);
     let deadline = args.duration.map(|d| Instant::now() + d);
-    let mut child = match args.command.split_first() {
+    let child = match args.command.split_first() {
         Some((prog, rest)) => Some(
             Command::new(prog)
                 .args(rest)
@@ -107,30 +112,49 @@ fn trace_until_done(args: &TraceArgs, stop: &AtomicBool) -> Result<Option<u8>> {
         ),
         None => None,
     };
+    let pid = child.as_ref().map(Child::id);
+    let (done_tx, done) = mpsc::channel();
+    if let Some(mut c) = child {
+        std::thread::Builder::new()
+            .name("iodig-command".into())
+            .spawn(move || {
+                let _ = done_tx.send(c.wait());
+            })
+            .context("cannot start the thread that waits for the command")?;
+    }
     loop {
-        if let Some(code) = child.as_mut().map(child_exit).transpose()?.flatten() {
-            return Ok(Some(code));
+        let wait = deadline.map_or(LOOK, |d| {
+            d.saturating_duration_since(Instant::now()).min(LOOK)
+        });
+        match done.recv_timeout(wait) {
+            Ok(status) => return Ok(Some(exit_code(status?))),
+            // Without a command the sender lives on here, so this times out: a plain wait.
+            Err(RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("the thread waiting for the command ended without its status")
+            }
+            Err(RecvTimeoutError::Timeout) => {}
         }
         if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
     // Interrupted or out of time: the command (if any) gets the same signal a terminal would send.
-    match child {
-        Some(mut c) => {
+    // It may have ended meanwhile, and been reaped: its pid may be another process's already.
+    if let Ok(status) = done.try_recv() {
+        return Ok(Some(exit_code(status?)));
+    }
+    match pid {
+        Some(pid) => {
             let _ = Command::new("kill")
                 .arg("-TERM")
-                .arg(c.id().to_string())
+                .arg(pid.to_string())
                 .status();
-            Ok(Some(exit_code(c.wait()?)))
+            Ok(Some(exit_code(
+                done.recv().context("waiting for the command")??,
+            )))
         }
         None => Ok(None),
     }
-}
-
-fn child_exit(c: &mut Child) -> Result<Option<u8>> {
-    Ok(c.try_wait()?.map(exit_code))
 }
 
 /// The command's exit code; 128 + signal when a signal ended it (shell convention).

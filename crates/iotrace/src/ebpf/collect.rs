@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 pub const NOPS: usize = 5;
 pub const NKINDS: usize = 5;
-const SLOT_RING: u64 = 64;
+pub(super) const SLOT_RING: u64 = 64;
 const SEC_RING: u64 = 8;
 pub const NCOUNTERS: usize = 10;
 /// Buckets of the attribution size histogram (ATTR_SIZE_BUCKETS).

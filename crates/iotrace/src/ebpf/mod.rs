@@ -34,8 +34,17 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How often the drain loop wakes: well inside the kernel's 64-slot and 8-second rings.
+/// How often the drain loop wakes while the event stream is on: its ring buffer is sized for
+/// about this much.
 const TICK: Duration = Duration::from_millis(100);
+
+/// How often the drain loop wakes without the event stream: a quarter of the kernel's slot ring
+/// (64 slots), at most a second (the per-second ring holds 8). Every wake-up is CPU taken from
+/// the IO path being measured, so no more often than the rings need.
+fn drain_tick(slot_ns: u64) -> Duration {
+    Duration::from_nanos(slot_ns.saturating_mul(collect::SLOT_RING) / 4)
+        .clamp(Duration::from_millis(10), Duration::from_secs(1))
+}
 
 pub struct Config {
     pub disks: Vec<Disk>,
@@ -328,7 +337,8 @@ fn events_loop(
     end_window: &mut dyn FnMut(),
 ) -> Result<()> {
     let Some(path) = &cfg.events_file else {
-        while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
+        let tick = drain_tick(cfg.slot_ns);
+        while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(tick) {
             st.tick(skel);
         }
         end_window();
@@ -413,4 +423,19 @@ fn prog_stats(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_drain_wakes_well_inside_the_kernel_rings_and_at_most_once_a_second() {
+        let ms = |n: u64| n * 1_000_000;
+        assert_eq!(drain_tick(ms(100)), Duration::from_secs(1));
+        // 1 ms slots: the 64-slot ring holds 64 ms, drained every 16 ms.
+        assert_eq!(drain_tick(ms(1)), Duration::from_millis(16));
+        assert_eq!(drain_tick(ms(10)), Duration::from_millis(160));
+        assert_eq!(drain_tick(ms(1000)), Duration::from_secs(1));
+    }
 }
