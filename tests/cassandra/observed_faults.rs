@@ -44,8 +44,7 @@ pub fn faults_reach_a_node_on_an_observed_host(
             // Gone, and its CQL port bindable again: the killed server's sockets can linger in
             // the kernel after the process (FIN_WAIT), and block the next test's node.
             let bindable = || std::net::TcpListener::bind("127.0.0.1:9042").is_ok();
-            while (pids.iter().any(|p| running(p)) || !bindable())
-                && std::time::Instant::now() < deadline
+            while (pids.iter().any(running) || !bindable()) && std::time::Instant::now() < deadline
             {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
