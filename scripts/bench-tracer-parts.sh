@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# bench-tracer-parts.sh: where the tracer's IOPS loss comes from. Runs the DEVICE=disk job of
+# bench-tracer.sh (fio 4 KiB randread, O_DIRECT, QD 32, on a direct-IO loop device over an
+# uncached 1 GiB file on BENCH_DIR's disk) in rounds; each round runs every variant once, in an
+# order rotated per round so drift in the machine's load spreads over all of them. Prints each
+# round's IOPS and every variant's ratio to `base` (geometric mean over the rounds, t interval).
+#
+# Usage (root): scripts/bench-tracer-parts.sh [ROUNDS] [SECONDS]
+#   VARIANTS=base,ds,idle,full   which to run (default: all four, comma-separated):
+#     base   fio alone
+#     ds     under `iodig trace --mode diskstats`: the tracer's process, no BPF program
+#     idle   under `iodig trace` of another, idle loop device: every program attached and run,
+#            each returning after its device check
+#     full   under `iodig trace` of the loop device (attribution on, the default)
+#     other  like full with the binary OTHER (an earlier build, or one whose programs return at
+#            once: the cost of being attached at all)
+#   IODIG=path/to/iodig (default target/release/iodig), OTHER=path/to/iodig, BENCH_DIR=dir
+set -euo pipefail
+
+ROUNDS=${1:-20}
+SECS=${2:-5}
+IODIG=${IODIG:-target/release/iodig}
+DIR=${BENCH_DIR:-/var/tmp}
+
+[[ $(id -u) == 0 ]] || { echo "bench-tracer-parts.sh: run as root (loop devices, eBPF)" >&2; exit 3; }
+command -v fio >/dev/null || { echo "bench-tracer-parts.sh: fio missing (apt-get install fio)" >&2; exit 2; }
+[[ -x $IODIG ]] || { echo "bench-tracer-parts.sh: $IODIG not found; build with cargo build --release or set IODIG" >&2; exit 2; }
+IFS=',' read -ra variants <<< "${VARIANTS:-base,ds,idle,full}"
+for v in "${variants[@]}"; do
+    case $v in
+        base | ds | idle | full) ;;
+        other) [[ -x ${OTHER:-} ]] || { echo "bench-tracer-parts.sh: variant other needs OTHER=path/to/iodig" >&2; exit 2; } ;;
+        *) echo "bench-tracer-parts.sh: unknown variant $v in VARIANTS (base, ds, idle, full, other)" >&2; exit 2 ;;
+    esac
+done
+
+work=$(mktemp -d "$DIR/iodig-parts.XXXXXX")
+loopdev=""; idle=""
+cleanup() {
+    [[ -n $loopdev ]] && losetup -d "$loopdev"
+    [[ -n $idle ]] && losetup -d "$idle"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+dd if=/dev/urandom of="$work/disk.img" bs=1M count=1024 status=none
+sync "$work/disk.img"
+echo 1 > /proc/sys/vm/drop_caches
+truncate -s 64M "$work/idle.img"
+loopdev=$(losetup -f --show --direct-io=on "$work/disk.img")
+idle=$(losetup -f --show "$work/idle.img")
+dev=${loopdev#/dev/}
+
+fio_cmd=(fio --name=randread --filename="$loopdev" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio
+         --direct=1 --time_based --runtime="$SECS" --size=1024M --randrepeat=0 --output-format=json
+         --output="$work/fio.json")
+iops() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$work/fio.json"; }
+
+n=${#variants[@]}
+for r in $(seq 1 "$ROUNDS"); do
+    line="round $r:"
+    for i in $(seq 0 $((n - 1))); do
+        v=${variants[$(((i + r) % n))]}
+        case $v in
+            base) "${fio_cmd[@]}" ;;
+            ds) "$IODIG" trace --mode diskstats --device "$dev" --json -- "${fio_cmd[@]}" > /dev/null ;;
+            idle) "$IODIG" trace --device "${idle#/dev/}" --json -- "${fio_cmd[@]}" > /dev/null ;;
+            full) "$IODIG" trace --device "$dev" --json -- "${fio_cmd[@]}" > /dev/null ;;
+            other) "$OTHER" trace --device "$dev" --json -- "${fio_cmd[@]}" > /dev/null ;;
+        esac
+        echo "$r $v $(iops)" >> "$work/all.txt"
+        line+=" $v=$(iops)"
+    done
+    echo "$line"
+done
+python3 - "$work/all.txt" <<'PY'
+import collections, math, statistics, sys
+by = collections.defaultdict(dict)
+for r, v, x in (l.split() for l in open(sys.argv[1])):
+    by[int(r)][v] = float(x)
+n = len(by)
+# Two-sided 95 % t quantile for n - 1 degrees of freedom (1.96 beyond 60).
+t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 8: 2.36, 10: 2.26, 15: 2.14, 20: 2.09, 30: 2.04, 40: 2.02, 60: 2.00}
+q = next((v for k, v in sorted(t.items()) if n - 1 <= k), 1.96)
+print(f"{n} rounds; base median {statistics.median(by[r]['base'] for r in by):.0f} IOPS")
+for v in by[1]:
+    if v == "base":
+        continue
+    logs = [math.log(by[r][v] / by[r]["base"]) for r in by]
+    m = statistics.mean(logs)
+    h = q * statistics.stdev(logs) / math.sqrt(n) if n > 1 else float("inf")
+    print(f"{v}: IOPS / base {math.exp(m):.4f}, loss {100 * (1 - math.exp(m)):.2f} % "
+          f"(95 % interval {100 * (1 - math.exp(m + h)):.2f} % to {100 * (1 - math.exp(m - h)):.2f} %)")
+PY
+echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
