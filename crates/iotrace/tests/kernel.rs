@@ -37,6 +37,17 @@ fn known_io(dev: &LoopDev) {
 }
 
 /// Issue, complete, requeue, insert, and io_start where the kernel attributes IO (6.5+).
+/// 100 reads of 4 KiB, one at a time and none adjacent (nothing merges), then 10 writes of
+/// 64 KiB from `writes_at`, `stride` apart.
+fn reads_then_writes(f: &std::fs::File, buf: &AlignedBuf, writes_at: u64, stride: u64) {
+    for i in 0..100u64 {
+        pread_direct(f, buf, 4096, i * 8192);
+    }
+    for i in 0..10u64 {
+        pwrite_direct(f, buf, 64 * KIB as usize, writes_at + i * stride);
+    }
+}
+
 fn expected_progs() -> usize {
     4 + usize::from(iodig_iotrace::attribution_available())
 }
@@ -191,13 +202,7 @@ fn queue_time_is_measured_once_per_request_through_a_scheduler() {
     let session = start(&opts(&dev, TraceMode::Ebpf)).unwrap();
     let f = dev.open_direct();
     let buf = AlignedBuf::new(64 * KIB as usize);
-    // Not adjacent, one at a time: nothing merges.
-    for i in 0..100u64 {
-        pread_direct(&f, &buf, 4096, i * 8192);
-    }
-    for i in 0..10u64 {
-        pwrite_direct(&f, &buf, 64 * KIB as usize, 128 * MIB + i * 128 * KIB);
-    }
+    reads_then_writes(&f, &buf, 128 * MIB, 128 * KIB);
     aio_read_batches(&f, 32, 10, 64 * MIB);
     let doc = session.stop().unwrap();
     let (r, w) = (op(&doc, "read"), op(&doc, "write"));
@@ -217,12 +222,7 @@ fn diskstats_fallback_reports_the_same_io_counts() {
     assert_eq!(session.mode(), "diskstats");
     let f = dev.open_direct();
     let buf = AlignedBuf::new(64 * KIB as usize);
-    for i in 0..100u64 {
-        pread_direct(&f, &buf, 4096, i * 8192);
-    }
-    for i in 0..10u64 {
-        pwrite_direct(&f, &buf, 64 * KIB as usize, 256 * MIB + i * 64 * KIB);
-    }
+    reads_then_writes(&f, &buf, 256 * MIB, 64 * KIB);
     std::thread::sleep(std::time::Duration::from_millis(250));
     let doc = session.stop().unwrap();
     assert_eq!(doc.mode, "diskstats");

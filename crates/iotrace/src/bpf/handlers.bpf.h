@@ -345,7 +345,7 @@ static __always_inline void FN(on_insert)(struct request *rq)
 		return;
 	st = FN(state)(d, rq);
 	if (!st) {
-		count(C_INSERT_UPDATE_FAIL);
+		count(C_INSERT_NO_STATE);
 		return;
 	}
 	st->ins_ns = bpf_ktime_get_ns();

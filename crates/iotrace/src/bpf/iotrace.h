@@ -42,7 +42,7 @@
 #define C_LOST_EVENTS 0      /* ring buffer full: raw event dropped */
 #define C_STATE_COLLISION 1  /* issue found its state slot held by another live request */
 #define C_NO_ISSUE 2         /* final completion of a request not seen at issue */
-#define C_INSERT_UPDATE_FAIL 3 /* insert of a request with no state entry (no tag): no stamp */
+#define C_INSERT_NO_STATE 3   /* insert of a request with no state entry (no tag): no stamp */
 #define C_REQUEUES 4
 #define C_PARTIAL 5          /* partial completions (not counted as IOs) */
 #define C_BAD_TAG 6          /* issue with no driver tag: not tracked */
