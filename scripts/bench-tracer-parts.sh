@@ -72,23 +72,19 @@ for r in $(seq 1 "$ROUNDS"); do
     done
     echo "$line"
 done
-python3 - "$work/all.txt" <<'PY'
-import collections, math, statistics, sys
+python3 - "$(dirname "$0")" "$work/all.txt" <<'PY'
+import collections, statistics, sys
+sys.path.insert(0, sys.argv[1])
+from bench_stats import log_ratio_interval
 by = collections.defaultdict(dict)
-for r, v, x in (l.split() for l in open(sys.argv[1])):
+for r, v, x in (l.split() for l in open(sys.argv[2])):
     by[int(r)][v] = float(x)
-n = len(by)
-# Two-sided 95 % t quantile for n - 1 degrees of freedom (1.96 beyond 60).
-t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 8: 2.36, 10: 2.26, 15: 2.14, 20: 2.09, 30: 2.04, 40: 2.02, 60: 2.00}
-q = next((v for k, v in sorted(t.items()) if n - 1 <= k), 1.96)
-print(f"{n} rounds; base median {statistics.median(by[r]['base'] for r in by):.0f} IOPS")
+print(f"{len(by)} rounds; base median {statistics.median(by[r]['base'] for r in by):.0f} IOPS")
 for v in by[1]:
     if v == "base":
         continue
-    logs = [math.log(by[r][v] / by[r]["base"]) for r in by]
-    m = statistics.mean(logs)
-    h = q * statistics.stdev(logs) / math.sqrt(n) if n > 1 else float("inf")
-    print(f"{v}: IOPS / base {math.exp(m):.4f}, loss {100 * (1 - math.exp(m)):.2f} % "
-          f"(95 % interval {100 * (1 - math.exp(m + h)):.2f} % to {100 * (1 - math.exp(m - h)):.2f} %)")
+    mean, lo, hi = log_ratio_interval([by[r][v] / by[r]["base"] for r in by])
+    print(f"{v}: IOPS / base {mean:.4f}, loss {100 * (1 - mean):.2f} % "
+          f"(95 % interval {100 * (1 - hi):.2f} % to {100 * (1 - lo):.2f} %)")
 PY
 echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"

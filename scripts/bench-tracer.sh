@@ -110,20 +110,15 @@ if [[ -n ${PAIRS:-} ]]; then
         echo "pair $p (${order[0]} first): without $b IOPS, traced $t IOPS, ratio $(python3 -c "print(f'{$t/$b:.4f}')"), lost events $lost"
         ratios+=("$(python3 -c "print($t/$b)")")
     done
-    python3 - "${ratios[@]}" <<'PY'
-import math, random, statistics, sys
-r = [float(x) for x in sys.argv[1:]]
-logs = [math.log(x) for x in r]
-n = len(logs)
-mean = statistics.mean(logs)
-sd = statistics.stdev(logs) if n > 1 else 0.0
-# Two-sided 95 % t quantiles for small n, 1.96 beyond.
-t = {2: 12.71, 3: 4.30, 4: 3.18, 5: 2.78, 6: 2.57, 8: 2.36, 10: 2.26, 15: 2.14, 20: 2.09, 30: 2.04, 40: 2.02, 60: 2.00}
-q = next((v for k, v in sorted(t.items()) if n - 1 <= k), 1.96)
-half = q * sd / math.sqrt(n)
-lo, hi = math.exp(mean - half), math.exp(mean + half)
-print(f"{n} pairs: traced/untraced IOPS, geometric mean {math.exp(mean):.4f} "
-      f"(loss {100 * (1 - math.exp(mean)):.2f} %), 95 % CI {lo:.4f}-{hi:.4f} "
+    python3 - "$(dirname "$0")" "${ratios[@]}" <<'PY'
+import random, statistics, sys
+sys.path.insert(0, sys.argv[1])
+from bench_stats import log_ratio_interval
+r = [float(x) for x in sys.argv[2:]]
+n = len(r)
+mean, lo, hi = log_ratio_interval(r)
+print(f"{n} pairs: traced/untraced IOPS, geometric mean {mean:.4f} "
+      f"(loss {100 * (1 - mean):.2f} %), 95 % CI {lo:.4f}-{hi:.4f} "
       f"(loss {100 * (1 - hi):.2f} % to {100 * (1 - lo):.2f} %)")
 random.seed(1)
 boot = sorted(statistics.median(random.choices(r, k=n)) for _ in range(10000))
