@@ -64,16 +64,19 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
         }
     }
     let facts = node.as_ref().map(|n| n.facts());
+    // The node as it runs now: a node killed and started again (by a fault of this run, or by
+    // its service manager) is the same command line under a new pid, found again at each step.
+    let mut node_now = facts.as_ref().map(|f| RunningNode::of(f.pid));
     // The node's cgroup when it has one of its own (a service, a container, a managed node):
     // its share then includes IO its threads start through the page cache; else its process.
-    let watch = match facts.as_ref() {
+    let watch_of = |pid: u32| match facts.as_ref() {
         Some(f) => match f.cgroup.as_deref().filter(|c| *c != "/") {
             Some(cg) => WatchOptions {
                 cgroups: vec![PathBuf::from(cg.trim_start_matches('/'))],
                 ..Default::default()
             },
             None => WatchOptions {
-                pids: vec![f.pid],
+                pids: vec![pid],
                 ..Default::default()
             },
         },
@@ -102,12 +105,13 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
     let mut running: Option<(Option<TraceSession>, Option<Sampler>, Option<String>)> = None;
     // The tracer loaded by `Prepare`, or why it could not be.
     let mut prepared: Option<Result<PreparedTrace, String>> = None;
-    let prepare = || {
+    let prepare = |pid: u32| {
         if trace.mode == TraceMode::Off {
             return None;
         }
-        Some(iodig_iotrace::prepare_watching(&trace, &watch).map_err(|e| e.to_string()))
+        Some(iodig_iotrace::prepare_watching(&trace, &watch_of(pid)).map_err(|e| e.to_string()))
     };
+    let mut refind = || node_now.as_mut().map_or(0, RunningNode::refind);
     for request in std::io::stdin().lock().lines() {
         let request = request?;
         let reply = match serde_json::from_str::<Request>(&request) {
@@ -116,21 +120,22 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 unix_ns: super::clock::unix_now_ns(),
             },
             Ok(Request::Prepare) => {
-                prepared = prepare();
+                prepared = prepare(refind());
                 Reply::Prepared
             }
             Ok(Request::Start) => {
+                let pid = refind();
                 let sampler = Sampler::start(SysOptions {
                     interval: Duration::from_secs(1),
                     pids: facts
                         .iter()
-                        .map(|f| (format!("node {}", f.address), f.pid))
+                        .map(|f| (format!("node {}", f.address), pid))
                         .collect(),
                     per_cpu: true,
                 })
                 .ok();
                 // Started without a Prepare first (an older observer): load now.
-                let (session, error) = match prepared.take().or_else(prepare) {
+                let (session, error) = match prepared.take().or_else(|| prepare(pid)) {
                     None => (None, None),
                     Some(Ok(p)) => match p.start() {
                         Ok(s) => (Some(s), None),
@@ -169,6 +174,49 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The node's process, followed across restarts by its command line.
+struct RunningNode {
+    pid: u32,
+    cmdline: Vec<u8>,
+}
+
+impl RunningNode {
+    fn of(pid: u32) -> RunningNode {
+        RunningNode {
+            pid,
+            cmdline: cmdline(pid).unwrap_or_default(),
+        }
+    }
+
+    /// The pid the node runs as now: the known one while it still runs that command line,
+    /// else a process that does (the node started again), else the known one (the node is
+    /// down: the sampler then says it is gone).
+    fn refind(&mut self) -> u32 {
+        if self.cmdline.is_empty() || cmdline(self.pid).as_ref() == Some(&self.cmdline) {
+            return self.pid;
+        }
+        let again = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| cmdline(*pid).as_ref() == Some(&self.cmdline))
+            .min();
+        if let Some(pid) = again {
+            self.pid = pid;
+        }
+        self.pid
+    }
+}
+
+/// A process's command line, NUL-separated as the kernel keeps it; None when it is gone or a
+/// kernel thread.
+fn cmdline(pid: u32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .filter(|c| !c.is_empty())
+}
+
 fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
     out.write_all(line(reply).as_bytes())?;
     out.flush()
@@ -190,4 +238,55 @@ fn effective_uid() -> u32 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|u| u.parse().ok()))
         })
         .unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunningNode;
+    use std::process::{Child, Command};
+
+    /// A process with a command line no other process has, standing in for a node; returned
+    /// once it runs that command line (until its exec it shows the test's).
+    fn node(tag: &str) -> Child {
+        spawned(Command::new("sleep").arg(format!("1000.{tag}")))
+    }
+
+    fn spawned(c: &mut Command) -> Child {
+        let child = c.spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !super::cmdline(child.id()).is_some_and(|c| c.starts_with(b"sleep\0")) {
+            assert!(std::time::Instant::now() < deadline, "sleep did not start");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child
+    }
+
+    fn end(mut c: Child) {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+
+    #[test]
+    fn a_node_started_again_is_followed_to_its_new_pid() {
+        let tag = format!("{}4242", std::process::id());
+        let first = node(&tag);
+        let mut n = RunningNode::of(first.id());
+        assert_eq!(n.refind(), first.id(), "still running: the same pid");
+        end(first);
+        let old = n.pid;
+        assert_eq!(
+            n.refind(),
+            old,
+            "down and not back: the known pid, which the sampler reports gone"
+        );
+        let other = spawned(Command::new("sleep").arg("1000.1"));
+        let again = node(&tag);
+        assert_eq!(
+            n.refind(),
+            again.id(),
+            "back under a new pid, another command line ignored"
+        );
+        end(again);
+        end(other);
+    }
 }
