@@ -24,6 +24,9 @@
 #                         (--direct-io=on, the file not cached): a real device's timing, where the
 #                         tracer's CPU per IO is a smaller share (default: cpu, the buffered,
 #                         CPU-bound loop device where it shows most)
+#   DEVICE=file           no loop device: fio reads the uncached file itself (O_DIRECT through
+#                         BENCH_DIR's file system), and the disk under it is traced. One request
+#                         per fio IO, as a database on that disk would issue it
 #   SCHED=mq-deadline     the loop device's I/O scheduler (loop devices start with none): with an
 #                         elevator every request passes block_rq_insert; put back at exit, as the
 #                         loop device keeps it after losetup -d
@@ -46,7 +49,7 @@ loopdev=""
 sched_before=""
 cleanup() {
     echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled
-    [[ -n $sched_before ]] && echo "$sched_before" > "/sys/block/${loopdev#/dev/}/queue/scheduler"
+    [[ -n $sched_before ]] && echo "$sched_before" > "/sys/block/$dev/queue/scheduler"
     [[ -n $loopdev ]] && losetup -d "$loopdev"
     rm -rf "$work"
 }
@@ -54,22 +57,32 @@ trap cleanup EXIT
 
 # Written data, cached backing file, buffered loop: the device path is CPU-bound, which is
 # where a tracer's per-IO cost shows most. DEVICE=disk: direct IO to the uncached file instead.
-dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
-if [[ ${DEVICE:-cpu} == disk ]]; then
+# DEVICE=file: the file itself, traced on the whole disk under it.
+if [[ ${DEVICE:-cpu} == disk || ${DEVICE:-cpu} == file ]]; then
+    dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
     sync "$img"
     echo 1 > /proc/sys/vm/drop_caches
-    loopdev=$(losetup -f --show --direct-io=on "$img")
+    if [[ $DEVICE == disk ]]; then
+        loopdev=$(losetup -f --show --direct-io=on "$img")
+    else
+        whole=$(lsblk -no PKNAME "$(findmnt -no SOURCE --target "$img")" 2>/dev/null | head -1)
+        [[ -n $whole ]] || whole=$(basename "$(findmnt -no SOURCE --target "$img")")
+        [[ -e /sys/block/$whole ]] || { echo "bench-tracer.sh: DEVICE=file: no whole disk found under $DIR (set BENCH_DIR to a directory on a local disk)" >&2; exit 2; }
+    fi
 else
+    dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
     loopdev=$(losetup -f --show --direct-io=off "$img")
     cat "$img" > /dev/null
 fi
-dev=${loopdev#/dev/}
+target=${loopdev:-$img}
+dev=${loopdev:+${loopdev#/dev/}}
+dev=${dev:-${whole:-}}
 if [[ -n ${SCHED:-} ]]; then
     sched_before=$(sed 's/.*\[\(.*\)\].*/\1/' "/sys/block/$dev/queue/scheduler")
     echo "$SCHED" > "/sys/block/$dev/queue/scheduler"
 fi
 
-fio_cmd=(fio --name=randread --filename="$loopdev" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio
+fio_cmd=(fio --name=randread --filename="$target" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio
          --direct=1 --time_based --runtime="$SECS" --size=${SIZE_MB}M --randrepeat=0 --output-format=json)
 iops() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$1"; }
 
@@ -88,6 +101,10 @@ cnt = sum(p["run_cnt"] for p in sc["programs"])
 print(f"  trace: mode={d['mode']} attach={d.get('attach')} ios={ios} lost_events={sc['lost_events']} "
       f"recursion_misses={sc['recursion_misses']} prog_runs={cnt} bpf_ns_per_io={run / max(ios, 1):.0f} "
       f"diskstats_match={sc['diskstats_match']} attribution_match={sc.get('attribution_match')} classes={rows}")
+if not sc["diskstats_match"]:
+    for dev in d["devices"]:
+        for k in dev.get("diskstats_check", []):
+            print(f"    {dev.get('name')} {k}")
 PY
 }
 
