@@ -111,6 +111,7 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
         }
         Some(iodig_iotrace::prepare_watching(&trace, &watch_of(pid)).map_err(|e| e.to_string()))
     };
+    // 0 without a node, where neither the sampler nor the watch asks for a pid.
     let mut refind = || node_now.as_mut().map_or(0, RunningNode::refind);
     for request in std::io::stdin().lock().lines() {
         let request = request?;
