@@ -58,25 +58,26 @@ trap cleanup EXIT
 # Written data, cached backing file, buffered loop: the device path is CPU-bound, which is
 # where a tracer's per-IO cost shows most. DEVICE=disk: direct IO to the uncached file instead.
 # DEVICE=file: the file itself, traced on the whole disk under it.
+dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
 if [[ ${DEVICE:-cpu} == disk || ${DEVICE:-cpu} == file ]]; then
-    dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
     sync "$img"
     echo 1 > /proc/sys/vm/drop_caches
-    if [[ $DEVICE == disk ]]; then
-        loopdev=$(losetup -f --show --direct-io=on "$img")
-    else
-        whole=$(lsblk -no PKNAME "$(findmnt -no SOURCE --target "$img")" 2>/dev/null | head -1)
-        [[ -n $whole ]] || whole=$(basename "$(findmnt -no SOURCE --target "$img")")
-        [[ -e /sys/block/$whole ]] || { echo "bench-tracer.sh: DEVICE=file: no whole disk found under $DIR (set BENCH_DIR to a directory on a local disk)" >&2; exit 2; }
-    fi
-else
-    dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
-    loopdev=$(losetup -f --show --direct-io=off "$img")
-    cat "$img" > /dev/null
 fi
+case ${DEVICE:-cpu} in
+    disk) loopdev=$(losetup -f --show --direct-io=on "$img") ;;
+    file)
+        source=$(findmnt -no SOURCE --target "$img")
+        dev=$(lsblk -no PKNAME "$source" 2>/dev/null | head -1)
+        [[ -n $dev ]] || dev=$(basename "$source")
+        [[ -e /sys/block/$dev ]] || { echo "bench-tracer.sh: DEVICE=file: no whole disk found under $DIR (set BENCH_DIR to a directory on a local disk)" >&2; exit 2; }
+        ;;
+    *)
+        loopdev=$(losetup -f --show --direct-io=off "$img")
+        cat "$img" > /dev/null
+        ;;
+esac
 target=${loopdev:-$img}
-dev=${loopdev:+${loopdev#/dev/}}
-dev=${dev:-${whole:-}}
+if [[ -n $loopdev ]]; then dev=${loopdev#/dev/}; fi
 if [[ -n ${SCHED:-} ]]; then
     sched_before=$(sed 's/.*\[\(.*\)\].*/\1/' "/sys/block/$dev/queue/scheduler")
     echo "$SCHED" > "/sys/block/$dev/queue/scheduler"
