@@ -9,14 +9,16 @@ pub struct LoopFs {
 }
 
 impl LoopFs {
-    pub fn new(size: &str) -> LoopFs {
+    /// With the image in `dir`: on the VM's disk the image's pages are what the loop device
+    /// reads and writes; in a tmpfs the loop device runs at memory speed, so the only
+    /// waits its requests meet are the requests ahead of them in the loop's own worker.
+    pub fn new(dir: &std::path::Path, size: &str) -> LoopFs {
         let sh = |cmd: &mut std::process::Command| {
             let out = cmd.output().expect("util-linux and e2fsprogs run");
             assert!(out.status.success(), "{cmd:?}: {out:?}");
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         };
-        // On the VM's disk: the image's pages are what the loop device reads and writes.
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let dir = tempfile::tempdir_in(dir).unwrap();
         let img = dir.path().join("disk.img");
         sh(std::process::Command::new("truncate")
             .args(["-s", size])
