@@ -253,7 +253,13 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
     let n = collect::attr_rows_used(&skel, reserved, st.rows);
     collect::read_attr(&skel, &mut st.attr, n);
     let splits = collect::read_splits(&skel, cfg.disks.len());
-    let counters = collect::read_counters(&skel);
+    let mut counters = collect::read_counters(&skel);
+    for (d, disk) in cfg.disks.iter().enumerate() {
+        if ds_end.get(&disk.name).is_some_and(|s| s.in_flight == 0) {
+            counters[collect::C_UNSEEN] +=
+                collect::settle_unseen(&skel, d, &mut st.devs[d], &mut st.attr);
+        }
+    }
     let progs = prog_stats(&skel, flavour, cfg.attribution);
     wait?;
     Ok(Raw {
