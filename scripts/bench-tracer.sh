@@ -20,6 +20,8 @@
 #                         ratio with a bootstrap 95 % interval. Adjacent runs share the machine's
 #                         load, so the pairs' ratios vary far less than the rounds' IOPS do.
 #                         PAIR_FLAGS="--no-attribution" measures the tracer without attribution.
+#   WARMUP=S              first one untraced fio run of S seconds, not counted: on a disk the
+#                         host caches (DEVICE=file here) the first seconds run far slower
 #   DEVICE=disk           the loop device passes every IO to the file on BENCH_DIR's disk
 #                         (--direct-io=on, the file not cached): a real device's timing, where the
 #                         tracer's CPU per IO is a smaller share (default: cpu, the buffered,
@@ -110,6 +112,10 @@ PY
 }
 
 echo 0 > /proc/sys/kernel/bpf_stats_enabled
+if [[ -n ${WARMUP:-} ]]; then
+    "${fio_cmd[@]}" --runtime="$WARMUP" --output="$work/warmup.json"
+    echo "warm-up: $WARMUP s untraced, $(iops "$work/warmup.json") IOPS (not counted)"
+fi
 if [[ -n ${PAIRS:-} ]]; then
     ratios=()
     for p in $(seq 1 "$PAIRS"); do

@@ -417,7 +417,8 @@ pub struct SelfCheck {
     pub partial_completions: u64,
     /// Completions the kernel counted but never ran the completion program for (it skips whole
     /// batches at high rates on some kernels); each is found when its request's tag is used
-    /// again and counted then: the IO and its bytes, without a latency.
+    /// again, or after the detach when the device is idle, and counted then: the IO and its
+    /// bytes, without a latency.
     #[serde(default)]
     pub completions_unseen: u64,
     /// Requests the driver gave back to the block layer to issue again (`block_rq_requeue`).
