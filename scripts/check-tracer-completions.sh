@@ -5,8 +5,7 @@
 # block_rq_issue tracepoints (not BPF), the BPF programs' run counts (BPF stats on), and the
 # trace's totals. Prints one line per run: how many completions the completion program never
 # ran for (perf's completions minus its runs, less the IO perf saw outside the attach window),
-# how many the tracer found unseen and counted, the reads traced, and the trace's own
-# diskstats check.
+# the reads traced, and the trace's own diskstats check.
 #
 # Usage (root): scripts/check-tracer-completions.sh [RUNS] [SECONDS]
 #   IODIG=path/to/iodig   (default target/release/iodig)
@@ -67,8 +66,7 @@ outside = perf.get("block_rq_issue", 0) - runs.get("rq_issue", 0)
 skipped = perf.get("block_rq_complete", 0) - runs.get("rq_complete", 0) - outside
 print(f"run {run}: completions perf {perf.get('block_rq_complete')}, completion program runs "
       f"{runs.get('rq_complete')}, issued outside the window {outside}; never ran for "
-      f"{skipped}, found unseen and counted "
-      f"{sc.get('completions_unseen', 0)}; reads traced {reads}; diskstats_match "
+      f"{skipped}; reads traced {reads}; diskstats_match "
       f"{sc['diskstats_match']}, recursion misses {sc['recursion_misses']}", flush=True)
 PY
 done

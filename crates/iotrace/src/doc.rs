@@ -399,7 +399,6 @@ fn self_check(raw: &Raw, devs: &[DeviceTrace]) -> SelfCheck {
         map_update_failures: c[3],
         requeues: c[4],
         partial_completions: c[5],
-        completions_unseen: c[9],
         recursion_misses: raw.progs.iter().map(|p| p.recursion_misses).sum(),
         programs: raw.progs.clone(),
         diskstats_match: Some(all_match),

@@ -377,13 +377,12 @@ fn checks(doc: &TraceDoc) -> String {
     }
     let c = &doc.self_check;
     let mut s = format!(
-        "\nself-check: lost events {}, map update failures {}, recursion misses {}, state collisions {}, completions without issue {}, completions found unseen {}, requeues {}, diskstats {}\n",
+        "\nself-check: lost events {}, map update failures {}, recursion misses {}, state collisions {}, completions without issue {}, requeues {}, diskstats {}\n",
         c.lost_events,
         c.map_update_failures,
         c.recursion_misses,
         c.state_collisions,
         c.completions_without_issue,
-        c.completions_unseen,
         c.requeues,
         match c.diskstats_match {
             Some(true) => "match",

@@ -60,73 +60,12 @@ static __always_inline void FN(queue_lat)(struct request *rq, struct rq_state *s
 	hist_add(d, op_class(RD(rq, cmd_flags)), H_LAT_QUEUE, lat_idx(now - ts, LAT_SUB_BITS), 1);
 }
 
-/* A tracked request leaves the device (final completion or requeue): depth -1. */
-static __always_inline __s64 FN(leave)(__u32 d, struct rq_state *st, struct slot *s, __u64 off)
-{
-	st->rq = 0;
-	if (s) {
-		s->n_done += 1;
-		s->sum_done_off += off;
-	}
-	return __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], -1) - 1;
-}
-
-/* The request in `st` completed, but the completion program never ran for it: the kernel does
- * not run tracing programs for every block_rq_complete (seen on 6.18: perf counts every one,
- * while each BPF program attached there, raw or classic, misses whole batches, without a
- * recursion miss). Its tag is being used again, which the block layer allows only after the
- * request ended, so it is counted now, where its tag came back: the IO and its bytes, on the
- * device, in this slot and in its attribution row, with no latency (its completion time is
- * unknown), and it leaves the queue depth. */
-static __always_inline void FN(unseen)(__u32 d, struct rq_state *st, __u64 now)
-{
-	__u32 op = st->op < NOPS ? st->op : OP_OTHER;
-	__u32 tk = d * NOPS + op, bytes = st->bytes, row;
-	struct op_total *t = bpf_map_lookup_elem(&totals, &tk);
-	struct attr_val *a;
-	struct slot *s;
-	__u64 off = 0;
-
-	count(C_UNSEEN);
-	s = slot_get(d, now + unix_offset_ns, &off);
-	if (t) {
-		t->ios += 1;
-		t->bytes += bytes;
-	}
-	if (s) {
-		s->op[op].ios += 1;
-		s->op[op].bytes += bytes;
-	}
-	row = d * NOPS + op;
-	if (attribution && st->attr_rq == st->rq) {
-		row = st->attr;
-		if (st->flags & RQ_BG)
-			__sync_fetch_and_add(&bg_inflight[d & (MAX_DEVS - 1)], -1);
-		st->attr_rq = 0;
-	}
-	a = bpf_map_lookup_elem(&attr_vals, &row);
-	if (a) {
-		struct attr_slot *asl = attr_slot_get(a, s ? s->id : (now + unix_offset_ns) / slot_ns);
-		__u32 si = bytes ? 1 + lat_idx(bytes - 1, SEC_SUB_BITS) : 0;
-
-		a->ios += 1;
-		a->bytes += bytes;
-		if (si < ATTR_SIZE_BUCKETS)
-			a->size[si] += 1;
-		asl->ios += 1;
-		asl->bytes += bytes;
-	}
-	hist_add(d, op, H_SIZE_COUNT, size_idx(bytes), 1);
-	hist_add(d, op, H_SIZE_BYTES, size_idx(bytes), bytes);
-	FN(leave)(d, st, s, off);
-}
-
 static __always_inline void FN(on_issue)(struct request *rq)
 {
 	int d = FN(dev_index)(rq);
 	struct rq_state *st;
 	struct slot *s;
-	__u64 now, off, alloc;
+	__u64 now, off;
 	__s64 qd;
 
 	if (d < 0)
@@ -138,24 +77,17 @@ static __always_inline void FN(on_issue)(struct request *rq)
 		return;
 	}
 	FN(queue_lat)(rq, st, d, now);
-	alloc = RD(rq, start_time_ns);
-	if (st->rq == (__u64)rq && (!alloc || alloc == st->alloc_ns)) {
-		/* Re-issue (after a requeue) without a completion in between: keep it counted
-		 * once in flight. With no allocation stamp a new use cannot be told apart. */
+	if (st->rq == (__u64)rq) {
+		/* Re-issue without a completion in between: keep it counted once in flight. */
 		st->issue_ns = now;
 		return;
 	}
-	if (st->rq == (__u64)rq)
-		/* The same struct request, allocated again: the previous use completed unseen. */
-		FN(unseen)(d, st, now);
 	if (st->rq) {
 		count(C_STATE_COLLISION);
 		return;
 	}
 	st->rq = (__u64)rq;
 	st->issue_ns = now;
-	st->alloc_ns = alloc;
-	st->op = op_class(RD(rq, cmd_flags));
 	st->bytes = RD(rq, __data_len);
 	qd = __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], 1) + 1;
 	s = slot_get(d, now + unix_offset_ns, &off);
@@ -165,6 +97,17 @@ static __always_inline void FN(on_issue)(struct request *rq)
 	s->sum_issue_off += off;
 	if (qd > s->qd_max)
 		s->qd_max = qd;
+}
+
+/* A tracked request leaves the device (final completion or requeue): depth -1. */
+static __always_inline __s64 FN(leave)(__u32 d, struct rq_state *st, struct slot *s, __u64 off)
+{
+	st->rq = 0;
+	if (s) {
+		s->n_done += 1;
+		s->sum_done_off += off;
+	}
+	return __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], -1) - 1;
 }
 
 /* The cgroup the request's first bio is charged to: bio->bi_blkg->blkcg's cgroup, as its
@@ -208,10 +151,6 @@ static __always_inline void FN(on_start)(struct request *rq)
 	if (!st)
 		return;
 	dm = d & (MAX_DEVS - 1);
-	/* A request passes block_io_start once per use, before it issues: still in flight here
-	 * means its previous use completed unseen. */
-	if (st->rq == (__u64)rq)
-		FN(unseen)(d, st, bpf_ktime_get_ns());
 	flags = RD(rq, cmd_flags);
 	k.op = op_class(flags);
 	k.dev = d;
@@ -350,9 +289,6 @@ static __always_inline void FN(on_complete)(struct request *rq, __u32 nr_bytes)
 	__u64 now, off = 0;
 
 	if (d < 0)
-		return;
-	if (drop_every && nr_bytes >= RD(rq, __data_len) &&
-	    __sync_fetch_and_add(&drop_seq, 1) % drop_every == drop_every - 1)
 		return;
 	now = bpf_ktime_get_ns();
 	flags = RD(rq, cmd_flags);

@@ -42,11 +42,6 @@ const volatile __u32 attr_rows = 0;
 /* Bit c set: class c is background IO (memtable flush, compaction), whose presence in the
  * block layer splits every other IO's queue and device time (struct split). */
 const volatile __u32 bg_classes = 0;
-/* Test only (IODIG_TRACER_DROP_EVERY): ignore every Nth final completion, as the kernel itself
- * sometimes skips the program, so that tests can check the unseen-completion path. 0 = off,
- * and the verifier removes the check. */
-const volatile __u32 drop_every = 0;
-__u64 drop_seq = 0;
 
 /* Requests issued after attach that are in flight, per device. Global on purpose: the exact
  * depth needs one counter; atomic fetch-add returns the new value without a second read. */

@@ -48,7 +48,6 @@
 #define C_BAD_TAG 6          /* issue with no driver tag: not tracked */
 #define C_ATTR_CAP 7         /* attribution key cap hit: IO counted in its (device, op) overflow row */
 #define C_ATTR_STALE 8       /* block_io_start found its state entry's attribution still held */
-#define C_UNSEEN 9           /* completions the completion program never ran for, found at tag reuse */
 #define NCOUNTERS 10
 
 /* Attribution ("who issued each IO"): classified at block_io_start from the submitting thread,
@@ -109,9 +108,7 @@ struct rq_state {
 	__u32 bg_seq;   /* low 32 bits of bg_started[dev] at block_io_start */
 	__u8 cls;       /* class of attr_rq */
 	__u8 flags;     /* RQ_BG, RQ_BG_AT_START */
-	__u8 op;        /* op class of rq, for a completion found unseen */
-	__u8 _pad;
-	__u64 alloc_ns; /* rq's start_time_ns at issue: which allocation of the struct is in flight */
+	__u16 _pad;
 	__u64 ins_rq;   /* request the insert stamp belongs to; cleared when it issues */
 	__u64 ins_ns;   /* its last block_rq_insert */
 };

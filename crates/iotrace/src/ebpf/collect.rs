@@ -9,14 +9,9 @@ use std::collections::BTreeMap;
 
 pub const NOPS: usize = 5;
 pub const NKINDS: usize = 5;
-/// Histogram kinds (H_* in iotrace.h) that unseen completions add to.
-const H_SIZE_COUNT: usize = 0;
-const H_SIZE_BYTES: usize = 1;
 pub(super) const SLOT_RING: u64 = 64;
 const SEC_RING: u64 = 8;
 pub const NCOUNTERS: usize = 10;
-/// Index of C_UNSEEN (iotrace.h) in the counters.
-pub const C_UNSEEN: usize = 9;
 /// Buckets of the attribution size histogram (ATTR_SIZE_BUCKETS).
 pub const ATTR_SIZE_BUCKETS: usize = SEC_BUCKETS + 1;
 /// Ops split by background IO (SPLIT_OPS): read and write.
@@ -290,73 +285,6 @@ pub fn read_attr(skel: &IotraceSkel<'_>, rows: &mut BTreeMap<u32, AttrRaw>, n: u
     }
 }
 
-/// Completions the kernel never ran the completion program for whose tag was not used again
-/// before the trace ended: the BPF side counts the others when their tag comes back. Once the
-/// device has nothing in flight (`in_flight` from /proc/diskstats, read just after the detach),
-/// every request the tracer still holds in flight on it is one of these; each is counted the
-/// way the BPF side counts them: the IO and its bytes in its op's totals and size histograms,
-/// in the window's last slot and in its attribution row, without a latency. Returns how many.
-pub fn settle_unseen(
-    skel: &IotraceSkel<'_>,
-    d: usize,
-    dev: &mut DevRaw,
-    rows: &mut BTreeMap<u32, AttrRaw>,
-) -> u64 {
-    let per_dev = super::load::STATE_PER_DEV;
-    let last_slot = dev.slots.keys().next_back().copied();
-    let mut settled = 0;
-    for i in 0..per_dev {
-        let idx = d as u32 * per_dev + i;
-        let Ok(Some(b)) = skel.maps.rqstate.lookup(&idx.to_ne_bytes(), MapFlags::ANY) else {
-            continue;
-        };
-        let Some(st) = pod::<types::rq_state>(&b).filter(|st| st.rq != 0) else {
-            continue;
-        };
-        let op = usize::from(st.op).min(NOPS - 1);
-        let bytes = u64::from(st.bytes);
-        settled += 1;
-        let t = &mut dev.totals[op];
-        t.0 += 1;
-        t.1 += bytes;
-        if let Some(h) = dev.hists.get_mut(op) {
-            let si = crate::hist::size_idx(st.bytes);
-            if let Some(c) = h[H_SIZE_COUNT].get_mut(si) {
-                *c += 1;
-            }
-            if let Some(c) = h[H_SIZE_BYTES].get_mut(si) {
-                *c += bytes;
-            }
-        }
-        if let Some(s) = last_slot.and_then(|k| dev.slots.get_mut(&k)) {
-            s.ops[op].0 += 1;
-            s.ops[op].1 += bytes;
-        }
-        let row = if st.attr_rq == st.rq {
-            st.attr
-        } else {
-            (d * NOPS + op) as u32
-        };
-        let r = rows.entry(row).or_default();
-        r.ios += 1;
-        r.bytes += bytes;
-        let si = if st.bytes == 0 {
-            0
-        } else {
-            1 + crate::hist::lat_idx(bytes - 1, crate::hist::SEC_SUB_BITS)
-        };
-        if let Some(c) = r.size.get_mut(si) {
-            *c += 1;
-        }
-        if let Some(k) = last_slot {
-            let e = r.slots.entry(k).or_default();
-            e.0 += 1;
-            e.1 += bytes;
-        }
-    }
-    settled
-}
-
 /// Self-check counters summed over CPUs (indexes as C_* in iotrace.h).
 pub fn read_counters(skel: &IotraceSkel<'_>) -> [u64; NCOUNTERS] {
     let mut c = [0u64; NCOUNTERS];
@@ -395,7 +323,7 @@ mod tests {
         assert_eq!(size_of::<types::sec_lat>(), 8 + 4 * SEC_BUCKETS);
         assert_eq!(size_of::<types::hist>(), 8 * SIZE_BUCKETS);
         assert_eq!(size_of::<Event>(), 48);
-        assert_eq!(size_of::<types::rq_state>(), 64);
+        assert_eq!(size_of::<types::rq_state>(), 56);
         assert_eq!(size_of::<types::split>(), 24 + 8 * SEC_BUCKETS);
         assert_eq!(size_of::<types::attr_key>(), 16);
         assert_eq!(

@@ -14,7 +14,7 @@ const SLOT_RING: u32 = 64;
 const SEC_RING: u32 = 8;
 const NOPS: u32 = 5;
 const NKINDS: u32 = 5;
-pub(super) const STATE_PER_DEV: u32 = 8192;
+const STATE_PER_DEV: u32 = 8192;
 /// Attribution keys beyond the reserved rows (ATTR_KEYS in iotrace.h); the hash holds twice
 /// as many, so the row cap is what is hit first, and counted.
 pub const ATTR_KEYS: u32 = 512;
@@ -77,16 +77,6 @@ pub fn single_arg_layout() -> Result<bool> {
     Ok(proto.len() == 2)
 }
 
-/// `IODIG_TRACER_DROP_EVERY=N`: the completion program ignores every Nth final completion, as
-/// the kernel itself sometimes does not run it. For tests of how the tracer recovers those IOs
-/// (`completions_unseen`); unset or unparsable, nothing is dropped.
-fn drop_every() -> u32 {
-    std::env::var("IODIG_TRACER_DROP_EVERY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 fn configure(
     open: &mut OpenIotraceSkel<'_>,
     cfg: &LoadConfig<'_>,
@@ -123,7 +113,6 @@ fn configure(
     ro.attr_reserved = reserved;
     ro.attr_rows = reserved + ATTR_KEYS;
     ro.bg_classes = crate::attr::background_mask();
-    ro.drop_every = drop_every();
     let m = &mut open.maps;
     m.slots.set_max_entries(SLOT_RING * n)?;
     m.seclat.set_max_entries(SEC_RING * n * NOPS)?;

@@ -253,21 +253,7 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
     let n = collect::attr_rows_used(&skel, reserved, st.rows);
     collect::read_attr(&skel, &mut st.attr, n);
     let splits = collect::read_splits(&skel, cfg.disks.len());
-    let mut counters = collect::read_counters(&skel);
-    // Only where the tracer still counts requests in flight (`inflight` in the BPF globals):
-    // settling scans the device's state entries, one map lookup each.
-    let held = |d: usize| {
-        skel.maps
-            .bss_data
-            .as_deref()
-            .is_none_or(|b| b.inflight[d] > 0)
-    };
-    for (d, disk) in cfg.disks.iter().enumerate() {
-        if held(d) && ds_end.get(&disk.name).is_some_and(|s| s.in_flight == 0) {
-            counters[collect::C_UNSEEN] +=
-                collect::settle_unseen(&skel, d, &mut st.devs[d], &mut st.attr);
-        }
-    }
+    let counters = collect::read_counters(&skel);
     let progs = prog_stats(&skel, flavour, cfg.attribution);
     wait?;
     Ok(Raw {

@@ -415,12 +415,6 @@ pub struct SelfCheck {
     pub completions_without_issue: u64,
     /// Completions of only part of a request: their bytes are counted, the IO at its last part.
     pub partial_completions: u64,
-    /// Completions the kernel counted but never ran the completion program for (it skips whole
-    /// batches at high rates on some kernels); each is found when its request's tag is used
-    /// again, or after the detach when the device is idle, and counted then: the IO and its
-    /// bytes, without a latency.
-    #[serde(default)]
-    pub completions_unseen: u64,
     /// Requests the driver gave back to the block layer to issue again (`block_rq_requeue`).
     pub requeues: u64,
     /// Program runs the kernel skipped (prog info `recursion_misses`), summed.

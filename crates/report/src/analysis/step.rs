@@ -143,7 +143,7 @@ pub fn diskstats_sentence(trace: &iodig_model::trace::TraceDoc) -> Option<String
             ));
         }
     }
-    let mut s = if verdict || differ.is_empty() {
+    Some(if verdict || differ.is_empty() {
         "Tracer self-check: the traced IO counts equal /proc/diskstats on every device and op."
             .to_string()
     } else {
@@ -151,14 +151,7 @@ pub fn diskstats_sentence(trace: &iodig_model::trace::TraceDoc) -> Option<String
             "Tracer self-check: {}; the other counts are equal (IO in flight at the window's edges can explain a small difference).",
             differ.join("; ")
         )
-    };
-    let unseen = trace.self_check.completions_unseen;
-    if unseen > 0 {
-        s.push_str(&format!(
-            " The kernel skipped the completion program for {unseen} IOs; each was counted when its tag was used again, without a latency."
-        ));
-    }
-    Some(s)
+    })
 }
 
 pub(super) fn step_view(step: &StepData) -> StepView {
