@@ -298,6 +298,11 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
             let doc = crate::verify::check(&factory, plan.spec(), ledger, "verify", read_with);
             let _ = factory.close();
             drop(alone);
+            // The next node's isolation starts from a cluster whose nodes see each other up
+            // again: a node just resumed has no fresh heartbeat from the others, and paused at
+            // once it was seen to keep a paused node up for minutes (verify of a 3-node run).
+            iodig_cassandra::await_all_up(&self.dir, ISOLATION_WAIT)
+                .context("the nodes did not all come back after a node was read alone")?;
             let one = crate::verify::node_integrity(address, &doc?);
             iodig_model::eprintln_lossy!(
                 "  node {address}: {} keys, {} missing, {} stale, {} corrupt, {} unreadable",
@@ -309,8 +314,6 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
             );
             per_node.push(one);
         }
-        iodig_cassandra::await_all_up(&self.dir, ISOLATION_WAIT)
-            .context("the nodes did not all come back after being read one by one")?;
         Ok(per_node)
     }
 
