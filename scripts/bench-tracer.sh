@@ -33,6 +33,7 @@
 #                         elevator every request passes block_rq_insert; put back at exit, as the
 #                         loop device keeps it after losetup -d
 set -euo pipefail
+source "$(dirname "$0")/bench_disk.sh"
 
 ROUNDS=${1:-5}
 SECS=${2:-10}
@@ -60,18 +61,16 @@ trap cleanup EXIT
 # Written data, cached backing file, buffered loop: the device path is CPU-bound, which is
 # where a tracer's per-IO cost shows most. DEVICE=disk: direct IO to the uncached file instead.
 # DEVICE=file: the file itself, traced on the whole disk under it.
-dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
 if [[ ${DEVICE:-cpu} == disk || ${DEVICE:-cpu} == file ]]; then
-    sync "$img"
-    echo 1 > /proc/sys/vm/drop_caches
+    uncached_file "$img" $SIZE_MB
+else
+    dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
 fi
 case ${DEVICE:-cpu} in
     disk) loopdev=$(losetup -f --show --direct-io=on "$img") ;;
     file)
-        source=$(findmnt -no SOURCE --target "$img")
-        dev=$(lsblk -no PKNAME "$source" 2>/dev/null | head -1)
-        [[ -n $dev ]] || dev=$(basename "$source")
-        [[ -e /sys/block/$dev ]] || { echo "bench-tracer.sh: DEVICE=file: no whole disk found under $DIR (set BENCH_DIR to a directory on a local disk)" >&2; exit 2; }
+        dev=$(whole_disk_of "$img")
+        [[ -n $dev ]] || { echo "bench-tracer.sh: DEVICE=file: no whole disk found under $DIR (set BENCH_DIR to a directory on a local disk)" >&2; exit 2; }
         ;;
     *)
         loopdev=$(losetup -f --show --direct-io=off "$img")

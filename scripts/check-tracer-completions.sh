@@ -11,6 +11,7 @@
 #   IODIG=path/to/iodig   (default target/release/iodig)
 #   BENCH_DIR=dir         where the 1 GiB file is written (default /var/tmp); its disk is traced
 set -euo pipefail
+source "$(dirname "$0")/bench_disk.sh"
 
 RUNS=${1:-10}
 SECS=${2:-5}
@@ -32,13 +33,9 @@ cleanup() {
 trap cleanup EXIT
 
 file="$work/data"
-dd if=/dev/urandom of="$file" bs=1M count=1024 status=none
-sync "$file"
-echo 1 > /proc/sys/vm/drop_caches
-source=$(findmnt -no SOURCE --target "$file")
-dev=$(lsblk -no PKNAME "$source" 2>/dev/null | head -1)
-[[ -n $dev ]] || dev=$(basename "$source")
-[[ -e /sys/block/$dev ]] || { echo "check-tracer-completions.sh: no whole disk found under $DIR (set BENCH_DIR to a directory on a local disk)" >&2; exit 2; }
+uncached_file "$file" 1024
+dev=$(whole_disk_of "$file")
+[[ -n $dev ]] || { echo "check-tracer-completions.sh: no whole disk found under $DIR (set BENCH_DIR to a directory on a local disk)" >&2; exit 2; }
 
 echo 1 > /proc/sys/kernel/bpf_stats_enabled
 for i in $(seq 1 "$RUNS"); do
