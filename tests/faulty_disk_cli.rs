@@ -87,6 +87,20 @@ fn walk_names(dir: &Path) -> Vec<String> {
     names
 }
 
+/// Upper bound of the latency bucket that holds a second's median IO.
+fn median_bucket_upper(hist: &Value) -> u64 {
+    let buckets = hist.as_array().unwrap();
+    let total: u64 = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    let mut seen = 0;
+    for b in buckets {
+        seen += b["count"].as_u64().unwrap();
+        if 2 * seen >= total {
+            return b["upper"].as_u64().unwrap();
+        }
+    }
+    panic!("an empty latency histogram: {hist}")
+}
+
 fn device_of(trace: &Value) -> &Value {
     trace["devices"]
         .as_array()
@@ -153,9 +167,11 @@ fn a_slow_then_failing_disk_shows_in_its_windows_and_heals() {
         .iter()
         .map(|r| r["lat_hist"][0]["lower"].as_u64().unwrap())
         .collect();
+    // Before it, the median: a loaded CI machine stretches a healthy second's p99 to 8 ms
+    // (the disk is served by iodig's FUSE process, which waits for a CPU), not its median.
     let before: Vec<u64> = seconds_in(trace["start_unix_ms"].as_u64().unwrap(), slow_at)
         .iter()
-        .map(|r| r["lat_p99_ns"].as_u64().unwrap())
+        .map(|r| median_bucket_upper(&r["lat_hist"]))
         .collect();
     assert!(!slow.is_empty() && !before.is_empty(), "{device}");
     assert!(
@@ -163,8 +179,8 @@ fn a_slow_then_failing_disk_shows_in_its_windows_and_heals() {
         "fastest device reads per second in the slow window: {slow:?} ns"
     );
     assert!(
-        before.iter().all(|ns| *ns < 5_000_000),
-        "device read p99 per second before: {before:?} ns"
+        before.iter().all(|ns| *ns < 4_000_000),
+        "device read median per second before: {before:?} ns"
     );
 
     // The client felt it: read p50 in the slow window above the delay, far above before.
