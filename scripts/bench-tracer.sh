@@ -29,9 +29,9 @@
 #   DEVICE=file           no loop device: fio reads the uncached file itself (O_DIRECT through
 #                         BENCH_DIR's file system), and the disk under it is traced. One request
 #                         per fio IO, as a database on that disk would issue it
-#   SCHED=mq-deadline     the loop device's I/O scheduler (loop devices start with none): with an
-#                         elevator every request passes block_rq_insert; put back at exit, as the
-#                         loop device keeps it after losetup -d
+#   SCHED=mq-deadline     the loop device's I/O scheduler (loop devices start with none): every
+#                         request waits in an elevator; put back at exit, as the loop device
+#                         keeps it after losetup -d
 set -euo pipefail
 source "$(dirname "$0")/bench_disk.sh"
 

@@ -396,7 +396,6 @@ fn self_check(raw: &Raw, devs: &[DeviceTrace]) -> SelfCheck {
         lost_events: c[0],
         state_collisions: c[1],
         completions_without_issue: c[2],
-        map_update_failures: c[3],
         requeues: c[4],
         partial_completions: c[5],
         recursion_misses: raw.progs.iter().map(|p| p.recursion_misses).sum(),

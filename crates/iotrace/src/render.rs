@@ -377,9 +377,8 @@ fn checks(doc: &TraceDoc) -> String {
     }
     let c = &doc.self_check;
     let mut s = format!(
-        "\nself-check: lost events {}, map update failures {}, recursion misses {}, state collisions {}, completions without issue {}, requeues {}, diskstats {}\n",
+        "\nself-check: lost events {}, recursion misses {}, state collisions {}, completions without issue {}, requeues {}, diskstats {}\n",
         c.lost_events,
-        c.map_update_failures,
         c.recursion_misses,
         c.state_collisions,
         c.completions_without_issue,

@@ -18,13 +18,7 @@ static __always_inline int FN(dev_index)(struct request *rq)
 	if (!disk)
 		return -1;
 	dev = ((__u32)RD(disk, major) << 20) | (__u32)RD(disk, first_minor);
-	for (int i = 0; i < MAX_DEVS; i++) {
-		if (i >= ndevs)
-			break;
-		if (devs[i] == dev)
-			return i;
-	}
-	return -1;
+	return dev_slot(dev);
 }
 
 /* The request's state entry. The tag used is the one that lives as long as the request: the
@@ -40,24 +34,6 @@ static __always_inline struct rq_state *FN(state)(__u32 d, struct request *rq)
 	if (tag < 0)
 		return 0;
 	return state_of(d, RD2(rq, mq_hctx, queue_num), tag);
-}
-
-/* insert -> issue time, when this request went through an insert. The stamp is the request's
- * own (owner pointer), taken once. */
-static __always_inline void FN(queue_lat)(struct request *rq, struct rq_state *st, __u32 d,
-					  __u64 now)
-{
-	__u64 ts;
-
-	if (st->ins_rq != (__u64)rq)
-		return;
-	ts = st->ins_ns;
-	st->ins_rq = 0;
-	/* A stamp older than the request's allocation belongs to an earlier user of the same
-	 * struct request (merged away after insert, so never issued): ignore it. */
-	if (ts < RD(rq, start_time_ns) || now < ts)
-		return;
-	hist_add(d, op_class(RD(rq, cmd_flags)), H_LAT_QUEUE, lat_idx(now - ts, LAT_SUB_BITS), 1);
 }
 
 static __always_inline void FN(on_issue)(struct request *rq)
@@ -76,7 +52,6 @@ static __always_inline void FN(on_issue)(struct request *rq)
 		count(C_BAD_TAG);
 		return;
 	}
-	FN(queue_lat)(rq, st, d, now);
 	if (st->rq == (__u64)rq) {
 		/* Re-issue without a completion in between: keep it counted once in flight. */
 		st->issue_ns = now;
@@ -331,25 +306,6 @@ static __always_inline void FN(on_requeue)(struct request *rq)
 		return;
 	s = slot_get(d, bpf_ktime_get_ns() + unix_offset_ns, &off);
 	FN(leave)(d, st, s, off);
-}
-
-/* The request holds its tag from allocation (the scheduler tag with an elevator, else the
- * driver tag), so its state entry is the one issue will find. A request inserted again (after
- * a requeue) is stamped again: queue time is from its last insert. */
-static __always_inline void FN(on_insert)(struct request *rq)
-{
-	int d = FN(dev_index)(rq);
-	struct rq_state *st;
-
-	if (d < 0)
-		return;
-	st = FN(state)(d, rq);
-	if (!st) {
-		count(C_INSERT_NO_STATE);
-		return;
-	}
-	st->ins_ns = bpf_ktime_get_ns();
-	st->ins_rq = (__u64)rq;
 }
 
 #undef FN

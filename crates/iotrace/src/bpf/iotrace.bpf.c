@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* iotrace.bpf.c: kernel side of iodig's block-IO tracer.
  *
- * Hooks block_rq_{insert,issue,complete,requeue} and aggregates in the kernel, per CPU, per
- * traced whole disk x op: IO and byte totals, size and latency histograms, unix-aligned time
+ * Hooks block_rq_{issue,complete,requeue} (and block_io_start for attribution) and aggregates
+ * in the kernel, per CPU, per traced whole disk x op: IO and byte totals, size and latency histograms, unix-aligned time
  * slots (IOs, bytes, max latency, queue-depth max and integral), per-second latency histograms.
  * Nothing is streamed per IO unless the optional event ring buffer is enabled, because per-event
  * streaming is what loses data and costs most at NVMe rates (reference/block-tracing.md §3.1).
@@ -94,9 +94,10 @@ struct {
 /* Per-request state indexed by (device, hw queue, tag) instead of a hash keyed by the
  * request pointer: a hash was the dominant per-IO cost in rezolus#1148 (-12.7% IOPS). A live
  * tag is unique per hw queue, so the index is exact for tags < 1024 and hw queues < 8; beyond
- * that two live requests can meet, which is detected (rq pointer check) and counted. The
- * insert stamp lives here too: an LRU hash keyed by the request cost an update at insert and a
- * lookup and a delete at issue, about 400 ns per IO on an mq-deadline device. */
+ * that two live requests can meet, which is detected (rq pointer check) and counted.
+ * block_rq_insert is not hooked: the OS time (allocation -> issue) comes from
+ * rq->start_time_ns at completion, and a fourth program on every IO's path through a scheduler
+ * cost IOPS (docs/benchmarks.md). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, STATE_PER_DEV); /* resized to ndevs * STATE_PER_DEV */
@@ -249,7 +250,9 @@ static __always_inline struct slot *slot_get(__u32 d, __u64 unix_ns, __u64 *off)
 	return s;
 }
 
-/* `q` = OS time (allocation -> issue), ~0 when the allocation time is unknown. */
+/* `q` = OS time (allocation -> issue), ~0 when the allocation time is unknown; it also goes
+ * into the run's OS-time histogram here, inside the branch this function has anyway: a branch
+ * of its own in the completion program took its verification past the kernel's limit. */
 static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 ns, __u64 q)
 {
 	__u64 sec = unix_ns / 1000000000ULL;
@@ -267,6 +270,7 @@ static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 
 		s->hist[i] += 1;
 	if (q == ~0ULL)
 		return;
+	hist_add(d, op, H_LAT_QUEUE, lat_idx(q, LAT_SUB_BITS), 1);
 	s = bpf_map_lookup_elem(&seclatq, &key);
 	if (!s)
 		return;
@@ -277,6 +281,21 @@ static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 
 	i = lat_idx(q, SEC_SUB_BITS);
 	if (i < SEC_BUCKETS)
 		s->hist[i] += 1;
+}
+
+/* Index of kernel dev_t `dev` in the traced list, or -1. A global function on purpose: the
+ * verifier checks it once, and to its callers the index is any number. Inlined, it handed
+ * each caller a known constant per traced device, so every program was verified once per
+ * device, and seven devices took the completion program past the kernel's limit (E2BIG). */
+__noinline int dev_slot(__u32 dev)
+{
+	for (int i = 0; i < MAX_DEVS; i++) {
+		if (i >= ndevs)
+			break;
+		if (devs[i] == dev)
+			return i;
+	}
+	return -1;
 }
 
 static __always_inline struct rq_state *state_of(__u32 d, __u32 hwq, int tag)
@@ -508,13 +527,6 @@ int rq_requeue_btf(__u64 *ctx)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_insert")
-int rq_insert_btf(__u64 *ctx)
-{
-	on_insert_btf(rq_arg(ctx));
-	return 0;
-}
-
 /* block_io_start (6.5+): blk_account_io_start(), in the submitting task's context. */
 SEC("tp_btf/block_io_start")
 int rq_start_btf(__u64 *ctx)
@@ -548,12 +560,5 @@ SEC("raw_tp/block_rq_requeue")
 int rq_requeue_raw(struct bpf_raw_tracepoint_args *ctx)
 {
 	on_requeue_raw(rq_arg(ctx->args));
-	return 0;
-}
-
-SEC("raw_tp/block_rq_insert")
-int rq_insert_raw(struct bpf_raw_tracepoint_args *ctx)
-{
-	on_insert_raw(rq_arg(ctx->args));
 	return 0;
 }

@@ -30,7 +30,7 @@
 #define H_SIZE_COUNT 0
 #define H_SIZE_BYTES 1
 #define H_LAT_DEVICE 2 /* issue -> final completion */
-#define H_LAT_QUEUE 3  /* insert -> issue, where block_rq_insert fires */
+#define H_LAT_QUEUE 3  /* OS time: request allocation (rq->start_time_ns) -> last issue */
 #define H_LAT_TOTAL 4  /* request allocation (rq->start_time_ns) -> final completion */
 #define NKINDS 5
 
@@ -42,7 +42,7 @@
 #define C_LOST_EVENTS 0      /* ring buffer full: raw event dropped */
 #define C_STATE_COLLISION 1  /* issue found its state slot held by another live request */
 #define C_NO_ISSUE 2         /* final completion of a request not seen at issue */
-#define C_INSERT_NO_STATE 3   /* insert of a request with no state entry (no tag): no stamp */
+/* 3 is free: it counted inserts without a state entry, when block_rq_insert was hooked. */
 #define C_REQUEUES 4
 #define C_PARTIAL 5          /* partial completions (not counted as IOs) */
 #define C_BAD_TAG 6          /* issue with no driver tag: not tracked */
@@ -109,8 +109,6 @@ struct rq_state {
 	__u8 cls;       /* class of attr_rq */
 	__u8 flags;     /* RQ_BG, RQ_BG_AT_START */
 	__u16 _pad;
-	__u64 ins_rq;   /* request the insert stamp belongs to; cleared when it issues */
-	__u64 ins_ns;   /* its last block_rq_insert */
 };
 
 /* A thread-name rule: comm (16 bytes as two u64) & mask == val, and the op's bit in ops. */

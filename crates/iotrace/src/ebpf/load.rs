@@ -132,7 +132,6 @@ fn configure(
         &mut p.rq_issue_btf,
         &mut p.rq_complete_btf,
         &mut p.rq_requeue_btf,
-        &mut p.rq_insert_btf,
     ] {
         prog.set_autoload(btf);
     }
@@ -142,7 +141,6 @@ fn configure(
         &mut p.rq_issue_raw,
         &mut p.rq_complete_raw,
         &mut p.rq_requeue_raw,
-        &mut p.rq_insert_raw,
     ] {
         prog.set_autoload(!btf);
     }
@@ -168,7 +166,7 @@ pub fn load<'o>(
     })
 }
 
-/// The programs of one flavour (issue, complete, requeue, insert, and io_start when
+/// The programs of one flavour (issue, complete, requeue, and io_start when
 /// attribution is on).
 fn programs<'a, 'o>(
     skel: &'a IotraceSkel<'o>,
@@ -177,18 +175,8 @@ fn programs<'a, 'o>(
 ) -> Vec<&'a libbpf_rs::ProgramMut<'o>> {
     let p = &skel.progs;
     let mut v = match flavour {
-        Flavour::TpBtf => vec![
-            &p.rq_issue_btf,
-            &p.rq_complete_btf,
-            &p.rq_requeue_btf,
-            &p.rq_insert_btf,
-        ],
-        Flavour::RawTp => vec![
-            &p.rq_issue_raw,
-            &p.rq_complete_raw,
-            &p.rq_requeue_raw,
-            &p.rq_insert_raw,
-        ],
+        Flavour::TpBtf => vec![&p.rq_issue_btf, &p.rq_complete_btf, &p.rq_requeue_btf],
+        Flavour::RawTp => vec![&p.rq_issue_raw, &p.rq_complete_raw, &p.rq_requeue_raw],
     };
     if attribution {
         v.push(match flavour {

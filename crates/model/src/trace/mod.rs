@@ -406,9 +406,6 @@ pub struct DiskstatsCheck {
 pub struct SelfCheck {
     /// Raw events dropped because the ring buffer was full (event stream only).
     pub lost_events: u64,
-    /// Inserts of requests without a state entry (no tag), so with no insert stamp (the name is
-    /// from when the stamps were a map whose updates could fail; kept for readers of the JSON).
-    pub map_update_failures: u64,
     /// Issues whose per-request state entry was held by another live request (not in QD/latency).
     pub state_collisions: u64,
     /// Final completions of requests not seen at issue (in flight at attach): counted, no latency.
