@@ -397,6 +397,7 @@ fn self_check(raw: &Raw, devs: &[DeviceTrace]) -> SelfCheck {
         state_collisions: c[1],
         completions_without_issue: c[2],
         requeues: c[4],
+        completions_unseen: Some(c[3]),
         partial_completions: c[5],
         recursion_misses: raw.progs.iter().map(|p| p.recursion_misses).sum(),
         programs: raw.progs.clone(),

@@ -377,11 +377,12 @@ fn checks(doc: &TraceDoc) -> String {
     }
     let c = &doc.self_check;
     let mut s = format!(
-        "\nself-check: lost events {}, recursion misses {}, state collisions {}, completions without issue {}, requeues {}, diskstats {}\n",
+        "\nself-check: lost events {}, recursion misses {}, state collisions {}, completions without issue {}, completions unseen {}, requeues {}, diskstats {}\n",
         c.lost_events,
         c.recursion_misses,
         c.state_collisions,
         c.completions_without_issue,
+        c.completions_unseen.unwrap_or(0),
         c.requeues,
         match c.diskstats_match {
             Some(true) => "match",

@@ -379,3 +379,80 @@ fn missing_targets_are_refused_with_the_flag_named() {
         "{e}"
     );
 }
+
+/// The kernel skips the completion program for whole batches of completions on 6.18
+/// (docs/tracing.md); the tracer simulates that here by skipping every 3rd final completion
+/// (IODIG_TRACER_DROP_EVERY). A compaction write whose completion went unseen must give back
+/// its background-IO mark when its request is used again: query reads issued after every
+/// compaction write has ended must all be filed as without background IO, and the requests
+/// found again are counted as unseen.
+#[test]
+fn completions_the_kernel_skips_give_back_their_background_mark() {
+    if !iodig_iotrace::attribution_available() {
+        eprintln!("skipped: kernel has no block_io_start (needs 6.5+)");
+        return;
+    }
+    let _g = lock();
+    let dev = LoopDev::new(GIB, 0, false);
+    let opts = TraceOptions {
+        mode: TraceMode::Ebpf,
+        devices: vec![dev.path.clone()],
+        slot_ms: 100,
+        events_file: None,
+    };
+    std::env::set_var("IODIG_TRACER_DROP_EVERY", "3");
+    let session = start_watching(&opts, &WatchOptions::default());
+    std::env::remove_var("IODIG_TRACER_DROP_EVERY");
+    let session = session.expect("eBPF tracing loads as root");
+    let path = dev.path.clone();
+    let io = move |f: fn(&std::fs::File, &AlignedBuf)| {
+        let p = path.clone();
+        move || {
+            use std::os::unix::fs::OpenOptionsExt;
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&p)
+                .unwrap();
+            f(&file, &AlignedBuf::new(512 * KIB as usize));
+        }
+    };
+    // 30 compaction writes, one at a time, 1 MiB apart (nothing merges): 10 completions skipped.
+    on_thread(
+        "rocksdb:low",
+        io(|f, b| (0..30).for_each(|i| pwrite_direct(f, b, 512 << 10, i * MIB))),
+    );
+    // Foreground reads 128 at a time, 8 times: every tag of the loop device (128), so every
+    // request of the compaction writes, is used again.
+    on_thread(
+        "iodig-worker-0",
+        io(|f, _| assert_eq!(aio_read_batches(f, 128, 8, 256 * MIB), 1024)),
+    );
+    on_thread(
+        "ReadStage-1",
+        io(|f, b| (0..150).for_each(|i| pread_direct(f, b, 4096, 512 * MIB + i * 8192))),
+    );
+    let doc = session.stop().unwrap();
+    let a = doc.attribution().expect("attribution on");
+    let query = a
+        .splits
+        .iter()
+        .find(|s| s.class == "cassandra.read" && s.op == "read")
+        .expect("the query reads' split");
+    let unseen = doc.self_check.completions_unseen;
+    assert_eq!(
+        query.with_background.ios, 0,
+        "query reads after the compaction ended, filed as beside it: {query:?}; unseen {unseen:?}; self-check {:?}; ops {:?}",
+        (doc.self_check.completions_without_issue, doc.self_check.state_collisions, doc.self_check.requeues),
+        doc.devices[0].ops.iter().map(|(k, v)| (k.clone(), v.ios)).collect::<Vec<_>>()
+    );
+    assert!(
+        (90..=110).contains(&query.without_background.ios),
+        "two thirds of 150 query reads counted: {query:?}"
+    );
+    // 401 of the 1,204 final completions were skipped; all but those whose request was not
+    // used again before the end (at most one per tag) are found.
+    let unseen = unseen.expect("the self-check counts unseen completions");
+    assert!((401 - 128..=401).contains(&unseen), "unseen {unseen}");
+}

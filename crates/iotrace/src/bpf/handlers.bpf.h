@@ -36,12 +36,52 @@ static __always_inline struct rq_state *FN(state)(__u32 d, struct request *rq)
 	return state_of(d, RD2(rq, mq_hctx, queue_num), tag);
 }
 
+/* A tracked request leaves the device (final completion or requeue): depth -1. */
+static __always_inline __s64 FN(leave)(__u32 d, struct rq_state *st, struct slot *s, __u64 off)
+{
+	st->rq = 0;
+	if (s) {
+		s->n_done += 1;
+		s->sum_done_off += off;
+	}
+	return __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], -1) - 1;
+}
+
+/* A request struct belongs to its tag (blk-mq preallocates one per tag), so a new use of a
+ * request whose last use still holds the state entry means that last use ended unseen: on
+ * 6.18 the kernel skips the completion program for whole batches of completions (perf counts
+ * them, every BPF program on the tracepoint misses them, with no recursion miss counted).
+ * block_io_start runs once per use, so there a held entry is always a last use; at issue
+ * (the only place without attribution) a new use is told from a re-issue after a requeue by
+ * its allocation time. The IO stays uncounted (the
+ * diskstats check shows by how much); what it held is given back: its background-IO mark,
+ * which would otherwise split every later IO as overlapping background IO, and its place in
+ * the queue depth. A last use that was never issued was merged into another request: it
+ * gives back its mark and is not counted as unseen. */
+static __always_inline void FN(release_last_use)(__u32 d, struct rq_state *st, __u64 rq,
+						  bool attr)
+{
+	struct slot *s;
+	__u64 off = 0;
+
+	if (attr && st->attr_rq == rq) {
+		if (st->flags & RQ_BG)
+			__sync_fetch_and_add(&bg_inflight[d & (MAX_DEVS - 1)], -1);
+		st->attr_rq = 0;
+	}
+	if (st->rq == rq) {
+		count(C_UNSEEN);
+		s = slot_get(d, bpf_ktime_get_ns() + unix_offset_ns, &off);
+		FN(leave)(d, st, s, off);
+	}
+}
+
 static __always_inline void FN(on_issue)(struct request *rq)
 {
 	int d = FN(dev_index)(rq);
 	struct rq_state *st;
 	struct slot *s;
-	__u64 now, off;
+	__u64 now, off, alloc;
 	__s64 qd;
 
 	if (d < 0)
@@ -52,8 +92,14 @@ static __always_inline void FN(on_issue)(struct request *rq)
 		count(C_BAD_TAG);
 		return;
 	}
+	alloc = RD(rq, start_time_ns);
+	/* With attribution, block_io_start has already given back a last use's entry, and the
+	 * attribution held now is this use's own. */
+	if (st->rq == (__u64)rq && alloc && alloc != st->alloc_ns)
+		FN(release_last_use)(d, st, (__u64)rq, false);
 	if (st->rq == (__u64)rq) {
-		/* Re-issue without a completion in between: keep it counted once in flight. */
+		/* Re-issue (after a requeue) without a completion in between: keep it counted
+		 * once in flight. */
 		st->issue_ns = now;
 		return;
 	}
@@ -63,6 +109,7 @@ static __always_inline void FN(on_issue)(struct request *rq)
 	}
 	st->rq = (__u64)rq;
 	st->issue_ns = now;
+	st->alloc_ns = alloc;
 	st->bytes = RD(rq, __data_len);
 	qd = __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], 1) + 1;
 	s = slot_get(d, now + unix_offset_ns, &off);
@@ -72,17 +119,6 @@ static __always_inline void FN(on_issue)(struct request *rq)
 	s->sum_issue_off += off;
 	if (qd > s->qd_max)
 		s->qd_max = qd;
-}
-
-/* A tracked request leaves the device (final completion or requeue): depth -1. */
-static __always_inline __s64 FN(leave)(__u32 d, struct rq_state *st, struct slot *s, __u64 off)
-{
-	st->rq = 0;
-	if (s) {
-		s->n_done += 1;
-		s->sum_done_off += off;
-	}
-	return __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], -1) - 1;
 }
 
 /* The cgroup the request's first bio is charged to: bio->bi_blkg->blkcg's cgroup, as its
@@ -144,6 +180,8 @@ static __always_inline void FN(on_start)(struct request *rq)
 		for (int i = 0; i < 8; i++)
 			c->row[i] = ~0u;
 	}
+	if (st->attr_rq == (__u64)rq)
+		FN(release_last_use)(d, st, (__u64)rq, true);
 	if (st->attr_rq && st->attr_rq != (__u64)rq) {
 		/* Its request went away without a completion (merged into another): it is no
 		 * longer in flight. */
@@ -264,6 +302,9 @@ static __always_inline void FN(on_complete)(struct request *rq, __u32 nr_bytes)
 	__u64 now, off = 0;
 
 	if (d < 0)
+		return;
+	if (drop_every && nr_bytes >= RD(rq, __data_len) &&
+	    __sync_fetch_and_add(&drop_seq, 1) % drop_every == drop_every - 1)
 		return;
 	now = bpf_ktime_get_ns();
 	flags = RD(rq, cmd_flags);

@@ -42,6 +42,11 @@ const volatile __u32 attr_rows = 0;
 /* Bit c set: class c is background IO (memtable flush, compaction), whose presence in the
  * block layer splits every other IO's queue and device time (struct split). */
 const volatile __u32 bg_classes = 0;
+/* Tests only (IODIG_TRACER_DROP_EVERY): skip every Nth final completion, as the kernel skips
+ * batches of them on 6.18, so the tests can check what the tracer gives back. 0 = never: the
+ * verifier then drops the check from the program. */
+const volatile __u32 drop_every = 0;
+__u32 drop_seq = 0;
 
 /* Requests issued after attach that are in flight, per device. Global on purpose: the exact
  * depth needs one counter; atomic fetch-add returns the new value without a second read. */

@@ -42,7 +42,8 @@
 #define C_LOST_EVENTS 0      /* ring buffer full: raw event dropped */
 #define C_STATE_COLLISION 1  /* issue found its state slot held by another live request */
 #define C_NO_ISSUE 2         /* final completion of a request not seen at issue */
-/* 3 is free: it counted inserts without a state entry, when block_rq_insert was hooked. */
+#define C_UNSEEN 3           /* a request used again while its last use was still held in flight:
+                              * the kernel did not run the completion program for it */
 #define C_REQUEUES 4
 #define C_PARTIAL 5          /* partial completions (not counted as IOs) */
 #define C_BAD_TAG 6          /* issue with no driver tag: not tracked */
@@ -109,6 +110,7 @@ struct rq_state {
 	__u8 cls;       /* class of attr_rq */
 	__u8 flags;     /* RQ_BG, RQ_BG_AT_START */
 	__u16 _pad;
+	__u64 alloc_ns; /* rq->start_time_ns of the use holding the entry (0: unknown) */
 };
 
 /* A thread-name rule: comm (16 bytes as two u64) & mask == val, and the op's bit in ops. */

@@ -98,6 +98,11 @@ fn configure(
     ro.unix_offset_ns = cfg.unix_offset_ns;
     ro.emit_events = cfg.events;
     ro.attribution = cfg.attribution;
+    // Tests only: see drop_every in iotrace.bpf.c.
+    ro.drop_every = std::env::var("IODIG_TRACER_DROP_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let rules = crate::attr::rules();
     ro.nrules = rules.len() as u32;
     for (slot, r) in ro.rules.iter_mut().zip(rules.iter()) {
