@@ -328,15 +328,23 @@ fn op_trace(dev: &DevRaw, op: usize) -> OpTrace {
     let (ios, bytes, lat_max) = dev.totals[op];
     let h = &dev.hists[op];
     let mut latency = BTreeMap::new();
-    let kinds = [
-        ("device", 2, Some(lat_max)),
-        ("queue", 3, None),
-        ("total", 4, None),
-    ];
-    for (name, kind, max) in kinds {
+    for (name, kind, max) in [("device", 2, Some(lat_max)), ("total", 3, None)] {
         if let Some(l) = hist::latency(&h[kind][..hist::LAT_BUCKETS], LAT_SUB_BITS, max) {
             latency.insert(name.to_string(), l);
         }
+    }
+    // OS time: the kernel keeps it per second only (±12 % buckets); the run's is their sum.
+    let mut os_time = vec![0u64; hist::SEC_BUCKETS];
+    for ((_, o), h) in &dev.sec_lat {
+        if *o == op {
+            os_time
+                .iter_mut()
+                .zip(&h[hist::SEC_BUCKETS..])
+                .for_each(|(a, b)| *a += b);
+        }
+    }
+    if let Some(l) = hist::latency(&os_time, hist::SEC_SUB_BITS, None) {
+        latency.insert("queue".to_string(), l);
     }
     OpTrace {
         ios,

@@ -30,9 +30,8 @@
 #define H_SIZE_COUNT 0
 #define H_SIZE_BYTES 1
 #define H_LAT_DEVICE 2 /* issue -> final completion */
-#define H_LAT_QUEUE 3  /* OS time: request allocation (rq->start_time_ns) -> last issue */
-#define H_LAT_TOTAL 4  /* request allocation (rq->start_time_ns) -> final completion */
-#define NKINDS 5
+#define H_LAT_TOTAL 3  /* request allocation (rq->start_time_ns) -> final completion */
+#define NKINDS 4       /* OS time (allocation -> issue) for the run: the seclatq seconds summed */
 
 #define SLOT_RING 64   /* slots kept in the kernel; userspace drains well within 64 slots */
 #define SEC_RING 8     /* seconds of per-second latency histograms kept */

@@ -8,7 +8,7 @@ use libbpf_rs::{MapCore, MapFlags};
 use std::collections::BTreeMap;
 
 pub const NOPS: usize = 5;
-pub const NKINDS: usize = 5;
+pub const NKINDS: usize = 4;
 pub(super) const SLOT_RING: u64 = 64;
 const SEC_RING: u64 = 8;
 pub const NCOUNTERS: usize = 10;

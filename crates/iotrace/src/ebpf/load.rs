@@ -13,7 +13,7 @@ const MAX_DEVS: usize = 16;
 const SLOT_RING: u32 = 64;
 const SEC_RING: u32 = 8;
 const NOPS: u32 = 5;
-const NKINDS: u32 = 5;
+const NKINDS: u32 = 4;
 const STATE_PER_DEV: u32 = 8192;
 /// Attribution keys beyond the reserved rows (ATTR_KEYS in iotrace.h); the hash holds twice
 /// as many, so the row cap is what is hit first, and counted.
