@@ -122,7 +122,8 @@ impl StepView {
 }
 
 /// The tracer's self-check against the kernel's own counters, as the report states it: equal
-/// on every device and op, or each difference with its size.
+/// on every device and op, or each difference with its size and whether IO at the window's
+/// edges explains it, and the completions the kernel did not run the tracer for.
 pub fn diskstats_sentence(trace: &iodig_model::trace::TraceDoc) -> Option<String> {
     let verdict = trace.self_check.diskstats_match?;
     let mut differ = Vec::new();
@@ -143,15 +144,27 @@ pub fn diskstats_sentence(trace: &iodig_model::trace::TraceDoc) -> Option<String
             ));
         }
     }
-    Some(if verdict || differ.is_empty() {
-        "Tracer self-check: the traced IO counts equal /proc/diskstats on every device and op."
-            .to_string()
+    if differ.is_empty() {
+        return Some(
+            "Tracer self-check: the traced IO counts equal /proc/diskstats on every device and op."
+                .to_string(),
+        );
+    }
+    let why = if verdict {
+        "within what IO completing at the window's edges explains (64 IOs or 0.1 %)"
     } else {
-        format!(
-            "Tracer self-check: {}; the other counts are equal (IO in flight at the window's edges can explain a small difference).",
-            differ.join("; ")
-        )
-    })
+        "more than IO completing at the window's edges explains (64 IOs or 0.1 %)"
+    };
+    let unseen = match trace.self_check.completions_unseen {
+        Some(n) if n > 0 => format!(
+            " The kernel did not run the tracer's completion program for {n} requests (found when their requests were used again; docs/tracing.md): they are missing from the traced counts."
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "Tracer self-check: {}; {why}; the other counts are equal.{unseen}",
+        differ.join("; ")
+    ))
 }
 
 pub(super) fn step_view(step: &StepData) -> StepView {
@@ -278,5 +291,65 @@ fn trace_mode(step: &StepData) -> (String, Option<String>) {
         (Some(t), _) => (t.mode.clone(), t.note.clone().or(sum.trace_note.clone())),
         (None, Some(m)) => (m.clone(), sum.trace_note.clone()),
         (None, None) => ("off".into(), sum.trace_note.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::diskstats_sentence;
+    use iodig_model::trace::{DeviceTrace, DiskstatsCheck, SelfCheck, TraceDoc};
+
+    fn doc(traced: u64, in_diskstats: u64, agrees: bool, unseen: Option<u64>) -> TraceDoc {
+        TraceDoc {
+            mode: "ebpf".into(),
+            note: None,
+            attach: None,
+            start_unix_ms: 0,
+            end_unix_ms: 1000,
+            slot_ms: 100,
+            histograms: true,
+            devices: vec![DeviceTrace {
+                name: "vda".into(),
+                dev: "254:0".into(),
+                info: None,
+                ops: Default::default(),
+                seconds: Vec::new(),
+                diskstats_check: vec![DiskstatsCheck {
+                    op: "read".into(),
+                    tracer_ios: traced,
+                    diskstats_ios: in_diskstats,
+                    tracer_sectors: traced * 8,
+                    diskstats_sectors: in_diskstats * 8,
+                }],
+            }],
+            self_check: SelfCheck {
+                diskstats_match: Some(agrees),
+                completions_unseen: unseen,
+                ..Default::default()
+            },
+            events_file: None,
+        }
+    }
+
+    #[test]
+    fn equal_only_when_every_count_is() {
+        let s = diskstats_sentence(&doc(500, 500, true, Some(0))).unwrap();
+        assert!(s.contains("equal /proc/diskstats on every device"), "{s}");
+
+        let s = diskstats_sentence(&doc(490, 500, true, Some(0))).unwrap();
+        assert!(!s.contains("on every device"), "{s}");
+        assert!(
+            s.contains("vda read: 490 IOs traced against 500 in /proc/diskstats (-2.00 %)")
+                && s.contains("within what IO completing at the window's edges explains"),
+            "{s}"
+        );
+        assert!(!s.contains("did not run"), "{s}");
+
+        let s = diskstats_sentence(&doc(300_000, 300_544, false, Some(512))).unwrap();
+        assert!(
+            s.contains("more than IO completing at the window's edges explains")
+                && s.contains("did not run the tracer's completion program for 512 requests"),
+            "{s}"
+        );
     }
 }
