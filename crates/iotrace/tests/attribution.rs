@@ -54,6 +54,32 @@ impl Drop for TestCgroup {
     }
 }
 
+/// eBPF tracing of `dev` alone, in 100 ms slots.
+fn ebpf_on(dev: &LoopDev) -> TraceOptions {
+    TraceOptions {
+        mode: TraceMode::Ebpf,
+        devices: vec![dev.path.clone()],
+        slot_ms: 100,
+        events_file: None,
+    }
+}
+
+/// A job for [`on_thread`]: opens `path` with O_DIRECT and runs `f` on it with a 512 KiB
+/// buffer.
+fn direct_io(path: &str, f: fn(&std::fs::File, &AlignedBuf)) -> impl FnOnce() + Send + 'static {
+    let path = path.to_string();
+    move || {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .unwrap();
+        f(&file, &AlignedBuf::new(512 * KIB as usize));
+    }
+}
+
 /// Runs `f` on a thread named `name` (Linux keeps 15 characters) and waits for it.
 fn on_thread(name: &str, f: impl FnOnce() + Send + 'static) {
     std::thread::Builder::new()
@@ -86,12 +112,7 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
     let _g = lock();
     let cg = TestCgroup::new().expect("a cgroup hierarchy with blkio/io");
     let dev = LoopDev::new(8 * GIB, 0, false);
-    let opts = TraceOptions {
-        mode: TraceMode::Ebpf,
-        devices: vec![dev.path.clone()],
-        slot_ms: 100,
-        events_file: None,
-    };
+    let opts = ebpf_on(&dev);
     let watch = WatchOptions {
         cgroups: vec![cg.dir.clone()],
         pids: vec![std::process::id()],
@@ -99,19 +120,7 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
     };
     let session = start_watching(&opts, &watch).expect("eBPF tracing loads as root");
 
-    let path = dev.path.clone();
-    let io = move |f: fn(&std::fs::File, &AlignedBuf)| {
-        let p = path.clone();
-        move || {
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(&p)
-                .unwrap();
-            f(&file, &AlignedBuf::new(512 * KIB as usize));
-        }
-    };
+    let io = |f: fn(&std::fs::File, &AlignedBuf)| direct_io(&dev.path, f);
     use std::os::unix::fs::OpenOptionsExt;
     on_thread(
         "ReadStage-1",
@@ -394,30 +403,12 @@ fn completions_the_kernel_skips_give_back_their_background_mark() {
     }
     let _g = lock();
     let dev = LoopDev::new(GIB, 0, false);
-    let opts = TraceOptions {
-        mode: TraceMode::Ebpf,
-        devices: vec![dev.path.clone()],
-        slot_ms: 100,
-        events_file: None,
-    };
+    let opts = ebpf_on(&dev);
     std::env::set_var("IODIG_TRACER_DROP_EVERY", "3");
     let session = start_watching(&opts, &WatchOptions::default());
     std::env::remove_var("IODIG_TRACER_DROP_EVERY");
     let session = session.expect("eBPF tracing loads as root");
-    let path = dev.path.clone();
-    let io = move |f: fn(&std::fs::File, &AlignedBuf)| {
-        let p = path.clone();
-        move || {
-            use std::os::unix::fs::OpenOptionsExt;
-            let file = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(&p)
-                .unwrap();
-            f(&file, &AlignedBuf::new(512 * KIB as usize));
-        }
-    };
+    let io = |f: fn(&std::fs::File, &AlignedBuf)| direct_io(&dev.path, f);
     // 30 compaction writes, one at a time, 1 MiB apart (nothing merges): 10 completions skipped.
     on_thread(
         "rocksdb:low",
