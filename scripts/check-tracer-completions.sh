@@ -5,7 +5,8 @@
 # block_rq_issue tracepoints (not BPF), the BPF programs' run counts (BPF stats on), and the
 # trace's totals. Prints one line per run: how many completions the completion program never
 # ran for (perf's completions minus its runs, less the IO perf saw outside the attach window),
-# the reads traced, and the trace's own diskstats check.
+# how many of those the tracer found again (their request used again) and counted, the reads
+# traced, and the trace's own diskstats check with every count that differs.
 #
 # Usage (root): scripts/check-tracer-completions.sh [RUNS] [SECONDS]
 #   IODIG=path/to/iodig   (default target/release/iodig)
@@ -63,7 +64,12 @@ outside = perf.get("block_rq_issue", 0) - runs.get("rq_issue", 0)
 skipped = perf.get("block_rq_complete", 0) - runs.get("rq_complete", 0) - outside
 print(f"run {run}: completions perf {perf.get('block_rq_complete')}, completion program runs "
       f"{runs.get('rq_complete')}, issued outside the window {outside}; never ran for "
-      f"{skipped}; reads traced {reads}; diskstats_match "
-      f"{sc['diskstats_match']}, recursion misses {sc['recursion_misses']}", flush=True)
+      f"{skipped}, found again and counted {sc.get('completions_unseen')}; reads traced {reads}"
+      f"; diskstats_match {sc['diskstats_match']}, recursion misses {sc['recursion_misses']}",
+      flush=True)
+for d in doc["devices"]:
+    for c in d["diskstats_check"]:
+        if c["tracer_ios"] != c["diskstats_ios"]:
+            print(f"    {d['name']} {c['op']}: traced {c['tracer_ios']}, diskstats {c['diskstats_ios']}")
 PY
 done

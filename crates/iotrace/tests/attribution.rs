@@ -391,10 +391,10 @@ fn missing_targets_are_refused_with_the_flag_named() {
 
 /// The kernel skips the completion program for whole batches of completions on 6.18
 /// (docs/tracing.md); the tracer simulates that here by skipping every 3rd final completion
-/// (IODIG_TRACER_DROP_EVERY). A compaction write whose completion went unseen must give back
-/// its background-IO mark when its request is used again: query reads issued after every
-/// compaction write has ended must all be filed as without background IO, and the requests
-/// found again are counted as unseen.
+/// (IODIG_TRACER_DROP_EVERY). A request whose completion went unseen is counted when it is
+/// used again, and a compaction write gives back its background-IO mark then: query reads
+/// issued after every compaction write has ended must all be filed as without background IO,
+/// and the IOs counted are exactly those completed seen plus those found again.
 #[test]
 fn completions_the_kernel_skips_give_back_their_background_mark() {
     if !iodig_iotrace::attribution_available() {
@@ -443,7 +443,21 @@ fn completions_the_kernel_skips_give_back_their_background_mark() {
         "two thirds of 150 query reads counted: {query:?}"
     );
     // 401 of the 1,204 final completions were skipped; all but those whose request was not
-    // used again before the end (at most one per tag) are found.
+    // used again before the end (at most one per tag) are found, and counted.
     let unseen = unseen.expect("the self-check counts unseen completions");
     assert!((401 - 128..=401).contains(&unseen), "unseen {unseen}");
+    let ops = &doc.devices[0].ops;
+    let (reads, writes) = (ops["read"].ios, ops["write"].ios);
+    assert_eq!(
+        reads + writes,
+        1204 - 401 + unseen,
+        "{reads} reads, {writes} writes"
+    );
+    assert_eq!(ops["write"].bytes, writes * (512 << 10));
+    let classes: u64 = a.rows.iter().map(|r| r.ios).sum();
+    assert_eq!(
+        classes,
+        reads + writes,
+        "the classes hold the unseen IOs too"
+    );
 }

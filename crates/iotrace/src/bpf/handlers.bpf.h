@@ -53,27 +53,57 @@ static __always_inline __s64 FN(leave)(__u32 d, struct rq_state *st, struct slot
  * them, every BPF program on the tracepoint misses them, with no recursion miss counted).
  * block_io_start runs once per use, so there a held entry is always a last use; at issue
  * (the only place without attribution) a new use is told from a re-issue after a requeue by
- * its allocation time. The IO stays uncounted (the
- * diskstats check shows by how much); what it held is given back: its background-IO mark,
- * which would otherwise split every later IO as overlapping background IO, and its place in
- * the queue depth. A last use that was never issued was merged into another request: it
- * gives back its mark and is not counted as unseen. */
+ * its allocation time. A last use that was issued is counted now, as its completion would
+ * have counted it (the IO, its bytes and size, in this slot and in its attribution row, no
+ * latency: when it completed is unknown), and gives back its place in the queue depth; with
+ * `attr`, its background-IO mark too, which would otherwise file every later IO on the
+ * device as overlapping background IO. A last use that was never issued was merged into
+ * another request: it only gives back its mark. */
 static __always_inline void FN(release_last_use)(__u32 d, struct rq_state *st, __u64 rq,
 						  bool attr)
 {
+	__u32 op = st->op < NOPS ? st->op : OP_OTHER;
+	__u32 tk = d * NOPS + op, row = d * NOPS + op, bytes = st->bytes;
+	struct op_total *t;
+	struct attr_val *a;
 	struct slot *s;
-	__u64 off = 0;
+	__u64 now, off = 0;
 
 	if (attr && st->attr_rq == rq) {
+		row = st->attr;
 		if (st->flags & RQ_BG)
 			__sync_fetch_and_add(&bg_inflight[d & (MAX_DEVS - 1)], -1);
 		st->attr_rq = 0;
 	}
-	if (st->rq == rq) {
-		count(C_UNSEEN);
-		s = slot_get(d, bpf_ktime_get_ns() + unix_offset_ns, &off);
-		FN(leave)(d, st, s, off);
+	if (st->rq != rq)
+		return;
+	count(C_UNSEEN);
+	now = bpf_ktime_get_ns();
+	s = slot_get(d, now + unix_offset_ns, &off);
+	t = bpf_map_lookup_elem(&totals, &tk);
+	if (t) {
+		t->ios += 1;
+		t->bytes += bytes;
 	}
+	if (s) {
+		s->op[op].ios += 1;
+		s->op[op].bytes += bytes;
+	}
+	a = bpf_map_lookup_elem(&attr_vals, &row);
+	if (a) {
+		struct attr_slot *asl = attr_slot_get(a, s ? s->id : (now + unix_offset_ns) / slot_ns);
+		__u32 si = bytes ? 1 + lat_idx(bytes - 1, SEC_SUB_BITS) : 0;
+
+		a->ios += 1;
+		a->bytes += bytes;
+		if (si < ATTR_SIZE_BUCKETS)
+			a->size[si] += 1;
+		asl->ios += 1;
+		asl->bytes += bytes;
+	}
+	hist_add(d, op, H_SIZE_COUNT, size_idx(bytes), 1);
+	hist_add(d, op, H_SIZE_BYTES, size_idx(bytes), bytes);
+	FN(leave)(d, st, s, off);
 }
 
 static __always_inline void FN(on_issue)(struct request *rq)
@@ -110,6 +140,7 @@ static __always_inline void FN(on_issue)(struct request *rq)
 	st->rq = (__u64)rq;
 	st->issue_ns = now;
 	st->alloc_ns = alloc;
+	st->op = op_class(RD(rq, cmd_flags));
 	st->bytes = RD(rq, __data_len);
 	qd = __sync_fetch_and_add(&inflight[d & (MAX_DEVS - 1)], 1) + 1;
 	s = slot_get(d, now + unix_offset_ns, &off);

@@ -42,7 +42,7 @@
 #define C_STATE_COLLISION 1  /* issue found its state slot held by another live request */
 #define C_NO_ISSUE 2         /* final completion of a request not seen at issue */
 #define C_UNSEEN 3           /* a request used again while its last use was still held in flight:
-                              * the kernel did not run the completion program for it */
+                              * the kernel did not run the completion program for it; counted then */
 #define C_REQUEUES 4
 #define C_PARTIAL 5          /* partial completions (not counted as IOs) */
 #define C_BAD_TAG 6          /* issue with no driver tag: not tracked */
@@ -108,7 +108,8 @@ struct rq_state {
 	__u32 bg_seq;   /* low 32 bits of bg_started[dev] at block_io_start */
 	__u8 cls;       /* class of attr_rq */
 	__u8 flags;     /* RQ_BG, RQ_BG_AT_START */
-	__u16 _pad;
+	__u8 op;        /* OP_* of the issued request (rq) */
+	__u8 _pad;
 	__u64 alloc_ns; /* rq->start_time_ns of the use holding the entry (0: unknown) */
 };
 

@@ -411,9 +411,9 @@ pub struct SelfCheck {
     /// Final completions of requests not seen at issue (in flight at attach): counted, no latency.
     pub completions_without_issue: u64,
     /// Requests whose completion the kernel did not run the tracer for, found when their
-    /// request was used again: not counted (the diskstats check shows the shortfall), their
-    /// place in the queue depth and their background-IO mark given back. None in traces from
-    /// before it was counted.
+    /// request was used again and counted then (IO, bytes, size, attribution; no latency, no
+    /// event), their place in the queue depth and their background-IO mark given back. None in
+    /// traces from before it was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completions_unseen: Option<u64>,
     /// Completions of only part of a request: their bytes are counted, the IO at its last part.

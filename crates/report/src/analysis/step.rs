@@ -144,22 +144,21 @@ pub fn diskstats_sentence(trace: &iodig_model::trace::TraceDoc) -> Option<String
             ));
         }
     }
+    let unseen = match trace.self_check.completions_unseen {
+        Some(n) if n > 0 => format!(
+            " The kernel did not run the tracer's completion program for {n} requests; the tracer counted them when their requests were used again (docs/tracing.md)."
+        ),
+        _ => String::new(),
+    };
     if differ.is_empty() {
-        return Some(
-            "Tracer self-check: the traced IO counts equal /proc/diskstats on every device and op."
-                .to_string(),
-        );
+        return Some(format!(
+            "Tracer self-check: the traced IO counts equal /proc/diskstats on every device and op.{unseen}"
+        ));
     }
     let why = if verdict {
         "within what IO completing at the window's edges explains (64 IOs or 0.1 %)"
     } else {
         "more than IO completing at the window's edges explains (64 IOs or 0.1 %)"
-    };
-    let unseen = match trace.self_check.completions_unseen {
-        Some(n) if n > 0 => format!(
-            " The kernel did not run the tracer's completion program for {n} requests (found when their requests were used again; docs/tracing.md): they are missing from the traced counts."
-        ),
-        _ => String::new(),
     };
     Some(format!(
         "Tracer self-check: {}; {why}; the other counts are equal.{unseen}",
@@ -335,6 +334,13 @@ mod tests {
     fn equal_only_when_every_count_is() {
         let s = diskstats_sentence(&doc(500, 500, true, Some(0))).unwrap();
         assert!(s.contains("equal /proc/diskstats on every device"), "{s}");
+        assert!(!s.contains("did not run"), "{s}");
+        let s = diskstats_sentence(&doc(500, 500, true, Some(32))).unwrap();
+        assert!(
+            s.contains("equal /proc/diskstats on every device")
+                && s.contains("program for 32 requests; the tracer counted them"),
+            "{s}"
+        );
 
         let s = diskstats_sentence(&doc(490, 500, true, Some(0))).unwrap();
         assert!(!s.contains("on every device"), "{s}");
