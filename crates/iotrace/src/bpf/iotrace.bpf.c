@@ -2,8 +2,9 @@
 /* iotrace.bpf.c: kernel side of iodig's block-IO tracer.
  *
  * Hooks block_rq_{issue,complete,requeue} (and block_io_start for attribution) and aggregates
- * in the kernel, per CPU, per traced whole disk x op: IO and byte totals, size and latency histograms, unix-aligned time
- * slots (IOs, bytes, max latency, queue-depth max and integral), per-second latency histograms.
+ * in the kernel, per CPU, per traced whole disk x op: IO and byte totals, size and latency
+ * histograms, unix-aligned time slots (IOs, bytes, max latency, queue-depth max and integral),
+ * per-second latency histograms.
  * Nothing is streamed per IO unless the optional event ring buffer is enabled, because per-event
  * streaming is what loses data and costs most at NVMe rates (reference/block-tracing.md §3.1).
  *
@@ -290,7 +291,7 @@ static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 
 /* Index of kernel dev_t `dev` in the traced list, or -1. A global function on purpose: the
  * verifier checks it once, and to its callers the index is any number. Inlined, it handed
  * each caller a known constant per traced device, so every program was verified once per
- * device, and seven devices took the completion program past the kernel's limit (E2BIG). */
+ * device, and two devices already took the programs past the kernel's limit (E2BIG). */
 __noinline int dev_slot(__u32 dev)
 {
 	for (int i = 0; i < MAX_DEVS; i++) {
