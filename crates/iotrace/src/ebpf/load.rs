@@ -77,6 +77,16 @@ pub fn single_arg_layout() -> Result<bool> {
     Ok(proto.len() == 2)
 }
 
+/// `IODIG_TRACER_DROP_EVERY=N`: the completion program ignores every Nth final completion, as
+/// the kernel itself sometimes does not run it. For tests of how the tracer recovers those IOs
+/// (`completions_unseen`); unset or unparsable, nothing is dropped.
+fn drop_every() -> u32 {
+    std::env::var("IODIG_TRACER_DROP_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 fn configure(
     open: &mut OpenIotraceSkel<'_>,
     cfg: &LoadConfig<'_>,
@@ -98,11 +108,7 @@ fn configure(
     ro.unix_offset_ns = cfg.unix_offset_ns;
     ro.emit_events = cfg.events;
     ro.attribution = cfg.attribution;
-    // Tests only: see drop_every in iotrace.bpf.c.
-    ro.drop_every = std::env::var("IODIG_TRACER_DROP_EVERY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    ro.drop_every = drop_every();
     let rules = crate::attr::rules();
     ro.nrules = rules.len() as u32;
     for (slot, r) in ro.rules.iter_mut().zip(rules.iter()) {
