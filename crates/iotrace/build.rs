@@ -24,6 +24,7 @@ fn main() {
         "iotrace.h",
         "kernel_types.h",
         "handlers.bpf.h",
+        "buckets.h",
     ] {
         println!("cargo:rerun-if-changed=src/bpf/{f}");
     }

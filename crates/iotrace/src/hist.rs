@@ -200,4 +200,86 @@ mod tests {
         assert_eq!(l.p999_ns, 1_000_000, "capped by the exact max");
         assert!(latency(&[0; 4], 2, None).is_none());
     }
+
+    /// The bucket math in src/bpf/buckets.h, compiled natively from the very file the BPF
+    /// object includes, gives the same index as this module for every value tried: each power
+    /// of two and its neighbours, small values, and spread pseudo-random ones. The BPF side
+    /// has no branches or leading-zero count, so a slip there would file IOs one bucket off.
+    #[test]
+    fn the_bpf_bucket_math_agrees_with_this_module() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("buckets_check.c");
+        let bin = dir.path().join("buckets_check");
+        std::fs::write(
+            &src,
+            r#"#include <stdio.h>
+#include <stdint.h>
+typedef uint8_t __u8; typedef uint16_t __u16; typedef uint32_t __u32; typedef int32_t __s32;
+typedef uint64_t __u64; typedef int64_t __s64;
+#define __always_inline inline __attribute__((always_inline))
+#include "buckets.h"
+int main(void)
+{
+	unsigned long long v;
+
+	while (scanf("%llu", &v) == 1) {
+		struct lat_ix x = lat_ix(v);
+
+		printf("%u %u %u %u %llu\n", log2_u64(v), x.fine, x.coarse,
+		       size_idx(v > 0xffffffffULL ? 0xffffffffu : (__u32)v),
+		       (unsigned long long)ns_to_us(v));
+	}
+	return 0;
+}
+"#,
+        )
+        .unwrap();
+        let bpf_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bpf");
+        let out = std::process::Command::new("clang")
+            .args(["-O2", "-Wall", "-I", bpf_dir])
+            .arg(&src)
+            .arg("-o")
+            .arg(&bin)
+            .output()
+            .expect("clang (the BPF build's compiler) runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let mut values: Vec<u64> = (0..=5000).collect();
+        for p in 0..63 {
+            let v = 1u64 << p;
+            values.extend([v - 1, v, v + 1, v + v / 2]);
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push((x >> 1) >> (x % 63));
+        }
+        let input: String = values.iter().map(|v| format!("{v}\n")).collect();
+        let input_path = dir.path().join("values");
+        std::fs::write(&input_path, input).unwrap();
+        let out = std::process::Command::new(&bin)
+            .stdin(std::fs::File::open(&input_path).unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+        assert_eq!(lines.len(), values.len());
+        for (v, line) in values.iter().zip(lines) {
+            let want = format!(
+                "{} {} {} {} {}",
+                63u32.saturating_sub(v.leading_zeros()),
+                lat_idx(*v, LAT_SUB_BITS),
+                lat_idx(*v, SEC_SUB_BITS),
+                size_idx(u32::try_from(*v).unwrap_or(u32::MAX)),
+                v / 1000
+            );
+            assert_eq!(line, want, "value {v}: C gives {line}, Rust {want}");
+        }
+    }
 }

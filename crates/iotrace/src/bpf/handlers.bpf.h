@@ -18,6 +18,11 @@ static __always_inline int FN(dev_index)(struct request *rq)
 	if (!disk)
 		return -1;
 	dev = ((__u32)RD(disk, major) << 20) | (__u32)RD(disk, first_minor);
+	/* One traced disk, the usual case: compared inline, without dev_slot's call and return
+	 * on every request of every disk. The verifier then sees the index as the constant 0,
+	 * which is only a problem from two devices on. */
+	if (ndevs == 1)
+		return devs[0] == dev ? 0 : -1;
 	return dev_slot(dev);
 }
 
@@ -258,7 +263,8 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 	__u32 tk = d * NOPS + op;
 	struct op_total *t = bpf_map_lookup_elem(&totals, &tk);
 	__u64 dev_ns = 0, start = RD(rq, start_time_ns), issue = 0;
-	__u32 size = nr_bytes;
+	__u32 size = nr_bytes, q_i = ~0u;
+	struct lat_ix dev_i = {};
 	__s64 qd = 0;
 	bool timed = false;
 
@@ -268,9 +274,12 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 		size = st->bytes;
 		timed = true;
 		qd = FN(leave)(d, st, s, off);
-		hist_add(d, op, H_LAT_DEVICE, lat_idx(dev_ns, LAT_SUB_BITS), 1);
-		sec_lat_add(d, op, now + unix_offset_ns, dev_ns,
-			    start && start <= issue ? issue - start : ~0ULL);
+		/* Each time's bucket once, for every histogram that takes it. */
+		dev_i = lat_ix(dev_ns);
+		if (start && start <= issue)
+			q_i = lat_idx(issue - start, SEC_SUB_BITS);
+		hist_add(d, op, H_LAT_DEVICE, dev_i.fine, 1);
+		sec_lat_add(d, op, now + unix_offset_ns, dev_i.coarse, q_i);
 		if (s && dev_ns > s->op[op].lat_max_ns)
 			s->op[op].lat_max_ns = dev_ns;
 		if (t && dev_ns > t->lat_max_ns)
@@ -280,7 +289,7 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 	}
 	if (st && st->attr_rq == (__u64)rq) {
 		if (timed && op < SPLIT_OPS)
-			split_add(d, op, st, issue - start, dev_ns, start && start <= issue);
+			split_add(d, op, st, issue - start, dev_ns, q_i, dev_i.coarse);
 		if (st->flags & RQ_BG)
 			__sync_fetch_and_add(&bg_inflight[d & (MAX_DEVS - 1)], -1);
 		st->attr_rq = 0;
@@ -296,17 +305,15 @@ static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, 
 		if (si < ATTR_SIZE_BUCKETS)
 			a->size[si] += 1;
 		if (timed) {
-			__u32 li = lat_idx(dev_ns, SEC_SUB_BITS);
-
-			if (li < SEC_BUCKETS)
-				a->lat[li] += 1;
+			if (dev_i.coarse < SEC_BUCKETS)
+				a->lat[dev_i.coarse] += 1;
 			if (dev_ns > a->lat_max_ns)
 				a->lat_max_ns = dev_ns;
 		}
 		if (asl) {
 			asl->ios += 1;
 			if (start && start < now)
-				asl->life_us += (now - start) / 1000;
+				asl->life_us += ns_to_us(now - start);
 		}
 	}
 	hist_add(d, op, H_SIZE_COUNT, size_idx(size), 1);

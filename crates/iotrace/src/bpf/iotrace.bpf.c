@@ -15,6 +15,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 #include "iotrace.h"
+#include "buckets.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -50,15 +51,18 @@ const volatile __u32 drop_every = 0;
 __u32 drop_seq = 0;
 
 /* Requests issued after attach that are in flight, per device. Global on purpose: the exact
- * depth needs one counter; atomic fetch-add returns the new value without a second read. */
-__s64 inflight[MAX_DEVS] = {};
+ * depth needs one counter; atomic fetch-add returns the new value without a second read.
+ * Cache-line aligned, and so are the background counters below: issue and completion move
+ * this line between CPUs on every IO, and the mostly-read background counters would travel
+ * with it. */
+__s64 inflight[MAX_DEVS] __attribute__((aligned(64))) = {};
 /* Attribution rows handed out after the reserved ones (may run past the cap: then capped). */
 __u32 attr_used = 0;
 /* Background requests between block_io_start and final completion, and how many ever
  * started, per device. An IO overlapped background IO iff one was in flight at its start or
  * one started before it completed (bg_started moved): exact, with two counters and no
  * per-IO history. */
-__s64 bg_inflight[MAX_DEVS] = {};
+__s64 bg_inflight[MAX_DEVS] __attribute__((aligned(64))) = {};
 __u64 bg_started[MAX_DEVS] = {};
 
 struct {
@@ -169,45 +173,6 @@ static __always_inline void count(__u32 which)
 		*v += 1;
 }
 
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0;
-
-	if (v >> 32) { v >>= 32; r += 32; }
-	if (v >> 16) { v >>= 16; r += 16; }
-	if (v >> 8) { v >>= 8; r += 8; }
-	if (v >> 4) { v >>= 4; r += 4; }
-	if (v >> 2) { v >>= 2; r += 2; }
-	if (v >> 1) { r += 1; }
-	return r;
-}
-
-/* See iotrace.h for the bucket layout; src/hist.rs has the same function and its bounds. */
-static __always_inline __u32 size_idx(__u32 bytes)
-{
-	__u32 p;
-
-	if (bytes == 0)
-		return 0;
-	if (bytes <= (2u << 20))
-		return (bytes + 4095) >> 12;
-	p = log2_u64(bytes - 1);
-	return SIZE_LIN_BUCKETS + ((p - SIZE_LOG_FIRST_POW) << SIZE_SUB_BITS) +
-	       (((bytes - 1) >> (p - SIZE_SUB_BITS)) & ((1 << SIZE_SUB_BITS) - 1));
-}
-
-static __always_inline __u32 lat_idx(__u64 ns, __u32 g)
-{
-	__u32 p;
-
-	if (ns > LAT_CLAMP)
-		ns = LAT_CLAMP;
-	if (ns < (1ULL << g))
-		return ns;
-	p = log2_u64(ns);
-	return ((p - g + 1) << g) | ((ns >> (p - g)) & ((1 << g) - 1));
-}
-
 #define OPV(N)                                                          \
 	(bpf_core_enum_value_exists(enum req_op, REQ_OP_##N)            \
 		 ? bpf_core_enum_value(enum req_op, REQ_OP_##N)         \
@@ -256,15 +221,14 @@ static __always_inline struct slot *slot_get(__u32 d, __u64 unix_ns, __u64 *off)
 	return s;
 }
 
-/* `q` = OS time (allocation -> issue), ~0 when the allocation time is unknown. The run's
- * OS-time histogram is these seconds summed in userspace: one more histogram line per IO here
- * cost ~30 ns per IO. */
-static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 ns, __u64 q)
+/* `dev_i`, `q_i`: the device and OS time's (allocation -> issue) g = 2 buckets, q_i ~0 when the
+ * allocation time is unknown. The run's OS-time histogram is these seconds summed in
+ * userspace: one more histogram line per IO here cost ~30 ns per IO. */
+static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u32 dev_i, __u32 q_i)
 {
 	__u64 sec = unix_ns / 1000000000ULL;
 	__u32 key = ((__u32)(sec % SEC_RING) * ndevs + d) * NOPS + op;
 	struct sec_lat *s = bpf_map_lookup_elem(&seclat, &key);
-	__u32 i = lat_idx(ns, SEC_SUB_BITS);
 
 	if (!s)
 		return;
@@ -272,9 +236,9 @@ static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 
 		__builtin_memset(s, 0, sizeof(*s));
 		s->id = sec;
 	}
-	if (i < SEC_BUCKETS)
-		s->hist[i] += 1;
-	if (q == ~0ULL)
+	if (dev_i < SEC_BUCKETS)
+		s->hist[dev_i] += 1;
+	if (q_i == ~0u)
 		return;
 	s = bpf_map_lookup_elem(&seclatq, &key);
 	if (!s)
@@ -283,9 +247,8 @@ static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u64 
 		__builtin_memset(s, 0, sizeof(*s));
 		s->id = sec;
 	}
-	i = lat_idx(q, SEC_SUB_BITS);
-	if (i < SEC_BUCKETS)
-		s->hist[i] += 1;
+	if (q_i < SEC_BUCKETS)
+		s->hist[q_i] += 1;
 }
 
 /* Index of kernel dev_t `dev` in the traced list, or -1. A global function on purpose: the
@@ -441,29 +404,27 @@ static __always_inline struct attr_slot *attr_slot_get(struct attr_val *a, __u64
 	return sl;
 }
 
-/* Adds a completed, attributed read or write to its class's split: queue and device time,
- * on the side of whether background IO overlapped it. */
+/* Adds a completed, attributed read or write to its class's split: queue and device time
+ * (q_i, dev_i: their g = 2 buckets; q_i ~0 when the request's allocation time is unknown), on
+ * the side of whether background IO overlapped it. */
 static __always_inline void split_add(__u32 d, __u32 op, struct rq_state *st, __u64 queue_ns,
-				      __u64 dev_ns, bool queued)
+				      __u64 dev_ns, __u32 q_i, __u32 dev_i)
 {
 	__u32 ov = (st->flags & RQ_BG_AT_START) ||
 		   (__u32)bg_started[d & (MAX_DEVS - 1)] != st->bg_seq;
 	__u32 key = ((d * SPLIT_OPS + op) * MAX_CLASSES + (st->cls & (MAX_CLASSES - 1))) * 2 + ov;
 	struct split *sp = bpf_map_lookup_elem(&splits, &key);
-	__u32 i;
 
 	if (!sp)
 		return;
 	sp->ios += 1;
 	sp->dev_ns += dev_ns;
-	i = lat_idx(dev_ns, SEC_SUB_BITS);
-	if (i < SEC_BUCKETS)
-		sp->dev[i] += 1;
-	if (queued) {
+	if (dev_i < SEC_BUCKETS)
+		sp->dev[dev_i] += 1;
+	if (q_i != ~0u) {
 		sp->queue_ns += queue_ns;
-		i = lat_idx(queue_ns, SEC_SUB_BITS);
-		if (i < SEC_BUCKETS)
-			sp->queue[i] += 1;
+		if (q_i < SEC_BUCKETS)
+			sp->queue[q_i] += 1;
 	}
 }
 
