@@ -15,12 +15,16 @@
 #     other  like full with the binary OTHER (an earlier build, or one whose programs return at
 #            once: the cost of being attached at all)
 #   IODIG=path/to/iodig (default target/release/iodig), OTHER=path/to/iodig, BENCH_DIR=dir
+#   DEVICE=cpu   the loop device reads its file through the page cache, the file cached: the
+#                CPU-bound job where the programs' CPU time shows most (default: disk)
 set -euo pipefail
 
 ROUNDS=${1:-20}
 SECS=${2:-5}
 IODIG=${IODIG:-target/release/iodig}
 DIR=${BENCH_DIR:-/var/tmp}
+DEVICE=${DEVICE:-disk}
+[[ $DEVICE == disk || $DEVICE == cpu ]] || { echo "bench-tracer-parts.sh: DEVICE must be disk or cpu, not $DEVICE" >&2; exit 2; }
 
 [[ $(id -u) == 0 ]] || { echo "bench-tracer-parts.sh: run as root (loop devices, eBPF)" >&2; exit 3; }
 command -v fio >/dev/null || { echo "bench-tracer-parts.sh: fio missing (apt-get install fio)" >&2; exit 2; }
@@ -44,9 +48,14 @@ cleanup() {
 trap cleanup EXIT
 dd if=/dev/urandom of="$work/disk.img" bs=1M count=1024 status=none
 sync "$work/disk.img"
-echo 1 > /proc/sys/vm/drop_caches
 truncate -s 64M "$work/idle.img"
-loopdev=$(losetup -f --show --direct-io=on "$work/disk.img")
+if [[ $DEVICE == disk ]]; then
+    echo 1 > /proc/sys/vm/drop_caches
+    loopdev=$(losetup -f --show --direct-io=on "$work/disk.img")
+else
+    cat "$work/disk.img" > /dev/null
+    loopdev=$(losetup -f --show "$work/disk.img")
+fi
 idle=$(losetup -f --show "$work/idle.img")
 dev=${loopdev#/dev/}
 
@@ -86,5 +95,8 @@ for v in by[1]:
     mean, lo, hi = log_ratio_interval([by[r][v] / by[r]["base"] for r in by])
     print(f"{v}: IOPS / base {mean:.4f}, loss {100 * (1 - mean):.2f} % "
           f"(95 % interval {100 * (1 - hi):.2f} % to {100 * (1 - lo):.2f} %)")
+if "full" in by[1] and "other" in by[1]:
+    mean, lo, hi = log_ratio_interval([by[r]["full"] / by[r]["other"] for r in by])
+    print(f"full / other, round by round: {mean:.4f} (95 % interval {lo:.4f} to {hi:.4f})")
 PY
-echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "device: $DEVICE; machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
