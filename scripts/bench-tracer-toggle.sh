@@ -17,6 +17,8 @@
 #   DEVICE=cpu    loop device over a cached file, through the page cache: CPU-bound (default)
 #   DEVICE=disk   direct-IO loop device over an uncached file on BENCH_DIR's disk
 #   TRACE_FLAGS="--no-attribution"   extra flags for `iodig trace`
+#   TRACE=idle    trace another, idle loop device instead: every program attached and run on
+#                 fio's IO, each returning after its device check (the cost of being attached)
 #   WARMUP=S      untraced seconds before the first cycle, not compared (default 5; 30 with
 #                 DEVICE=disk, where the host's cache of the new file ramps up for ~15 s)
 set -euo pipefail
@@ -37,10 +39,12 @@ command -v fio >/dev/null || { echo "bench-tracer-toggle.sh: fio missing (apt-ge
 
 work=$(mktemp -d "$DIR/iodig-toggle.XXXXXX")
 loopdev=""
+idle=""
 fio_pid=""
 cleanup() {
     [[ -n $fio_pid ]] && kill "$fio_pid" 2>/dev/null && wait "$fio_pid" 2>/dev/null
     [[ -n $loopdev ]] && losetup -d "$loopdev"
+    [[ -n $idle ]] && losetup -d "$idle"
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -54,6 +58,11 @@ else
     loopdev=$(losetup -f --show "$work/disk.img")
 fi
 dev=${loopdev#/dev/}
+if [[ ${TRACE:-} == idle ]]; then
+    truncate -s 64M "$work/idle.img"
+    idle=$(losetup -f --show "$work/idle.img")
+    dev=${idle#/dev/}
+fi
 
 now_ms() { date +%s%3N; }
 total=$((WARMUP + CYCLES * (ON + OFF + 3) + 5))
@@ -118,4 +127,4 @@ print(f"{len(ratios)} cycles: traced/untraced IOPS, geometric mean {mean:.4f} (l
 print(f"median ratio {statistics.median(ratios):.4f}, bootstrap 95 % CI {boots[50]:.4f}-{boots[1949]:.4f}; "
       f"untraced seconds {min(all_off)}-{max(all_off)} IOPS; lost events {lost}")
 PY
-echo "device: $DEVICE; machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "device: $DEVICE; traced: ${TRACE:-the fio device}; machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
