@@ -18,6 +18,7 @@
 #   DEVICE=cpu   the loop device reads its file through the page cache, the file cached: the
 #                CPU-bound job where the programs' CPU time shows most (default: disk)
 set -euo pipefail
+source "$(dirname "$0")/bench_disk.sh"
 
 ROUNDS=${1:-20}
 SECS=${2:-5}
@@ -46,16 +47,8 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-dd if=/dev/urandom of="$work/disk.img" bs=1M count=1024 status=none
-sync "$work/disk.img"
+loopdev=$(bench_loop_device "$DEVICE" "$work/disk.img")
 truncate -s 64M "$work/idle.img"
-if [[ $DEVICE == disk ]]; then
-    echo 1 > /proc/sys/vm/drop_caches
-    loopdev=$(losetup -f --show --direct-io=on "$work/disk.img")
-else
-    cat "$work/disk.img" > /dev/null
-    loopdev=$(losetup -f --show "$work/disk.img")
-fi
 idle=$(losetup -f --show "$work/idle.img")
 dev=${loopdev#/dev/}
 

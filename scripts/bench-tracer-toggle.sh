@@ -22,6 +22,7 @@
 #   WARMUP=S      untraced seconds before the first cycle, not compared (default 5; 30 with
 #                 DEVICE=disk, where the host's cache of the new file ramps up for ~15 s)
 set -euo pipefail
+source "$(dirname "$0")/bench_disk.sh"
 
 CYCLES=${1:-40}
 ON=${2:-6}
@@ -48,15 +49,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-dd if=/dev/urandom of="$work/disk.img" bs=1M count=1024 status=none
-sync "$work/disk.img"
-if [[ $DEVICE == disk ]]; then
-    echo 1 > /proc/sys/vm/drop_caches
-    loopdev=$(losetup -f --show --direct-io=on "$work/disk.img")
-else
-    cat "$work/disk.img" > /dev/null
-    loopdev=$(losetup -f --show "$work/disk.img")
-fi
+loopdev=$(bench_loop_device "$DEVICE" "$work/disk.img")
 dev=${loopdev#/dev/}
 if [[ ${TRACE:-} == idle ]]; then
     truncate -s 64M "$work/idle.img"

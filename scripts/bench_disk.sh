@@ -1,4 +1,4 @@
-# bench_disk.sh: sourced by the tracer benchmarks that read a file on a real disk.
+# bench_disk.sh: sourced by the tracer benchmarks: the files and loop devices their fio jobs read.
 
 # Writes MB MiB of random data to PATH and drops it from the page cache, so that O_DIRECT
 # reads of it reach the disk.
@@ -17,4 +17,20 @@ whole_disk_of() {
     [[ -n $dev ]] || dev=$(basename "$source")
     [[ -e /sys/block/$dev ]] && echo "$dev"
     return 0
+}
+
+# A loop device over a new 1 GiB file of random data at PATH, for fio to read; prints its path.
+# JOB=disk: every IO goes to the uncached file on PATH's disk (--direct-io=on), a real device's
+# timing. JOB=cpu: the cached file through the page cache, CPU-bound, where the tracer's CPU per
+# IO shows most.
+bench_loop_device() {
+    local job=$1 img=$2
+    if [[ $job == disk ]]; then
+        uncached_file "$img" 1024
+        losetup -f --show --direct-io=on "$img"
+    else
+        dd if=/dev/urandom of="$img" bs=1M count=1024 status=none
+        cat "$img" > /dev/null
+        losetup -f --show "$img"
+    fi
 }
