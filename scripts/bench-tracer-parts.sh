@@ -47,7 +47,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-loopdev=$(bench_loop_device "$DEVICE" "$work/disk.img")
+loopdev=$(bench_loop_device "$DEVICE" "$work/disk.img" 1024)
 truncate -s 64M "$work/idle.img"
 idle=$(losetup -f --show "$work/idle.img")
 dev=${loopdev#/dev/}

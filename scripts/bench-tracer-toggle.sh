@@ -49,7 +49,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-loopdev=$(bench_loop_device "$DEVICE" "$work/disk.img")
+loopdev=$(bench_loop_device "$DEVICE" "$work/disk.img" 1024)
 dev=${loopdev#/dev/}
 if [[ ${TRACE:-} == idle ]]; then
     truncate -s 64M "$work/idle.img"

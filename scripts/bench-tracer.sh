@@ -61,21 +61,13 @@ trap cleanup EXIT
 # Written data, cached backing file, buffered loop: the device path is CPU-bound, which is
 # where a tracer's per-IO cost shows most. DEVICE=disk: direct IO to the uncached file instead.
 # DEVICE=file: the file itself, traced on the whole disk under it.
-if [[ ${DEVICE:-cpu} == disk || ${DEVICE:-cpu} == file ]]; then
-    uncached_file "$img" $SIZE_MB
-else
-    dd if=/dev/urandom of="$img" bs=1M count=$SIZE_MB status=none
-fi
 case ${DEVICE:-cpu} in
-    disk) loopdev=$(losetup -f --show --direct-io=on "$img") ;;
     file)
+        uncached_file "$img" $SIZE_MB
         dev=$(whole_disk_of "$img")
         [[ -n $dev ]] || { echo "bench-tracer.sh: DEVICE=file: no whole disk found under $DIR (set BENCH_DIR to a directory on a local disk)" >&2; exit 2; }
         ;;
-    *)
-        loopdev=$(losetup -f --show --direct-io=off "$img")
-        cat "$img" > /dev/null
-        ;;
+    *) loopdev=$(bench_loop_device "${DEVICE:-cpu}" "$img" $SIZE_MB) ;;
 esac
 target=${loopdev:-$img}
 if [[ -n $loopdev ]]; then dev=${loopdev#/dev/}; fi

@@ -19,18 +19,18 @@ whole_disk_of() {
     return 0
 }
 
-# A loop device over a new 1 GiB file of random data at PATH, for fio to read; prints its path.
-# JOB=disk: every IO goes to the uncached file on PATH's disk (--direct-io=on), a real device's
-# timing. JOB=cpu: the cached file through the page cache, CPU-bound, where the tracer's CPU per
-# IO shows most.
+# A loop device over a new file of MB MiB of random data at PATH, for fio to read; prints its
+# path. JOB=disk: every IO goes to the uncached file on PATH's disk (--direct-io=on), a real
+# device's timing. Any other JOB (cpu): the cached file through the page cache, CPU-bound, where
+# the tracer's CPU per IO shows most.
 bench_loop_device() {
-    local job=$1 img=$2
+    local job=$1 img=$2 mb=$3
     if [[ $job == disk ]]; then
-        uncached_file "$img" 1024
+        uncached_file "$img" "$mb"
         losetup -f --show --direct-io=on "$img"
     else
-        dd if=/dev/urandom of="$img" bs=1M count=1024 status=none
+        dd if=/dev/urandom of="$img" bs=1M count="$mb" status=none
         cat "$img" > /dev/null
-        losetup -f --show "$img"
+        losetup -f --show --direct-io=off "$img"
     fi
 }

@@ -14,6 +14,7 @@
 #   IODIG=path/to/iodig (default target/release/iodig), BENCH_DIR=dir (default /var/tmp)
 #   TOP=N   lines shown per program (default 15)
 set -euo pipefail
+source "$(dirname "$0")/bench_disk.sh"
 
 SECS=${1:-4}
 IODIG=${IODIG:-target/release/iodig}
@@ -32,9 +33,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-dd if=/dev/urandom of="$work/disk.img" bs=1M count=1024 status=none
-cat "$work/disk.img" > /dev/null
-loopdev=$(losetup -f --show "$work/disk.img")
+loopdev=$(bench_loop_device cpu "$work/disk.img" 1024)
 
 "$IODIG" trace --device "${loopdev#/dev/}" --json -- \
     fio --name=randread --filename="$loopdev" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio \
