@@ -201,18 +201,9 @@ mod tests {
         assert!(latency(&[0; 4], 2, None).is_none());
     }
 
-    /// The bucket math in src/bpf/buckets.h, compiled natively from the very file the BPF
-    /// object includes, gives the same index as this module for every value tried: each power
-    /// of two and its neighbours, small values, and spread pseudo-random ones. The BPF side
-    /// has no branches or leading-zero count, so a slip there would file IOs one bucket off.
-    #[test]
-    fn the_bpf_bucket_math_agrees_with_this_module() {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("buckets_check.c");
-        let bin = dir.path().join("buckets_check");
-        std::fs::write(
-            &src,
-            r#"#include <stdio.h>
+    /// A native program over src/bpf/buckets.h: for each value on stdin, its log2, latency
+    /// buckets (both resolutions), size bucket and µs, as the BPF programs compute them.
+    const BUCKETS_HARNESS: &str = r#"#include <stdio.h>
 #include <stdint.h>
 typedef uint8_t __u8; typedef uint16_t __u16; typedef uint32_t __u32; typedef int32_t __s32;
 typedef uint64_t __u64; typedef int64_t __s64;
@@ -231,9 +222,36 @@ int main(void)
 	}
 	return 0;
 }
-"#,
-        )
-        .unwrap();
+"#;
+
+    /// Values that reach every branch of the bucket math: 0–5000, every power of two with its
+    /// neighbours, and 20,000 xorshift values spread over all magnitudes below 2^63.
+    fn probe_values() -> Vec<u64> {
+        let mut values: Vec<u64> = (0..=5000).collect();
+        for p in 0..63 {
+            let v = 1u64 << p;
+            values.extend([v - 1, v, v + 1, v + v / 2]);
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push((x >> 1) >> (x % 63));
+        }
+        values
+    }
+
+    /// The bucket math in src/bpf/buckets.h, compiled natively from the very file the BPF
+    /// object includes, gives the same index as this module for every probe value. The BPF
+    /// side has no branches or leading-zero count, so a slip there would file IOs one bucket
+    /// off.
+    #[test]
+    fn the_bpf_bucket_math_agrees_with_this_module() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("buckets_check.c");
+        let bin = dir.path().join("buckets_check");
+        std::fs::write(&src, BUCKETS_HARNESS).unwrap();
         let bpf_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bpf");
         let out = std::process::Command::new("clang")
             .args(["-O2", "-Wall", "-I", bpf_dir])
@@ -248,18 +266,7 @@ int main(void)
             String::from_utf8_lossy(&out.stderr)
         );
 
-        let mut values: Vec<u64> = (0..=5000).collect();
-        for p in 0..63 {
-            let v = 1u64 << p;
-            values.extend([v - 1, v, v + 1, v + v / 2]);
-        }
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            values.push((x >> 1) >> (x % 63));
-        }
+        let values = probe_values();
         let input: String = values.iter().map(|v| format!("{v}\n")).collect();
         let input_path = dir.path().join("values");
         std::fs::write(&input_path, input).unwrap();
