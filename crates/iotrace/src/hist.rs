@@ -216,9 +216,22 @@ int main(void)
 	while (scanf("%llu", &v) == 1) {
 		struct lat_ix x = lat_ix(v);
 
-		printf("%u %u %u %u %llu\n", log2_u64(v), x.fine, x.coarse,
+		printf("%u %u %u %u %llu", log2_u64(v), x.fine, x.coarse,
 		       size_idx(v > 0xffffffffULL ? 0xffffffffu : (__u32)v),
 		       (unsigned long long)ns_to_us(v));
+		/* period_of with the right hint, its neighbours, a far one and none */
+		for (int l = 0; l < 2; l++) {
+			__u64 len = l ? 1000000000ULL : 100000000ULL, q = v / len;
+			__u64 hints[5] = {q, q - 1, q + 1, q + 1000, 0};
+
+			for (int h = 0; h < 5; h++) {
+				__u64 hint = hints[h];
+				__u64 id = period_of(v, len, &hint);
+
+				printf(" %llu/%llu", (unsigned long long)id, (unsigned long long)hint);
+			}
+		}
+		printf("\n");
 	}
 	return 0;
 }
@@ -245,7 +258,7 @@ int main(void)
     /// The bucket math in src/bpf/buckets.h, compiled natively from the very file the BPF
     /// object includes, gives the same index as this module for every probe value. The BPF
     /// side has no branches or leading-zero count, so a slip there would file IOs one bucket
-    /// off.
+    /// off. Its period_of gives the exact slot and second from any hint, as a division would.
     #[test]
     fn the_bpf_bucket_math_agrees_with_this_module() {
         let dir = tempfile::tempdir().unwrap();
@@ -278,7 +291,7 @@ int main(void)
         let lines: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
         assert_eq!(lines.len(), values.len());
         for (v, line) in values.iter().zip(lines) {
-            let want = format!(
+            let mut want = format!(
                 "{} {} {} {} {}",
                 63u32.saturating_sub(v.leading_zeros()),
                 lat_idx(*v, LAT_SUB_BITS),
@@ -286,6 +299,10 @@ int main(void)
                 size_idx(u32::try_from(*v).unwrap_or(u32::MAX)),
                 v / 1000
             );
+            // Whatever the hint, the slot and the second, with the hint left on the answer.
+            for len in [100_000_000u64, 1_000_000_000] {
+                want += &format!(" {0}/{0}", v / len).repeat(5);
+            }
             assert_eq!(line, want, "value {v}: C gives {line}, Rust {want}");
         }
     }

@@ -1,4 +1,4 @@
-/* buckets.h: the tracer's bucket math (iotrace.h has the layouts), pure integer code with no
+/* buckets.h: the tracer's bucket and period math (iotrace.h has the layouts), pure integer code with no
  * kernel type, so that src/hist.rs's test compiles this very file natively and checks it
  * against the Rust mirror value by value. Needs __u32/__u64 and __always_inline. */
 #ifndef BUCKETS_H
@@ -85,6 +85,21 @@ static __always_inline struct lat_ix lat_ix(__u64 ns)
 static __always_inline __u64 ns_to_us(__u64 ns)
 {
 	return ns < (1ULL << 32) ? (ns * 274877907ULL) >> 38 : ns / 1000;
+}
+
+/* unix_ns / len, checking the hinted period first. BPF has no multiply-high, so clang divides
+ * even by a constant: a 64-bit division per slot and per second on every IO's path. The hint is
+ * the last answer any CPU got, so id * len cannot overflow; the check makes the result exact
+ * (a stale hint, or a CPU that raced across the boundary, just divides and moves the hint). */
+static __always_inline __u64 period_of(__u64 unix_ns, __u64 len, __u64 *hint)
+{
+	__u64 id = *(volatile __u64 *)hint;
+
+	if (unix_ns - id * len >= len) {
+		id = unix_ns / len;
+		*(volatile __u64 *)hint = id;
+	}
+	return id;
 }
 
 #endif

@@ -257,11 +257,9 @@ static __always_inline void FN(on_start)(struct request *rq)
 
 static __always_inline void FN(on_final)(struct request *rq, __u32 d, __u32 op, __u32 flags,
 					 __u32 nr_bytes, __u64 now, struct slot *s, __u64 off,
-					 struct rq_state *st, struct attr_val *a,
+					 struct rq_state *st, struct op_total *t, struct attr_val *a,
 					 struct attr_slot *asl)
 {
-	__u32 tk = d * NOPS + op;
-	struct op_total *t = bpf_map_lookup_elem(&totals, &tk);
 	__u64 dev_ns = 0, start = RD(rq, start_time_ns), issue = 0;
 	__u32 size = nr_bytes, q_i = ~0u;
 	struct lat_ix dev_i = {};
@@ -367,7 +365,7 @@ static __always_inline void FN(on_complete)(struct request *rq, __u32 nr_bytes)
 		return;
 	}
 	if (op < NOPS)
-		FN(on_final)(rq, d, op, flags, nr_bytes, now, s, off, st, a, asl);
+		FN(on_final)(rq, d, op, flags, nr_bytes, now, s, off, st, t, a, asl);
 }
 
 static __always_inline void FN(on_requeue)(struct request *rq)

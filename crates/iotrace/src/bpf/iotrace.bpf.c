@@ -64,6 +64,13 @@ __u32 attr_used = 0;
  * per-IO history. */
 __s64 bg_inflight[MAX_DEVS] __attribute__((aligned(64))) = {};
 __u64 bg_started[MAX_DEVS] = {};
+/* The last slot and second any CPU computed, as hints (see period_of): written once per period,
+ * so every CPU reads them from its own cache. A cache line of their own. */
+struct period_hints {
+	__u64 slot;
+	__u64 sec;
+	__u64 pad[6];
+} hints __attribute__((aligned(64))) = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -207,7 +214,7 @@ static __always_inline void hist_add(__u32 d, __u32 op, __u32 kind, __u32 idx, _
 /* The current slot entry of device d on this CPU, reset when it still holds an older slot. */
 static __always_inline struct slot *slot_get(__u32 d, __u64 unix_ns, __u64 *off)
 {
-	__u64 id = unix_ns / slot_ns;
+	__u64 id = period_of(unix_ns, slot_ns, &hints.slot);
 	__u32 key = (__u32)(id % SLOT_RING) * ndevs + d;
 	struct slot *s = bpf_map_lookup_elem(&slots, &key);
 
@@ -226,7 +233,7 @@ static __always_inline struct slot *slot_get(__u32 d, __u64 unix_ns, __u64 *off)
  * userspace: one more histogram line per IO here cost ~30 ns per IO. */
 static __always_inline void sec_lat_add(__u32 d, __u32 op, __u64 unix_ns, __u32 dev_i, __u32 q_i)
 {
-	__u64 sec = unix_ns / 1000000000ULL;
+	__u64 sec = period_of(unix_ns, 1000000000ULL, &hints.sec);
 	__u32 key = ((__u32)(sec % SEC_RING) * ndevs + d) * NOPS + op;
 	struct sec_lat *s = bpf_map_lookup_elem(&seclat, &key);
 
