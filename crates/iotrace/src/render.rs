@@ -482,7 +482,6 @@ mod tests {
         );
         TraceDoc {
             mode: "ebpf".into(),
-            note: None,
             attach: Some("tp_btf".into()),
             start_unix_ms: 3_723_000,
             end_unix_ms: 3_724_000,
@@ -491,16 +490,15 @@ mod tests {
             devices: vec![DeviceTrace {
                 name: "vda".into(),
                 dev: "254:0".into(),
-                info: None,
                 ops,
                 seconds: vec![sec],
-                diskstats_check: vec![],
+                ..Default::default()
             }],
             self_check: SelfCheck {
                 diskstats_match: Some(true),
                 ..Default::default()
             },
-            events_file: None,
+            ..Default::default()
         }
     }
 

@@ -14,8 +14,9 @@ use std::collections::BTreeMap;
 /// Op names in display order; the keys of [`DeviceTrace::ops`] and [`DeviceSecond::ops`].
 pub const OPS: [&str; 5] = ["read", "write", "discard", "flush", "other"];
 
-/// The trace of one window (a run step, or one `iodig trace`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The trace of one window (a run step, or one `iodig trace`). Its default is an empty trace
+/// with no mode, for building one field by field.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct TraceDoc {
     /// `ebpf`, `diskstats` or `off`.
     pub mode: String,
@@ -261,7 +262,7 @@ pub struct DeviceInfo {
 }
 
 /// The trace of one whole disk over the window: totals per op and a per-second series.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DeviceTrace {
     /// Kernel name of the whole disk (`nvme0n1`, `vda`, `loop0`).
     pub name: String,
@@ -645,22 +646,15 @@ mod tests {
         );
         let doc = TraceDoc {
             mode: "ebpf".into(),
-            note: None,
-            attach: None,
-            start_unix_ms: 0,
-            end_unix_ms: 0,
             slot_ms: 100,
             histograms: true,
             devices: vec![DeviceTrace {
                 name: "vda".into(),
                 dev: "254:0".into(),
-                info: None,
                 ops,
-                seconds: vec![],
-                diskstats_check: vec![],
+                ..Default::default()
             }],
-            self_check: SelfCheck::default(),
-            events_file: None,
+            ..Default::default()
         };
         let mix = doc.op_mix();
         assert_eq!(mix.len(), 2);

@@ -462,18 +462,14 @@ mod tests {
         };
         let doc = TraceDoc {
             mode: "ebpf".into(),
-            note: None,
-            attach: None,
-            start_unix_ms: 0,
             end_unix_ms: 1000,
             slot_ms: 100,
             histograms: true,
-            devices: vec![],
             self_check: iodig_model::trace::SelfCheck {
                 attribution: Some(a.clone()),
                 ..Default::default()
             },
-            events_file: None,
+            ..Default::default()
         };
         let s = io_splits(&doc);
         assert_eq!(s.len(), 1);

@@ -301,18 +301,12 @@ mod tests {
     fn doc(traced: u64, in_diskstats: u64, agrees: bool, unseen: Option<u64>) -> TraceDoc {
         TraceDoc {
             mode: "ebpf".into(),
-            note: None,
-            attach: None,
-            start_unix_ms: 0,
             end_unix_ms: 1000,
             slot_ms: 100,
             histograms: true,
             devices: vec![DeviceTrace {
                 name: "vda".into(),
                 dev: "254:0".into(),
-                info: None,
-                ops: Default::default(),
-                seconds: Vec::new(),
                 diskstats_check: vec![DiskstatsCheck {
                     op: "read".into(),
                     tracer_ios: traced,
@@ -320,13 +314,14 @@ mod tests {
                     tracer_sectors: traced * 8,
                     diskstats_sectors: in_diskstats * 8,
                 }],
+                ..Default::default()
             }],
             self_check: SelfCheck {
                 diskstats_match: Some(agrees),
                 completions_unseen: unseen,
                 ..Default::default()
             },
-            events_file: None,
+            ..Default::default()
         }
     }
 

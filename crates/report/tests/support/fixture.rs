@@ -8,9 +8,7 @@
 use anyhow::Result;
 use iodig_model::fsio::write_json_atomic;
 use iodig_model::sys::{CpuPct, HostFacts, MemSample, SysDoc, SysSample};
-use iodig_model::trace::{
-    Bucket, DeviceSecond, DeviceTrace, Latency, OpSecond, OpTrace, SelfCheck, TraceDoc,
-};
+use iodig_model::trace::{Bucket, DeviceSecond, DeviceTrace, Latency, OpSecond, OpTrace, TraceDoc};
 use iodig_model::{
     files, Environment, OpKind, RunConfig, RunDoc, Sample, StepHistograms, StepSummary,
     StorageInfo, ToolInfo,
@@ -348,8 +346,7 @@ fn trace(spec: &FixtureSpec, start: u64, secs: u64, events: &[DbEvent], rng: &mu
         slot_ms: slot_ms as u32,
         histograms: true,
         devices,
-        self_check: SelfCheck::default(),
-        events_file: None,
+        ..Default::default()
     }
 }
 
