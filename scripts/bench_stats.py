@@ -1,6 +1,8 @@
-"""bench_stats.py: the interval the tracer benchmarks judge an IOPS loss by (imported by the
-Python in bench-tracer.sh and bench-tracer-parts.sh)."""
+"""bench_stats.py: the intervals the tracer benchmarks judge an IOPS loss by (imported by the
+Python in bench-tracer.sh, bench-tracer-parts.sh, bench-tracer-toggle.sh and
+bench-tracer-pool.py)."""
 import math
+import random
 import statistics
 
 # Two-sided 95 % t quantiles: row k holds the quantile of k - 1 degrees of freedom, and a sample
@@ -20,3 +22,28 @@ def log_ratio_interval(ratios):
     q = next((v for k, v in sorted(_T95.items()) if n - 1 <= k), 1.96)
     half = q * sd / math.sqrt(n)
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def _bootstrap(ratios, stat, rounds=2000, seed=1):
+    rng = random.Random(seed)
+    boots = sorted(stat(rng.choices(ratios, k=len(ratios))) for _ in range(rounds))
+    return boots[int(0.025 * rounds)], boots[int(0.975 * rounds) - 1]
+
+
+def median_interval(ratios):
+    """The median ratio and its 95 % bootstrap interval: (median, lo, hi)."""
+    lo, hi = _bootstrap(ratios, statistics.median)
+    return statistics.median(ratios), lo, hi
+
+
+def trimmed_log_ratio_interval(ratios, trim=0.1):
+    """Geometric mean of the ratios without the lowest and highest `trim` share of them, and its
+    95 % bootstrap interval: (mean, lo, hi). Other load on a shared machine throws single cycles
+    far off, up as often as down; trimmed, they no longer decide the mean, and unlike the median
+    every cycle in the middle still counts."""
+    def stat(xs):
+        logs = sorted(math.log(x) for x in xs)
+        k = int(len(logs) * trim)
+        return math.exp(statistics.mean(logs[k:len(logs) - k]))
+    lo, hi = _bootstrap(ratios, stat)
+    return stat(ratios), lo, hi

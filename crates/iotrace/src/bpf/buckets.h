@@ -1,6 +1,6 @@
-/* buckets.h: the tracer's bucket and period math (iotrace.h has the layouts), pure integer code with no
- * kernel type, so that src/hist.rs's test compiles this very file natively and checks it
- * against the Rust mirror value by value. Needs __u32/__u64 and __always_inline. */
+/* buckets.h: the tracer's bucket and period math (iotrace.h has the layouts), pure integer
+ * code with no kernel type, so that src/hist.rs's test compiles this very file natively and
+ * checks it against the Rust mirror value by value. Needs __u32/__u64 and __always_inline. */
 #ifndef BUCKETS_H
 #define BUCKETS_H
 
