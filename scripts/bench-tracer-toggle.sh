@@ -25,9 +25,9 @@
 #                 fio's IO, each returning after its device check (the cost of being attached)
 #   WARMUP=S      untraced seconds before the first cycle, not compared (default 5; 30 with
 #                 DEVICE=disk, where the host's cache of the new file ramps up for ~15 s)
-#   SETTLE_MS=N   an untraced second must start N ms after `iodig` exited (default 1000): the
-#                 second right after the exit ran 4 % slower than the later ones (the kernel
-#                 frees the programs and maps then), which would flatter the tracer
+#   SETTLE_MS=N   an untraced second must start N ms after `iodig` exited (default 1000): in
+#                 one run the second right after the exit ran 4 % slower than the later ones
+#                 (likely the kernel freeing the programs and maps), flattering the tracer
 #   KEEP=dir      keep the per-second log and the traces there; ANALYZE=dir prints the
 #                 comparison of a kept run again (with another SETTLE_MS) without running one
 set -euo pipefail
