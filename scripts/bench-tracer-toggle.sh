@@ -101,7 +101,11 @@ if len(edges) >= 2:
 PY
 }
 
-if [[ -n ${ANALYZE:-} ]]; then analyze "$ANALYZE"; exit; fi
+if [[ -n ${ANALYZE:-} ]]; then
+    [[ -f $ANALYZE/procs.txt && -f $ANALYZE/fio_iops.1.log ]] || { echo "bench-tracer-toggle.sh: ANALYZE=$ANALYZE holds no kept run (procs.txt, fio_iops.1.log); give a directory filled by KEEP=dir" >&2; exit 2; }
+    analyze "$ANALYZE"
+    exit
+fi
 [[ $(id -u) == 0 ]] || { echo "bench-tracer-toggle.sh: run as root (loop devices, eBPF)" >&2; exit 3; }
 command -v fio >/dev/null || { echo "bench-tracer-toggle.sh: fio missing (apt-get install fio)" >&2; exit 2; }
 [[ -x $IODIG ]] || { echo "bench-tracer-toggle.sh: $IODIG not found; build with cargo build --release or set IODIG" >&2; exit 2; }
