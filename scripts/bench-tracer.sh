@@ -126,18 +126,17 @@ if [[ -n ${PAIRS:-} ]]; then
         ratios+=("$(python3 -c "print($t/$b)")")
     done
     python3 - "$(dirname "$0")" "${ratios[@]}" <<'PY'
-import random, statistics, sys
+import sys
 sys.path.insert(0, sys.argv[1])
-from bench_stats import log_ratio_interval
+from bench_stats import log_ratio_interval, median_interval
 r = [float(x) for x in sys.argv[2:]]
 n = len(r)
 mean, lo, hi = log_ratio_interval(r)
 print(f"{n} pairs: traced/untraced IOPS, geometric mean {mean:.4f} "
       f"(loss {100 * (1 - mean):.2f} %), 95 % CI {lo:.4f}-{hi:.4f} "
       f"(loss {100 * (1 - hi):.2f} % to {100 * (1 - lo):.2f} %)")
-random.seed(1)
-boot = sorted(statistics.median(random.choices(r, k=n)) for _ in range(10000))
-print(f"median ratio {statistics.median(r):.4f}, bootstrap 95 % CI {boot[250]:.4f}-{boot[9750]:.4f}; "
+med, mlo, mhi = median_interval(r, rounds=10000)
+print(f"median ratio {med:.4f}, bootstrap 95 % CI {mlo:.4f}-{mhi:.4f}; "
       f"pair ratios from {min(r):.4f} to {max(r):.4f}")
 PY
     echo "machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -30,9 +30,10 @@ def _bootstrap(ratios, stat, rounds=2000, seed=1):
     return boots[int(0.025 * rounds)], boots[int(0.975 * rounds) - 1]
 
 
-def median_interval(ratios):
-    """The median ratio and its 95 % bootstrap interval: (median, lo, hi)."""
-    lo, hi = _bootstrap(ratios, statistics.median)
+def median_interval(ratios, rounds=2000):
+    """The median ratio and its 95 % bootstrap interval over `rounds` resamples: (median, lo,
+    hi)."""
+    lo, hi = _bootstrap(ratios, statistics.median, rounds)
     return statistics.median(ratios), lo, hi
 
 
