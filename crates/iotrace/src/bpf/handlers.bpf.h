@@ -96,7 +96,7 @@ static __always_inline void FN(release_last_use)(__u32 d, struct rq_state *st, _
 	}
 	a = bpf_map_lookup_elem(&attr_vals, &row);
 	if (a) {
-		struct attr_slot *asl = attr_slot_get(a, s ? s->id : (now + unix_offset_ns) / slot_ns);
+		struct attr_slot *asl = attr_slot_get(a, s ? s->id : slot_id(now + unix_offset_ns));
 		__u32 si = bytes ? 1 + lat_idx(bytes - 1, SEC_SUB_BITS) : 0;
 
 		a->ios += 1;
@@ -357,7 +357,7 @@ static __always_inline void FN(on_complete)(struct request *rq, __u32 nr_bytes)
 	a = bpf_map_lookup_elem(&attr_vals, &row);
 	if (a) {
 		a->bytes += nr_bytes;
-		asl = attr_slot_get(a, s ? s->id : (now + unix_offset_ns) / slot_ns);
+		asl = attr_slot_get(a, s ? s->id : slot_id(now + unix_offset_ns));
 		asl->bytes += nr_bytes;
 	}
 	if (nr_bytes < RD(rq, __data_len)) {

@@ -211,10 +211,16 @@ static __always_inline void hist_add(__u32 d, __u32 op, __u32 kind, __u32 idx, _
 		h->b[idx] += v;
 }
 
+/* The slot a time falls in, from the shared hint; the one place that turns a time into a slot. */
+static __always_inline __u64 slot_id(__u64 unix_ns)
+{
+	return period_of(unix_ns, slot_ns, &hints.slot);
+}
+
 /* The current slot entry of device d on this CPU, reset when it still holds an older slot. */
 static __always_inline struct slot *slot_get(__u32 d, __u64 unix_ns, __u64 *off)
 {
-	__u64 id = period_of(unix_ns, slot_ns, &hints.slot);
+	__u64 id = slot_id(unix_ns);
 	__u32 key = (__u32)(id % SLOT_RING) * ndevs + d;
 	struct slot *s = bpf_map_lookup_elem(&slots, &key);
 
