@@ -114,9 +114,14 @@ struct {
  * that two live requests can meet, which is detected (rq pointer check) and counted.
  * block_rq_insert is not hooked: the OS time (allocation -> issue) comes from
  * rq->start_time_ns at completion, and a fourth program on every IO's path through a scheduler
- * cost IOPS (docs/benchmarks.md). */
+ * cost IOPS (docs/benchmarks.md).
+ * An entry is written at start and issue on the submitting CPU and at completion, often on
+ * another, so its cache line travels with the IO: one line per entry, page-aligned (an mmapable
+ * array's values start on a page; a plain array's need not start on a line), so that no entry
+ * spans two lines and no two tags in flight on different CPUs share one. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, STATE_PER_DEV); /* resized to ndevs * STATE_PER_DEV */
 	__type(key, __u32);
 	__type(value, struct rq_state);

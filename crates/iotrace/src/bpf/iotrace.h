@@ -111,6 +111,7 @@ struct rq_state {
 	__u8 op;        /* OP_* of the issued request (rq) */
 	__u8 _pad;
 	__u64 alloc_ns; /* rq->start_time_ns of the use holding the entry (0: unknown) */
+	__u64 _line[2]; /* to 64 bytes: one cache line per entry (see rqstate) */
 };
 
 /* A thread-name rule: comm (16 bytes as two u64) & mask == val, and the op's bit in ops. */

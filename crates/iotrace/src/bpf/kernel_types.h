@@ -37,6 +37,7 @@ enum bpf_map_type {
 	BPF_MAP_TYPE_TASK_STORAGE = 29,
 };
 #define BPF_F_NO_PREALLOC 1
+#define BPF_F_MMAPABLE (1U << 10)
 #define BPF_LOCAL_STORAGE_GET_F_CREATE 1
 enum { BPF_ANY = 0, BPF_NOEXIST = 1, BPF_EXIST = 2 };
 

@@ -323,7 +323,7 @@ mod tests {
         assert_eq!(size_of::<types::sec_lat>(), 8 + 4 * SEC_BUCKETS);
         assert_eq!(size_of::<types::hist>(), 8 * SIZE_BUCKETS);
         assert_eq!(size_of::<Event>(), 48);
-        assert_eq!(size_of::<types::rq_state>(), 48);
+        assert_eq!(size_of::<types::rq_state>(), 64);
         assert_eq!(size_of::<types::split>(), 24 + 8 * SEC_BUCKETS);
         assert_eq!(size_of::<types::attr_key>(), 16);
         assert_eq!(
