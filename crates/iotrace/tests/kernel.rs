@@ -147,6 +147,36 @@ fn ebpf_counts_sizes_and_op_split_match_issued_io_and_diskstats() {
     );
 }
 
+/// The raw_tp twins (probe reads, for kernels where tp_btf does not load) count the known
+/// workload exactly as the tp_btf programs do; forced here, where tp_btf would load.
+#[test]
+fn the_raw_tp_twins_count_the_known_io_exactly() {
+    let _g = lock();
+    let dev = LoopDev::new(8 * GIB, 0, false);
+    std::env::set_var("IODIG_TRACER_FLAVOUR", "raw_tp");
+    let session = start(&opts(&dev, TraceMode::Ebpf));
+    std::env::remove_var("IODIG_TRACER_FLAVOUR");
+    let session = session.expect("raw_tp programs load as root");
+    known_io(&dev);
+    let doc = session.stop().unwrap();
+    assert_eq!(doc.attach.as_deref(), Some("raw_tp"));
+    let (r, w, fl) = (op(&doc, "read"), op(&doc, "write"), op(&doc, "flush"));
+    assert_eq!((r.ios, r.bytes), (200, 200 * 4096));
+    assert_eq!((w.ios, w.bytes), (45, 40 * 512 * KIB));
+    assert_eq!(fl.ios, 5);
+    assert_eq!(op(&doc, "discard").bytes, 3 * GIB);
+    assert_eq!(r.latency["device"].count, 200);
+    assert_eq!(doc.self_check.diskstats_match, Some(true));
+    assert_eq!(
+        doc.self_check.lost_events + doc.self_check.state_collisions,
+        0
+    );
+    assert_eq!(doc.self_check.programs.len(), expected_progs());
+    if iodig_iotrace::attribution_available() {
+        assert_eq!(doc.self_check.attribution_match, Some(true));
+    }
+}
+
 #[test]
 fn max_queue_depth_reaches_the_ios_held_in_flight() {
     let _g = lock();

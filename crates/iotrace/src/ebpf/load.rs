@@ -22,6 +22,8 @@ pub const ATTR_KEYS: u32 = 512;
 pub const SPLITS_PER_DEV: u32 = 2 * crate::attr::MAX_CLASSES as u32 * 2;
 /// Ring buffer for the raw event stream: 32 MiB holds ~700k events, seconds of NVMe traffic.
 const EVENTS_RING_BYTES: u32 = 32 << 20;
+/// uapi/linux/bpf.h: an array whose values can be mmapped, and so start on a page.
+const BPF_F_MMAPABLE: u32 = 1 << 10;
 
 /// Which program twins to load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +89,12 @@ fn drop_every() -> u32 {
         .unwrap_or(0)
 }
 
+/// `IODIG_TRACER_FLAVOUR=raw_tp`: load the raw_tp twins even where tp_btf works, so that the
+/// fallback for older kernels is tested on this one. Any other value: the usual order.
+fn raw_tp_forced() -> bool {
+    std::env::var("IODIG_TRACER_FLAVOUR").is_ok_and(|v| v == "raw_tp")
+}
+
 fn configure(
     open: &mut OpenIotraceSkel<'_>,
     cfg: &LoadConfig<'_>,
@@ -138,6 +146,13 @@ fn configure(
         m.events.set_max_entries(EVENTS_RING_BYTES)?;
     }
     let btf = flavour == Flavour::TpBtf;
+    if !btf {
+        // The raw_tp twin is for kernels before tp_btf (5.5), which is also when arrays became
+        // mmapable; the state entries then only lose their page alignment. (libbpf drops the
+        // flag itself only from its own .bss/.data maps.)
+        m.rqstate
+            .set_map_flags(m.rqstate.map_flags() & !BPF_F_MMAPABLE)?;
+    }
     let p = &mut open.progs;
     for prog in [
         &mut p.rq_issue_btf,
@@ -237,6 +252,12 @@ impl<'o> Loaded<'o> {
 
     pub fn load(&mut self, cfg: &LoadConfig<'_>) -> Result<()> {
         let a = self.first.take().context("programs already loaded")?;
+        if raw_tp_forced() {
+            self.btf_error = Some(anyhow::anyhow!(
+                "tp_btf skipped: IODIG_TRACER_FLAVOUR=raw_tp"
+            ));
+            return self.load_raw(cfg);
+        }
         match load(a, cfg, Flavour::TpBtf) {
             Ok(s) => self.skel = Some((s, Flavour::TpBtf)),
             Err(e) => {
