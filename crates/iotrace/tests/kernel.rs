@@ -56,6 +56,26 @@ fn op<'a>(doc: &'a TraceDoc, name: &str) -> &'a iodig_model::trace::OpTrace {
     &doc.devices[0].ops[name]
 }
 
+/// What `known_io` must come out as in every attach flavour: each op's IOs and bytes exactly,
+/// a device latency per read, diskstats matching, nothing lost or collided.
+fn assert_known_io_counted(doc: &TraceDoc) {
+    let r = op(doc, "read");
+    assert_eq!((r.ios, r.bytes), (200, 200 * 4096));
+    // fsync on a block device sends an empty PREFLUSH write; blk-flush turns it into a flush
+    // request, and the empty write itself completes (0 bytes): diskstats counts it as a write.
+    let w = op(doc, "write");
+    assert_eq!(w.bytes, 40 * 512 * KIB);
+    assert_eq!(op(doc, "flush").ios, 5, "one flush per fsync");
+    assert_eq!(w.ios, 40 + 5);
+    assert_eq!(op(doc, "discard").bytes, 3 * GIB);
+    assert_eq!(r.latency["device"].count, 200);
+    assert_eq!(doc.self_check.diskstats_match, Some(true));
+    assert_eq!(
+        doc.self_check.lost_events + doc.self_check.state_collisions,
+        0
+    );
+}
+
 #[test]
 fn ebpf_counts_sizes_and_op_split_match_issued_io_and_diskstats() {
     let _g = lock();
@@ -69,8 +89,8 @@ fn ebpf_counts_sizes_and_op_split_match_issued_io_and_diskstats() {
     assert_eq!(doc.devices.len(), 1);
     assert_eq!(doc.devices[0].name, dev.name);
 
+    assert_known_io_counted(&doc);
     let r = op(&doc, "read");
-    assert_eq!((r.ios, r.bytes), (200, 200 * 4096));
     assert_eq!(r.size_hist.len(), 1);
     assert_eq!(
         (
@@ -81,19 +101,13 @@ fn ebpf_counts_sizes_and_op_split_match_issued_io_and_diskstats() {
         (0, 4096, 200)
     );
 
-    // fsync on a block device sends an empty PREFLUSH write; blk-flush turns it into a flush
-    // request, and the empty write itself completes (0 bytes): diskstats counts it as a write.
     let w = op(&doc, "write");
-    assert_eq!(w.bytes, 40 * 512 * KIB);
     let w512 = w
         .size_hist
         .iter()
         .find(|b| b.upper == 512 * KIB)
         .expect("a 508–512 KiB bucket");
     assert_eq!(w512.count, 40);
-    let fl = op(&doc, "flush");
-    assert_eq!(fl.ios, 5, "one flush per fsync");
-    assert_eq!(w.ios, 40 + 5);
     assert_eq!(doc.dominant_band("read").unwrap().label, "100% 0–4 KiB");
     assert_eq!(
         doc.devices[0].dominant_band("write").unwrap().label,
@@ -101,7 +115,6 @@ fn ebpf_counts_sizes_and_op_split_match_issued_io_and_diskstats() {
     );
 
     let d = op(&doc, "discard");
-    assert_eq!(d.bytes, 3 * GIB);
     assert!(
         d.ios >= 1 && d.size_hist.iter().all(|b| b.lower >= 2 * GIB),
         "{:?}",
@@ -116,15 +129,9 @@ fn ebpf_counts_sizes_and_op_split_match_issued_io_and_diskstats() {
             "{k:?}"
         );
     }
-    assert_eq!(doc.self_check.diskstats_match, Some(true));
-    assert_eq!(
-        doc.self_check.lost_events + doc.self_check.state_collisions,
-        0
-    );
     assert_eq!(doc.self_check.recursion_misses, 0);
 
     // Latency and the per-second series exist and add up to the totals.
-    assert_eq!(r.latency["device"].count, 200);
     assert!(
         r.latency["device"].p99_ns > 0 && r.latency["device"].p99_ns <= r.latency["device"].max_ns
     );
@@ -160,17 +167,7 @@ fn the_raw_tp_twins_count_the_known_io_exactly() {
     known_io(&dev);
     let doc = session.stop().unwrap();
     assert_eq!(doc.attach.as_deref(), Some("raw_tp"));
-    let (r, w, fl) = (op(&doc, "read"), op(&doc, "write"), op(&doc, "flush"));
-    assert_eq!((r.ios, r.bytes), (200, 200 * 4096));
-    assert_eq!((w.ios, w.bytes), (45, 40 * 512 * KIB));
-    assert_eq!(fl.ios, 5);
-    assert_eq!(op(&doc, "discard").bytes, 3 * GIB);
-    assert_eq!(r.latency["device"].count, 200);
-    assert_eq!(doc.self_check.diskstats_match, Some(true));
-    assert_eq!(
-        doc.self_check.lost_events + doc.self_check.state_collisions,
-        0
-    );
+    assert_known_io_counted(&doc);
     assert_eq!(doc.self_check.programs.len(), expected_progs());
     if iodig_iotrace::attribution_available() {
         assert_eq!(doc.self_check.attribution_match, Some(true));
