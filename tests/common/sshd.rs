@@ -2,6 +2,7 @@
 //! and a client key pair made for it, and an ssh_config that reaches it (`-p ssh.config=…`).
 //! Stopped (by its pid) when dropped.
 
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -85,10 +86,10 @@ impl Sshd {
             .unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         for a in addresses {
-            while TcpStream::connect((*a, port)).is_err() {
+            while !speaks_ssh(a, port) {
                 assert!(
                     Instant::now() < deadline,
-                    "sshd did not listen on {a}:{port}"
+                    "sshd did not answer on {a}:{port}"
                 );
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -105,6 +106,21 @@ impl Sshd {
     pub fn property(&self) -> String {
         format!("ssh.config={}", self.config.display())
     }
+}
+
+/// Whether an SSH server answers on the address: its banner read and an identification sent
+/// back. A probe that only connected and closed would make sshd log
+/// `kex_exchange_identification: Connection closed by remote host` into the test's output,
+/// which reads like a failed ssh of iodig's.
+fn speaks_ssh(address: &str, port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect((address, port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut banner = [0u8; 8];
+    s.read_exact(&mut banner).is_ok()
+        && &banner == b"SSH-2.0-"
+        && s.write_all(b"SSH-2.0-iodig_test_probe\r\n").is_ok()
 }
 
 impl Drop for Sshd {
