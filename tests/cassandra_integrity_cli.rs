@@ -97,6 +97,40 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
         .filter(|e| e["kind"] == "fault")
         .count();
     assert_eq!(faults, 4, "{events}");
+    // The killed node's process is sampled on under the pid it was restarted as.
+    let restarted_as: u64 = quorum
+        .stderr
+        .split("restarted as pid ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no restart line: {}", quorum.stderr));
+    let sys = read_json(
+        &quorum
+            .run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("sys.json"),
+    );
+    let node2 = sys["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["label"].as_str().unwrap().contains("127.0.0.2"))
+        .unwrap_or_else(|| panic!("node 2 not sampled: {}", sys["processes"]));
+    assert_eq!(node2["state"], "running", "{node2}");
+    assert_eq!(node2["restarts"][0]["pid"], restarted_as, "{node2}");
+    let sampled_again = sys["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            s["procs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["pid"] == restarted_as && p["stats"]["rss_bytes"].as_u64() > Some(0))
+        })
+        .count();
+    assert!(sampled_again >= 2, "{node2}: {sampled_again} samples");
     assert!(
         step["returns"]["UPDATE"]["OK"].as_u64().unwrap() > 100,
         "{step}"

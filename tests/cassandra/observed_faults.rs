@@ -116,18 +116,41 @@ pub fn faults_reach_a_node_on_an_observed_host(
         failed_after > 0,
         "no read failed after the kill at {killed_at}: {faults:?}\n{per_second:#?}"
     );
-    restarted_node_serves_again(&faults[2].1, &run["cluster"]["observed"][0]["node"]);
+    let restarted = new_pid(&faults[2].1);
+    // The agent samples the node on under its new pid until the step ends.
+    let host_dirs: Vec<_> = std::fs::read_dir(step_dir.join("nodes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(host_dirs.len(), 1, "{host_dirs:?}");
+    let sys = read_json(&host_dirs[0].join("sys.json"));
+    let node = &sys["processes"][0];
+    assert_eq!(node["pid"], pid, "{node}");
+    assert_eq!(node["restarts"][0]["pid"], restarted, "{node}");
+    assert!(
+        sys["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["procs"][0]["pid"] == restarted && s["procs"][0]["stats"].is_object()),
+        "no sample of the restarted node: {sys}"
+    );
+    restarted_node_serves_again(restarted, &run["cluster"]["observed"][0]["node"]);
 }
 
-/// The node the restart started: the same command line as the killed one, in its cgroup,
-/// answering on the CQL port within a JVM's start.
-fn restarted_node_serves_again(event: &str, before: &serde_json::Value) {
-    let pid: u32 = event
+/// The pid a restart's event says the node started again as.
+fn new_pid(event: &str) -> u32 {
+    event
         .split("started again as pid ")
         .nth(1)
         .and_then(|r| r.split_whitespace().next())
         .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no new pid in {event:?}"));
+        .unwrap_or_else(|| panic!("no new pid in {event:?}"))
+}
+
+/// The node the restart started: the same command line as the killed one, in its cgroup,
+/// answering on the CQL port within a JVM's start.
+fn restarted_node_serves_again(pid: u32, before: &serde_json::Value) {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     assert!(
         String::from_utf8_lossy(&cmdline).contains("CassandraDaemon"),

@@ -170,6 +170,9 @@ impl NodeObservation {
                 if let Some(t) = &mut p.exited_unix_ms {
                     shift(t);
                 }
+                for r in &mut p.restarts {
+                    shift(&mut r.unix_ms);
+                }
             }
             for sample in &mut s.samples {
                 shift(&mut sample.unix_ms);
@@ -236,10 +239,24 @@ mod tests {
                 node: "n".into(),
                 detail: String::new(),
             }],
+            sys: Some(crate::sys::SysDoc {
+                processes: vec![crate::sys::ProcInfo {
+                    exited_unix_ms: Some(11_000),
+                    restarts: vec![crate::sys::ProcRestart {
+                        unix_ms: 12_000,
+                        pid: 7,
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
             ..Default::default()
         };
         obs.shift_to_local(250);
         assert_eq!(obs.events[0].start_unix_ms, 9_750);
         assert_eq!(obs.events[0].end_unix_ms, Some(10_250));
+        let node = &obs.sys.as_ref().unwrap().processes[0];
+        assert_eq!(node.exited_unix_ms, Some(10_750));
+        assert_eq!(node.restarts[0].unix_ms, 11_750);
     }
 }

@@ -63,6 +63,19 @@ pub struct ProcInfo {
     /// Unix time in ms of the first sample that found the process gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exited_unix_ms: Option<u64>,
+    /// The same program found running again under a new pid after it went (a node killed and
+    /// restarted), in order; its samples from then on carry the new pid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<ProcRestart>,
+}
+
+/// A sampled process found running again after it went.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcRestart {
+    /// Unix time in ms of the first sample that found it back.
+    pub unix_ms: u64,
+    /// Its new process id.
+    pub pid: u32,
 }
 
 /// Whether a sampled process could be read.
@@ -446,6 +459,7 @@ mod tests {
                 comm: "java".into(),
                 state: ProcState::Exited,
                 exited_unix_ms: Some(5),
+                restarts: Vec::new(),
             }],
             samples: vec![sample(1.0, 90.0, 0.0, 1, None)],
             ..Default::default()
@@ -453,10 +467,18 @@ mod tests {
         let text = serde_json::to_string(&doc).unwrap();
         assert!(text.contains("\"state\":\"exited\""), "{text}");
         assert!(
-            !text.contains("per_cpu"),
-            "empty per_cpu must be omitted: {text}"
+            !text.contains("per_cpu") && !text.contains("restarts"),
+            "empty per_cpu and restarts must be omitted: {text}"
         );
         let back: SysDoc = serde_json::from_str(&text).unwrap();
         assert_eq!(back, doc);
+        let mut restarted = doc.clone();
+        restarted.processes[0].restarts = vec![ProcRestart { unix_ms: 9, pid: 2 }];
+        let text = serde_json::to_string(&restarted).unwrap();
+        assert!(
+            text.contains("\"restarts\":[{\"unix_ms\":9,\"pid\":2}]"),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<SysDoc>(&text).unwrap(), restarted);
     }
 }

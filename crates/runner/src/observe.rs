@@ -223,6 +223,9 @@ impl StepObserver for Observer<'_> {
             interval: Duration::from_secs(1),
             pids: self.pids.clone(),
             per_cpu: true,
+            // A managed node killed and restarted by a fault of the step is sampled on under
+            // its new pid.
+            follow_restarts: true,
         };
         self.sys = Sampler::start(opts).ok();
         if let Some(r) = self.remote.as_deref_mut() {

@@ -19,6 +19,7 @@ use anyhow::{bail, Context};
 use iodig_model::sys::{HostFacts, ProcInfo, ProcState, SysDoc};
 
 pub use iodig_model::sys;
+pub use read::{command_line, find_by_command_line};
 pub use sampler::MIN_FINAL_SECS;
 
 /// What to sample.
@@ -31,6 +32,9 @@ pub struct SysOptions {
     pub pids: Vec<(String, u32)>,
     /// Also record each CPU separately.
     pub per_cpu: bool,
+    /// A process found gone is looked for again at each sample by its command line, and
+    /// sampled under its new pid once it runs again (a node killed and restarted in the step).
+    pub follow_restarts: bool,
 }
 
 impl Default for SysOptions {
@@ -39,6 +43,7 @@ impl Default for SysOptions {
             interval: Duration::from_secs(1),
             pids: Vec::new(),
             per_cpu: false,
+            follow_restarts: false,
         }
     }
 }
@@ -105,6 +110,7 @@ impl Sampler {
                     ProcState::Exited
                 },
                 exited_unix_ms: None,
+                restarts: Vec::new(),
             });
             doc.notes.extend(note);
             procs.push(t);
@@ -112,6 +118,7 @@ impl Sampler {
         let state = sampler::State {
             doc,
             per_cpu: opts.per_cpu,
+            follow_restarts: opts.follow_restarts,
             prev: base,
             procs,
         };

@@ -141,6 +141,9 @@ pub struct Tracked {
     proc_: Option<Process>,
     starttime: u64,
     pub comm: String,
+    /// Its command line when opened (NUL-separated), by which it is found again after a
+    /// restart; empty when unreadable.
+    pub cmdline: Vec<u8>,
     /// The last counters read; the baseline of the next interval.
     pub last: Option<ProcCounters>,
 }
@@ -163,6 +166,7 @@ impl Tracked {
             proc_: None,
             starttime: 0,
             comm: String::new(),
+            cmdline: Vec::new(),
             last: None,
         };
         let opened = i32::try_from(pid)
@@ -174,6 +178,7 @@ impl Tracked {
             Ok((st, p)) => {
                 t.starttime = st.starttime;
                 t.comm = st.comm;
+                t.cmdline = command_line(pid).unwrap_or_default();
                 t.proc_ = Some(p);
                 match t.read() {
                     Ok(c) => {
@@ -225,6 +230,29 @@ impl Tracked {
             io,
         })
     }
+}
+
+/// A process's command line, NUL-separated as the kernel keeps it; None when it is gone or a
+/// kernel thread (whose command line is empty).
+pub fn command_line(pid: u32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .ok()
+        .filter(|c| !c.is_empty())
+}
+
+/// The lowest pid running exactly this command line, other than `except`: the same program
+/// started again (a database node killed and restarted). A process between fork and exec still
+/// shows its parent's command line, and a zombie an empty one, so neither matches.
+pub fn find_by_command_line(cmdline: &[u8], except: u32) -> Option<u32> {
+    if cmdline.is_empty() {
+        return None;
+    }
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != except && command_line(*pid).as_deref() == Some(cmdline))
+        .min()
 }
 
 /// A zombie has released its memory and stopped running: for a database server that is exited.

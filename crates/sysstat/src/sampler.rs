@@ -4,7 +4,7 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use iodig_model::sys::{ProcSample, ProcState, SysDoc, SysSample};
+use iodig_model::sys::{ProcRestart, ProcSample, ProcState, SysDoc, SysSample};
 
 use crate::delta;
 use crate::read::{self, ProcGone, SysCounters, Tracked};
@@ -25,6 +25,7 @@ pub fn next_boundary(now_ms: u64, interval_ms: u64, gap_ms: u64) -> u64 {
 pub struct State {
     pub doc: SysDoc,
     pub per_cpu: bool,
+    pub follow_restarts: bool,
     pub prev: SysCounters,
     pub procs: Vec<Tracked>,
 }
@@ -68,9 +69,23 @@ impl State {
                 Err(ProcGone::Exited) => {
                     if info.state == ProcState::Running {
                         info.state = ProcState::Exited;
-                        info.exited_unix_ms = Some(cur.unix_ms);
+                        info.exited_unix_ms.get_or_insert(cur.unix_ms);
                     }
-                    (ProcState::Exited, None)
+                    match self.follow_restarts.then(|| restarted(t)).flatten() {
+                        // Its counters start from the new process's own: this interval has
+                        // none (the old process's last ones and the new one's first do not
+                        // make a difference).
+                        Some(again) => {
+                            *t = again;
+                            info.state = ProcState::Running;
+                            info.restarts.push(ProcRestart {
+                                unix_ms: cur.unix_ms,
+                                pid: t.pid,
+                            });
+                            (ProcState::Running, None)
+                        }
+                        None => (ProcState::Exited, None),
+                    }
                 }
                 Err(ProcGone::Missing) => (ProcState::Missing, None),
             };
@@ -96,6 +111,14 @@ impl State {
         self.doc.ended_unix_ms = cur.unix_ms;
         self.prev = cur;
     }
+}
+
+/// The program `t` was, opened under the pid it runs as now, when it runs again.
+fn restarted(t: &Tracked) -> Option<Tracked> {
+    let pid = read::find_by_command_line(&t.cmdline, t.pid)?;
+    let (again, _) = Tracked::open(t.label.clone(), pid);
+    // Found, then gone before it could be opened: looked for again at the next sample.
+    (again.is_open() && again.cmdline == t.cmdline).then_some(again)
 }
 
 fn since_epoch() -> Duration {

@@ -22,6 +22,7 @@ fn opts(interval_ms: u64, pids: Vec<(String, u32)>, per_cpu: bool) -> SysOptions
         interval: Duration::from_millis(interval_ms),
         pids,
         per_cpu,
+        follow_restarts: false,
     }
 }
 
@@ -247,6 +248,80 @@ fn exited_process_is_marked_and_sampling_goes_on() {
         assert!(s.procs[0].stats.is_none());
         assert_eq!(s.procs[1].state, ProcState::Missing);
     }
+}
+
+/// A `sleep` whose command line no other process has, standing in for a database node;
+/// returned once it runs that command line (until its exec it shows the test's).
+fn node(tag: &str) -> Reaped {
+    let child = Reaped(Command::new("sleep").arg(tag).spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !iodig_sysstat::command_line(child.0.id()).is_some_and(|c| c.starts_with(b"sleep\0")) {
+        assert!(Instant::now() < deadline, "sleep did not start");
+        sleep(Duration::from_millis(5));
+    }
+    child
+}
+
+#[test]
+fn a_process_killed_and_started_again_is_sampled_on_under_its_new_pid() {
+    let tag = format!("1000.{}77", std::process::id());
+    let mut first = node(&tag);
+    let first_pid = first.0.id();
+    let follow = |pid| SysOptions {
+        follow_restarts: true,
+        ..opts(100, vec![("node".into(), pid)], false)
+    };
+    let s = Sampler::start(follow(first_pid)).unwrap();
+    // Unfollowed, the same events leave the process exited: what the option changes.
+    let plain = Sampler::start(opts(100, vec![("node".into(), first_pid)], false)).unwrap();
+    sleep(Duration::from_millis(350));
+    first.0.kill().unwrap();
+    first.0.wait().unwrap();
+    sleep(Duration::from_millis(350));
+    // Another process with another command line comes and is not taken for it.
+    let _other = node(&format!("{tag}1"));
+    sleep(Duration::from_millis(250));
+    let again = node(&tag);
+    sleep(Duration::from_millis(450));
+    let doc = s.stop();
+    let unfollowed = plain.stop();
+
+    let p = &doc.processes[0];
+    assert_eq!(p.pid, first_pid);
+    assert_eq!(p.state, ProcState::Running, "{p:?}");
+    let exited_at = p.exited_unix_ms.expect("the kill was seen");
+    assert_eq!(p.restarts.len(), 1, "{p:?}");
+    let back = &p.restarts[0];
+    assert_eq!(back.pid, again.0.id());
+    assert!(back.unix_ms >= exited_at + 400, "{p:?}");
+    let by_pid = |pid: u32| {
+        doc.samples
+            .iter()
+            .filter(move |s| s.procs[0].pid == pid && s.procs[0].stats.is_some())
+            .count()
+    };
+    assert!(by_pid(first_pid) >= 2, "{:?}", doc.samples);
+    assert!(
+        by_pid(again.0.id()) >= 2,
+        "sampled under the new pid after the restart: {:?}",
+        doc.samples
+    );
+    for s in doc.samples.iter().filter(|s| s.unix_ms >= exited_at) {
+        let state = s.procs[0].state;
+        if s.unix_ms < back.unix_ms {
+            assert_eq!(state, ProcState::Exited, "{s:?}");
+        } else {
+            assert_eq!(state, ProcState::Running, "{s:?}");
+            // The interval it was found in spans two processes: no figures for it.
+            assert_eq!(
+                s.procs[0].stats.is_none(),
+                s.unix_ms == back.unix_ms,
+                "{s:?}"
+            );
+        }
+    }
+    let q = &unfollowed.processes[0];
+    assert_eq!((q.state, q.restarts.len()), (ProcState::Exited, 0), "{q:?}");
 }
 
 #[test]

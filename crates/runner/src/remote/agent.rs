@@ -8,7 +8,7 @@ use crate::environment;
 use iodig_iotrace::{PreparedTrace, TraceMode, TraceOptions, TraceSession, WatchOptions};
 use iodig_model::cluster::{HostNode, NodeObservation};
 use iodig_model::events::DbEvent;
-use iodig_sysstat::{Sampler, SysOptions};
+use iodig_sysstat::{command_line, find_by_command_line, Sampler, SysOptions};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -133,6 +133,9 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                         .map(|f| (format!("node {}", f.address), pid))
                         .collect(),
                     per_cpu: true,
+                    // A node killed and started again within the step (a fault of this run,
+                    // or its service manager) is sampled on under its new pid.
+                    follow_restarts: true,
                 })
                 .ok();
                 // Started without a Prepare first (an older observer): load now.
@@ -185,7 +188,7 @@ impl RunningNode {
     fn of(pid: u32) -> RunningNode {
         RunningNode {
             pid,
-            cmdline: cmdline(pid).unwrap_or_default(),
+            cmdline: command_line(pid).unwrap_or_default(),
         }
     }
 
@@ -193,29 +196,14 @@ impl RunningNode {
     /// else a process that does (the node started again), else the known one (the node is
     /// down: the sampler then says it is gone).
     fn refind(&mut self) -> u32 {
-        if self.cmdline.is_empty() || cmdline(self.pid).as_ref() == Some(&self.cmdline) {
+        if self.cmdline.is_empty() || command_line(self.pid).as_ref() == Some(&self.cmdline) {
             return self.pid;
         }
-        let again = std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| cmdline(*pid).as_ref() == Some(&self.cmdline))
-            .min();
-        if let Some(pid) = again {
+        if let Some(pid) = find_by_command_line(&self.cmdline, self.pid) {
             self.pid = pid;
         }
         self.pid
     }
-}
-
-/// A process's command line, NUL-separated as the kernel keeps it; None when it is gone or a
-/// kernel thread.
-fn cmdline(pid: u32) -> Option<Vec<u8>> {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .ok()
-        .filter(|c| !c.is_empty())
 }
 
 fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
@@ -255,7 +243,7 @@ mod tests {
     fn spawned(c: &mut Command) -> Child {
         let child = c.spawn().unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !super::cmdline(child.id()).is_some_and(|c| c.starts_with(b"sleep\0")) {
+        while !super::command_line(child.id()).is_some_and(|c| c.starts_with(b"sleep\0")) {
             assert!(std::time::Instant::now() < deadline, "sleep did not start");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
