@@ -42,8 +42,11 @@ fn faults_that_do_not_fit_are_refused_before_anything_starts() {
     observed("2s:restart:127.0.0.1")
         .fault("3s:kill:127.0.0.1")
         .usage_error(&["only after a kill or stop of it earlier"]);
-    observed("2s:cap=5MB/s:127.0.0.1")
-        .usage_error(&["device faults on observed hosts are not supported"]);
+    observed("2s:slow-reads=20ms:127.0.0.1").usage_error(&[
+        "--fault 2s:slow-reads=20ms:127.0.0.1",
+        "faulty disk iodig makes under embedded RocksDB",
+        "cap=RATE or uncap there",
+    ]);
     observed("2s:kill:127.0.0.9").usage_error(&[
         "target \"127.0.0.9\" is not an observed host",
         "--observe (127.0.0.1)",

@@ -31,7 +31,9 @@ pub fn faults_reach_a_node_on_an_observed_host(
         .warmup("0s")
         .fault("1s:pause=2s:127.0.0.1")
         .fault("5s:kill:127.0.0.1")
-        .fault("6s:restart:127.0.0.1");
+        .fault("6s:restart:127.0.0.1")
+        // Lifted at the step's end, with no uncap: a cap never outlives its step.
+        .fault("8s:cap=1MB/s:127.0.0.1");
     // The restart starts a JVM that no `cassandra down` knows of: ended here, by pid, even
     // when an assertion below fails, and waited for, so the next test finds its ports free.
     struct EndRestarted<'a>(&'a Path);
@@ -63,7 +65,7 @@ pub fn faults_reach_a_node_on_an_observed_host(
         .unwrap();
     let step_dir = r.run_dir().join(run["steps"][0]["dir"].as_str().unwrap());
     let faults = fault_events(&step_dir);
-    assert_eq!(faults.len(), 3, "{faults:?}");
+    assert_eq!(faults.len(), 4, "{faults:?}");
     assert!(
         faults[0].1.contains("paused (SIGSTOP") && faults[0].1.contains("over ssh"),
         "{faults:?}"
@@ -135,7 +137,28 @@ pub fn faults_reach_a_node_on_an_observed_host(
             .any(|s| s["procs"][0]["pid"] == restarted && s["procs"][0]["stats"].is_object()),
         "no sample of the restarted node: {sys}"
     );
+    node_was_capped_then_freed(&faults[3].1, &run["cluster"]["observed"][0]);
     restarted_node_serves_again(restarted, &run["cluster"]["observed"][0]["node"]);
+}
+
+/// The cap went to the node's own cgroup on its disk, and was lifted when the step ended.
+fn node_was_capped_then_freed(event: &str, host: &serde_json::Value) {
+    let disk = host["devices"][0].as_str().unwrap();
+    assert!(
+        event.contains(&format!("capped at 1.0 MB/s each way on {disk}"))
+            && event.contains("over ssh"),
+        "{event}"
+    );
+    let cg = host["node"]["cgroup"].as_str().expect("a node in a cgroup");
+    if event.contains("(cgroup v1 blkio throttling)") {
+        let dir = format!("/sys/fs/cgroup/blkio{cg}");
+        for f in ["read_bps_device", "write_bps_device"] {
+            let limits = std::fs::read_to_string(format!("{dir}/blkio.throttle.{f}")).unwrap();
+            assert!(limits.trim().is_empty(), "{f} still limited: {limits}");
+        }
+    } else {
+        assert!(event.contains("(cgroup v2 io.max)"), "{event}");
+    }
 }
 
 /// The pid a restart's event says the node started again as.

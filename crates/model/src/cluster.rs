@@ -239,7 +239,7 @@ mod tests {
                 node: "n".into(),
                 detail: String::new(),
             }],
-            sys: Some(crate::sys::SysDoc {
+            sys: Some(SysDoc {
                 processes: vec![crate::sys::ProcInfo {
                     exited_unix_ms: Some(11_000),
                     restarts: vec![crate::sys::ProcRestart {

@@ -2,11 +2,13 @@
 //! node's process, as its agent found it, is signalled over a separate SSH command, so a fault
 //! never waits behind the agent's channel and the agent keeps measuring through it: kill,
 //! pause, stop, and restart of a node this run killed or stopped, started again as it was
-//! (`relaunch`). Faults to the device under an observed node are not done.
+//! (`relaunch`); and caps on its drives, in its own cgroup there. The faulty disk iodig makes
+//! under embedded RocksDB (slow, failing, full) is not made on observed hosts.
 
 use super::relaunch::{self, Launch};
 use super::ssh::{quote, Ssh, SshHost};
 use crate::fault::{Fault, FaultAction, FaultHandler};
+use iodig_sysstat::cgroup::IoLimit;
 use std::sync::{Arc, Mutex};
 
 /// One observed host and its node as faults know it, for the whole run: a kill in one step and
@@ -21,6 +23,11 @@ pub struct FaultTarget {
     /// How the node was started, read just before this run killed or stopped it, or why it
     /// could not be read.
     pub launch: Option<Result<Launch, String>>,
+    /// The node's cgroup there (relative to the IO hierarchy's root), when it has one of its
+    /// own: where a cap goes.
+    pub cgroup: Option<String>,
+    /// The whole disks under the node's directories there (`vda`): what a cap throttles.
+    pub disks: Vec<String>,
 }
 
 /// The observed nodes as faults left them, shared by every step's handler.
@@ -39,11 +46,14 @@ pub fn target_index(target: &str, observed: &[String]) -> Option<usize> {
 /// Why an action cannot be done to a node on an observed host, if it cannot.
 pub fn unsupported(action: &FaultAction) -> Option<&'static str> {
     match action {
-        FaultAction::Kill | FaultAction::Pause(_) | FaultAction::Stop | FaultAction::Restart => {
-            None
-        }
+        FaultAction::Kill
+        | FaultAction::Pause(_)
+        | FaultAction::Stop
+        | FaultAction::Restart
+        | FaultAction::Cap(_)
+        | FaultAction::Uncap => None,
         _ => Some(
-            "device faults on observed hosts are not supported yet; use kill, pause=DURATION, stop or restart there",
+            "slow, failing and full disks need the faulty disk iodig makes under embedded RocksDB, which observed hosts do not have; use kill, pause=DURATION, stop, restart, cap=RATE or uncap there",
         ),
     }
 }
@@ -60,6 +70,9 @@ pub fn handler(ssh: Ssh, targets: FaultTargets) -> FaultHandler {
             let mut all = lock(&targets);
             all[i].pid = Some(done.0);
             return Ok((t.host.spec.clone(), done.1));
+        }
+        if let Some(limit) = cap_limit(&f.action) {
+            return cap(&ssh, &t, limit).map(|done| (t.host.spec.clone(), done));
         }
         let pid = t.pid.ok_or_else(|| {
             format!(
@@ -91,6 +104,105 @@ fn lock(targets: &FaultTargets) -> std::sync::MutexGuard<'_, Vec<FaultTarget>> {
     targets
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The limit a cap or uncap sets; None for other actions.
+fn cap_limit(action: &FaultAction) -> Option<IoLimit> {
+    match action {
+        FaultAction::Cap(limit) => Some(*limit),
+        FaultAction::Uncap => Some(IoLimit::None),
+        _ => None,
+    }
+}
+
+/// Lifts the caps a step's faults set on observed nodes: a cap never outlives its step. Each
+/// host capped is uncapped once; what could not be lifted is said.
+pub fn lift_caps(ssh: &Ssh, targets: &FaultTargets, faults: &[Fault]) {
+    let observed: Vec<String> = lock(targets).iter().map(|t| t.host.spec.clone()).collect();
+    let mut capped: Vec<usize> = faults
+        .iter()
+        .filter(|f| matches!(f.action, FaultAction::Cap(_)))
+        .filter_map(|f| target_index(&f.target, &observed))
+        .collect();
+    capped.sort_unstable();
+    capped.dedup();
+    for i in capped {
+        let t = lock(targets)[i].clone();
+        if let Err(e) = cap(ssh, &t, IoLimit::None) {
+            iodig_model::eprintln_lossy!(
+                "warning: the cap on {} could not be lifted at the step's end: {e}",
+                t.host.spec
+            );
+        }
+    }
+}
+
+/// Throttles (or frees) the node's block IO on its disks, in its own cgroup on the host, over
+/// SSH: what was done, naming the disks and the mechanism.
+fn cap(ssh: &Ssh, t: &FaultTarget, limit: IoLimit) -> Result<String, String> {
+    let cgroup = t.cgroup.as_deref().ok_or_else(|| {
+        format!(
+            "the node on {} runs without a cgroup of its own (a service, a container or a managed node has one), so its IO cannot be capped without capping its neighbours",
+            t.host.spec
+        )
+    })?;
+    if t.disks.is_empty() {
+        return Err(format!(
+            "the agent on {} found no disk under the node's directories to cap",
+            t.host.spec
+        ));
+    }
+    let how = ssh
+        .output(&t.host, &cap_script(cgroup, &t.disks, limit), None)
+        .map_err(|e| format!("{e:#}"))?;
+    let disks = t.disks.join(", ");
+    let done = match limit {
+        IoLimit::BytesPerSec(b) => {
+            format!("capped at {:.1} MB/s each way on {disks}", b as f64 / 1e6)
+        }
+        IoLimit::IosPerSec(n) => format!("capped at {n} IOPS each way on {disks}"),
+        IoLimit::None => format!("uncapped on {disks}"),
+    };
+    Ok(format!("{done} ({}) over ssh", how.trim()))
+}
+
+/// The remote shell script that sets `limit` on each disk for the cgroup, in the hierarchy
+/// iodig's own cgroups use (`iodig_sysstat::cgroup`: v1 blkio where mounted, else v2 with io),
+/// and prints which mechanism ran. Root writes directly, anyone else through password-less sudo.
+fn cap_script(cgroup: &str, disks: &[String], limit: IoLimit) -> String {
+    let (bps, iops) = match limit {
+        IoLimit::BytesPerSec(n) => (n.to_string(), "0".to_string()),
+        IoLimit::IosPerSec(n) => ("0".to_string(), n.to_string()),
+        IoLimit::None => ("0".to_string(), "0".to_string()),
+    };
+    // io.max takes "max" where blkio takes 0 for no limit.
+    let max = |v: &str| {
+        if v == "0" {
+            "max".to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let disks: Vec<String> = disks.iter().map(|d| quote(d)).collect();
+    format!(
+        "if [ \"$(id -u)\" -eq 0 ]; then s=''; else s='sudo -n'; fi; \
+         put() {{ echo \"$2\" | $s tee \"$1\" > /dev/null || {{ echo \"cannot write $2 to $1\" >&2; exit 1; }}; }}; \
+         cg={cg}; \
+         if [ -e /sys/fs/cgroup/blkio/cgroup.procs ]; then d=/sys/fs/cgroup/blkio$cg; how='cgroup v1 blkio throttling'; \
+         else d=''; for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do \
+           if grep -qw io $r/cgroup.controllers 2>/dev/null; then d=$r$cg; how='cgroup v2 io.max'; break; fi; done; \
+           [ -n \"$d\" ] || {{ echo 'neither cgroup v1 blkio nor cgroup v2 with the io controller here' >&2; exit 1; }}; fi; \
+         [ -d \"$d\" ] || {{ echo \"the node's cgroup $d is gone\" >&2; exit 1; }}; \
+         for disk in {disks}; do \
+           dev=$(cat /sys/block/$disk/dev) || exit 1; \
+           if [ \"$how\" = 'cgroup v2 io.max' ]; then put $d/io.max \"$dev rbps={rmax} wbps={rmax} riops={imax} wiops={imax}\"; \
+           else for dir in read write; do put $d/blkio.throttle.${{dir}}_bps_device \"$dev {bps}\"; put $d/blkio.throttle.${{dir}}_iops_device \"$dev {iops}\"; done; fi; \
+         done; echo \"$how\"",
+        cg = quote(cgroup),
+        disks = disks.join(" "),
+        rmax = max(&bps),
+        imax = max(&iops),
+    )
 }
 
 /// Starts the node of `t` again from the launch read when this run took it down: the new pid
@@ -187,13 +299,118 @@ mod tests {
     }
 
     #[test]
-    fn only_process_faults_reach_observed_hosts() {
+    fn process_faults_and_caps_reach_observed_hosts_and_the_faulty_disk_does_not() {
         assert!(unsupported(&FaultAction::Kill).is_none());
         assert!(unsupported(&FaultAction::Pause(Duration::from_secs(1))).is_none());
         assert!(unsupported(&FaultAction::Restart).is_none());
-        assert!(unsupported(&FaultAction::Uncap)
+        assert!(unsupported(&FaultAction::Cap(IoLimit::IosPerSec(5))).is_none());
+        assert!(unsupported(&FaultAction::Uncap).is_none());
+        assert!(unsupported(&FaultAction::Fill)
             .unwrap()
-            .contains("not supported"));
+            .contains("faulty disk"));
+    }
+
+    #[test]
+    fn a_cap_script_writes_each_disk_in_the_hierarchy_found_there() {
+        let disks = vec!["vda".to_string(), "nvme0n1".to_string()];
+        let s = cap_script(
+            "/iodig/cassandra-1",
+            &disks,
+            IoLimit::BytesPerSec(2_000_000),
+        );
+        assert!(s.contains("cg=/iodig/cassandra-1;"), "{s}");
+        assert!(s.contains("for disk in vda nvme0n1;"), "{s}");
+        assert!(
+            s.contains("blkio.throttle.${dir}_bps_device \"$dev 2000000\""),
+            "{s}"
+        );
+        assert!(
+            s.contains("blkio.throttle.${dir}_iops_device \"$dev 0\""),
+            "{s}"
+        );
+        assert!(
+            s.contains("io.max \"$dev rbps=2000000 wbps=2000000 riops=max wiops=max\""),
+            "{s}"
+        );
+        let s = cap_script("/a b", &disks, IoLimit::None);
+        assert!(s.contains("cg='/a b';"), "quoted: {s}");
+        assert!(s.contains("rbps=max wbps=max riops=max wiops=max"), "{s}");
+        let s = cap_script("/x", &disks, IoLimit::IosPerSec(200));
+        assert!(
+            s.contains("riops=200 wiops=200") && s.contains("_iops_device \"$dev 200\""),
+            "{s}"
+        );
+    }
+
+    /// The script as a host's shell runs it, on this machine's real cgroups (root, as in CI):
+    /// the limit lands in the node's cgroup for its disk, and the uncap takes it away.
+    #[test]
+    fn a_cap_script_throttles_a_real_cgroup_and_frees_it() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(euid, 0, "this test makes a cgroup: run it as root");
+        let disk = iodig_iotrace::devices::resolve_path(std::path::Path::new("/var/tmp")).unwrap();
+        let mut node = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let name = format!("test-cap-{}", std::process::id());
+        let dir = iodig_sysstat::cgroup::place(&name, node.id()).unwrap();
+        let cg = iodig_sysstat::cgroup::of_process(node.id()).unwrap();
+        let run = |limit| {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(cap_script(&cg, std::slice::from_ref(&disk.name), limit))
+                .output()
+                .unwrap()
+        };
+        let limits = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        let capped = run(IoLimit::BytesPerSec(2_000_000));
+        let (read_bps, io_max) = (limits("blkio.throttle.read_bps_device"), limits("io.max"));
+        let freed = run(IoLimit::None);
+        let after = limits("blkio.throttle.read_bps_device") + &limits("io.max");
+        let _ = node.kill();
+        let _ = node.wait();
+        let _ = iodig_sysstat::cgroup::remove(&dir);
+
+        let said = String::from_utf8_lossy(&capped.stdout);
+        assert!(capped.status.success(), "{capped:?}");
+        if said.contains("cgroup v1 blkio throttling") {
+            assert_eq!(read_bps.trim(), format!("{} 2000000", disk.dev), "{said}");
+            assert!(after.trim().is_empty(), "still limited: {after}");
+        } else {
+            assert!(said.contains("cgroup v2 io.max"), "{said}");
+            assert!(io_max.contains(&format!("{} rbps=2000000 wbps=2000000", disk.dev)));
+            assert!(!after.contains("rbps=2000000"), "still limited: {after}");
+        }
+        assert!(freed.status.success(), "{freed:?}");
+        let gone = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cap_script(
+                &cg,
+                std::slice::from_ref(&disk.name),
+                IoLimit::None,
+            ))
+            .output()
+            .unwrap();
+        assert!(!gone.status.success());
+        assert!(
+            String::from_utf8_lossy(&gone.stderr).contains("cgroup"),
+            "the cgroup went with its node: {gone:?}"
+        );
+    }
+
+    #[test]
+    fn a_node_without_a_cgroup_of_its_own_is_not_capped() {
+        let t = FaultTarget {
+            host: SshHost::parse("db1").unwrap(),
+            pid: Some(1),
+            launch: None,
+            cgroup: None,
+            disks: vec!["vda".into()],
+        };
+        let e = cap(&Ssh::default(), &t, IoLimit::IosPerSec(5)).unwrap_err();
+        assert!(e.contains("db1") && e.contains("cgroup of its own"), "{e}");
     }
 
     #[test]

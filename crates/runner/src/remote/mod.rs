@@ -127,6 +127,12 @@ impl RemoteHosts {
                 host: a.host.clone(),
                 pid: f.node.as_ref().map(|n| n.pid),
                 launch: None,
+                cgroup: f
+                    .node
+                    .as_ref()
+                    .and_then(|n| n.cgroup.clone())
+                    .filter(|c| c != "/"),
+                disks: f.devices.clone(),
             })
             .collect();
         Ok(RemoteHosts {
@@ -137,10 +143,15 @@ impl RemoteHosts {
         })
     }
 
-    /// Faults to the observed hosts' nodes (kill, pause, stop, restart), each over an SSH
-    /// command.
+    /// Faults to the observed hosts' nodes (kill, pause, stop, restart, cap, uncap), each over
+    /// an SSH command.
     pub fn fault_handler(&self) -> crate::fault::FaultHandler {
         faults::handler(self.ssh.clone(), std::sync::Arc::clone(&self.fault_targets))
+    }
+
+    /// After a step: lifts the caps its faults set on the observed nodes.
+    pub fn lift_caps(&self, faults: &[crate::fault::Fault]) {
+        faults::lift_caps(&self.ssh, &self.fault_targets, faults);
     }
 
     /// What the hosts said about themselves, for run.json.
