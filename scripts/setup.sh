@@ -36,7 +36,7 @@ command -v cargo >/dev/null || { say "cargo not found; install Rust (rustup) fir
 
 target=${CARGO_TARGET_DIR:-target}
 if [[ ! -x $target/release/iodig ]]; then
-  say "building iodig once (release): about 10 minutes on 2 cores, most of it RocksDB's C++;"
+  say "building iodig once (release): 10 to 16 minutes on 2 cores, most of it RocksDB's C++;"
   say "later builds take seconds. A lighter CQL-only client: cargo build --release --no-default-features --features cassandra"
 fi
 t=$SECONDS

@@ -203,6 +203,12 @@ fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
 
     // Every write on the latency heat map, each in the octave of its device latency.
     let html = std::fs::read_to_string(r.run_dir().join("report.html")).unwrap();
+    // iodig's own CPU (client and embedded database) per second, on its chart.
+    let cpu = html
+        .split("<svg")
+        .find(|c| c.contains("CPU of iodig and the database processes"))
+        .unwrap_or_else(|| panic!("no chart of the processes' CPU"));
+    assert!(cpu.contains(">iodig<"), "iodig's line is named");
     // The load step's charts come first; the run step's write heat map is the last one.
     let heat = html
         .rsplit("<svg")

@@ -137,6 +137,15 @@ fn a_node_killed_mid_step_at_quorum_loses_no_acknowledged_write() {
     );
     let report = std::fs::read_to_string(quorum.run_dir().join("report.md")).unwrap();
     assert!(report.contains("no acknowledged write was lost"), "finding");
+    // The nodes' CPU on the report: node 2's line drops to 0 while it is down.
+    let html = std::fs::read_to_string(quorum.run_dir().join("report.html")).unwrap();
+    let cpu = html
+        .split("<svg")
+        .find(|c| c.contains("CPU of iodig and the database processes"))
+        .expect("a chart of the processes' CPU");
+    for node in ["iodig", "127.0.0.1", "127.0.0.2", "127.0.0.3"] {
+        assert!(cpu.contains(node), "{node} on the processes' CPU chart");
+    }
 
     // At ONE a read may reach the restarted node before it caught up: allowed, and counted.
     let one = run_at("ONE");

@@ -8,6 +8,7 @@ use super::io::{io_lines, io_rows, op_bands, size_hists, IoLines, IoRow, OpBands
 use super::{is_primary_series, Line};
 use crate::data::{DbEvent, StepData};
 use crate::outcome::Outcome;
+use iodig_model::sys::{ProcState, SysDoc};
 use std::collections::BTreeMap;
 
 /// Everything shown for one step.
@@ -61,6 +62,9 @@ pub struct StepView {
     pub dirty_mb: Line,
     /// Page cache being written back (Writeback), MB, per sample.
     pub writeback_mb: Line,
+    /// CPU of each sampled process (iodig, database nodes here and on observed hosts), in %
+    /// of one CPU per sample, 0 while it was gone: (name, points).
+    pub proc_cpu: Vec<(String, Line)>,
     /// The database's flushes, compactions and file deletions (`db-events.json`); flushes and
     /// compactions are shaded on the charts.
     pub events: Vec<DbEvent>,
@@ -209,6 +213,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         cpu_iowait: iowait,
         dirty_mb: dirty,
         writeback_mb: wb,
+        proc_cpu: proc_cpu_lines(step),
         events: step.events.clone(),
         io_rows: step.trace.as_ref().map(io_rows).unwrap_or_default(),
         classes: attribution.map(class_shares).unwrap_or_default(),
@@ -283,6 +288,51 @@ fn sys_lines(step: &StepData) -> [Line; 4] {
     [busy, iowait, dirty, wb]
 }
 
+/// Each sampled process's CPU per sample: the local ones by their label, an observed host's as
+/// `HOST: label`.
+fn proc_cpu_lines(step: &StepData) -> Vec<(String, Line)> {
+    let observed = step
+        .nodes
+        .iter()
+        .filter_map(|n| Some((Some(n.step.host.as_str()), n.sys.as_ref()?)));
+    step.sys
+        .iter()
+        .map(|sys| (None, sys))
+        .chain(observed)
+        .flat_map(|(host, sys)| proc_cpu(sys, host))
+        .collect()
+}
+
+/// One sampler's processes' CPU (% of one CPU) per sample, named `HOST: label` with a host. A
+/// process that is gone used no CPU, so it reads 0 until it runs again (a node killed and
+/// restarted); the sample that found it back spans two processes and has no figure.
+fn proc_cpu(sys: &SysDoc, host: Option<&str>) -> Vec<(String, Line)> {
+    sys.processes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            let points: Line = sys
+                .samples
+                .iter()
+                .filter_map(|s| {
+                    let x = s.unix_ms as f64 - s.secs * 500.0;
+                    let sample = s.procs.get(i)?;
+                    match (&sample.stats, sample.state) {
+                        (Some(st), _) => Some((x, st.cpu_pct())),
+                        (None, ProcState::Exited) => Some((x, 0.0)),
+                        (None, _) => None,
+                    }
+                })
+                .collect();
+            let name = match host {
+                Some(h) => format!("{h}: {}", p.label),
+                None => p.label.clone(),
+            };
+            (!points.is_empty()).then_some((name, points))
+        })
+        .collect()
+}
+
 /// The trace mode the step ran with (the trace's own word first) and why it differs, if said.
 fn trace_mode(step: &StepData) -> (String, Option<String>) {
     let sum = &step.summary;
@@ -296,6 +346,53 @@ fn trace_mode(step: &StepData) -> (String, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::diskstats_sentence;
+
+    #[test]
+    fn a_process_reads_zero_while_down_and_has_no_figure_for_the_second_it_came_back() {
+        use iodig_model::sys::{ProcInfo, ProcSample, ProcState, ProcStats, SysDoc, SysSample};
+        let at = |unix_ms: u64, state: ProcState, cpu: Option<f64>| SysSample {
+            unix_ms,
+            secs: 1.0,
+            procs: vec![ProcSample {
+                label: "node".into(),
+                pid: 1,
+                state,
+                stats: cpu.map(|c| ProcStats {
+                    cpu_user_pct: c,
+                    ..Default::default()
+                }),
+            }],
+            ..Default::default()
+        };
+        let sys = SysDoc {
+            processes: vec![ProcInfo {
+                label: "node 127.0.0.2:9042".into(),
+                ..Default::default()
+            }],
+            samples: vec![
+                at(1_000, ProcState::Running, Some(150.0)),
+                at(2_000, ProcState::Exited, None),
+                at(3_000, ProcState::Running, None),
+                at(4_000, ProcState::Running, Some(90.0)),
+            ],
+            ..Default::default()
+        };
+        let lines = super::proc_cpu(&sys, Some("db2"));
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].0, "db2: node 127.0.0.2:9042");
+        assert_eq!(
+            lines[0].1,
+            vec![(500.0, 150.0), (1_500.0, 0.0), (3_500.0, 90.0)]
+        );
+        let never = SysDoc {
+            samples: vec![at(1_000, ProcState::Missing, None)],
+            ..sys
+        };
+        assert!(
+            super::proc_cpu(&never, None).is_empty(),
+            "no line for a process never seen"
+        );
+    }
     use iodig_model::trace::{DeviceTrace, DiskstatsCheck, SelfCheck, TraceDoc};
 
     fn doc(traced: u64, in_diskstats: u64, agrees: bool, unseen: Option<u64>) -> TraceDoc {

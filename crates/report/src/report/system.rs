@@ -1,4 +1,5 @@
-//! A step's system charts: CPU busy and iowait, memory waiting for and under writeback.
+//! A step's system charts: CPU busy and iowait, memory waiting for and under writeback, and the
+//! CPU of iodig and the database's processes.
 
 use super::step::{line, Timeline};
 use crate::analysis::StepView;
@@ -13,4 +14,14 @@ pub(super) fn charts(doc: &mut Doc, s: &StepView, t: &Timeline) {
     c.series.push(line("dirty", &s.dirty_mb, 4, false));
     c.series.push(line("writeback", &s.writeback_mb, 6, false));
     doc.line_chart(c);
+    if !s.proc_cpu.is_empty() {
+        let mut c = t.chart(
+            "CPU of iodig and the database processes (0 while one is down)",
+            "CPU (% of one CPU)",
+        );
+        for (i, (name, points)) in s.proc_cpu.iter().enumerate() {
+            c.series.push(line(name.clone(), points, i, false));
+        }
+        doc.line_chart(c);
+    }
 }

@@ -67,13 +67,11 @@ impl<F: DbFactory, D: Deployment<F>> Deployment<F> for Observed<'_, D> {
     }
 
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
-        // The observed nodes took the step's faults when the inner deployment takes none.
-        if self.inner.fault_handler().is_none() {
-            self.hosts
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .lift_caps(&plan.faults);
-        }
+        // A cap on an observed node never outlives its step.
+        self.hosts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .lift_caps();
         self.inner.after_run_step(plan, step, workload)
     }
 

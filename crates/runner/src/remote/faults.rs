@@ -28,6 +28,9 @@ pub struct FaultTarget {
     pub cgroup: Option<String>,
     /// The whole disks under the node's directories there (`vda`): what a cap throttles.
     pub disks: Vec<String>,
+    /// A cap of this run is on the node now: lifted by `uncap`, at the step's end, or when
+    /// iodig lets go of the hosts (a step that failed).
+    pub capped: bool,
 }
 
 /// The observed nodes as faults left them, shared by every step's handler.
@@ -72,7 +75,9 @@ pub fn handler(ssh: Ssh, targets: FaultTargets) -> FaultHandler {
             return Ok((t.host.spec.clone(), done.1));
         }
         if let Some(limit) = cap_limit(&f.action) {
-            return cap(&ssh, &t, limit).map(|done| (t.host.spec.clone(), done));
+            let done = cap(&ssh, &t, limit)?;
+            lock(&targets)[i].capped = limit != IoLimit::None;
+            return Ok((t.host.spec.clone(), done));
         }
         let pid = t.pid.ok_or_else(|| {
             format!(
@@ -115,24 +120,24 @@ fn cap_limit(action: &FaultAction) -> Option<IoLimit> {
     }
 }
 
-/// Lifts the caps a step's faults set on observed nodes: a cap never outlives its step. Each
-/// host capped is uncapped once; what could not be lifted is said.
-pub fn lift_caps(ssh: &Ssh, targets: &FaultTargets, faults: &[Fault]) {
-    let observed: Vec<String> = lock(targets).iter().map(|t| t.host.spec.clone()).collect();
-    let mut capped: Vec<usize> = faults
+/// Lifts the caps faults left on observed nodes: a cap never outlives its step. What could not
+/// be lifted is said.
+pub fn lift_caps(ssh: &Ssh, targets: &FaultTargets) {
+    // One lock for the whole list: the mutex is not reentrant.
+    let capped: Vec<usize> = lock(targets)
         .iter()
-        .filter(|f| matches!(f.action, FaultAction::Cap(_)))
-        .filter_map(|f| target_index(&f.target, &observed))
+        .enumerate()
+        .filter(|(_, t)| t.capped)
+        .map(|(i, _)| i)
         .collect();
-    capped.sort_unstable();
-    capped.dedup();
     for i in capped {
         let t = lock(targets)[i].clone();
-        if let Err(e) = cap(ssh, &t, IoLimit::None) {
-            iodig_model::eprintln_lossy!(
-                "warning: the cap on {} could not be lifted at the step's end: {e}",
+        match cap(ssh, &t, IoLimit::None) {
+            Ok(_) => lock(targets)[i].capped = false,
+            Err(e) => iodig_model::eprintln_lossy!(
+                "warning: the cap on {} could not be lifted: {e}",
                 t.host.spec
-            );
+            ),
         }
     }
 }
@@ -401,6 +406,31 @@ mod tests {
     }
 
     #[test]
+    fn lifting_caps_tries_each_capped_node_and_keeps_those_it_could_not_free() {
+        let target = |capped| FaultTarget {
+            host: SshHost::parse("db1").unwrap(),
+            pid: Some(1),
+            launch: None,
+            // No cgroup: the lift fails before any ssh, so the node stays marked capped.
+            cgroup: None,
+            disks: vec!["vda".into()],
+            capped,
+        };
+        let targets: FaultTargets = Arc::new(Mutex::new(vec![target(true), target(false)]));
+        let shared = Arc::clone(&targets);
+        // On a thread with a deadline: a lock taken twice would hang here, not fail.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            lift_caps(&Ssh::default(), &shared);
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("lift_caps finished");
+        let after: Vec<bool> = lock(&targets).iter().map(|t| t.capped).collect();
+        assert_eq!(after, vec![true, false]);
+    }
+
+    #[test]
     fn a_node_without_a_cgroup_of_its_own_is_not_capped() {
         let t = FaultTarget {
             host: SshHost::parse("db1").unwrap(),
@@ -408,6 +438,7 @@ mod tests {
             launch: None,
             cgroup: None,
             disks: vec!["vda".into()],
+            capped: false,
         };
         let e = cap(&Ssh::default(), &t, IoLimit::IosPerSec(5)).unwrap_err();
         assert!(e.contains("db1") && e.contains("cgroup of its own"), "{e}");

@@ -133,6 +133,7 @@ impl RemoteHosts {
                     .and_then(|n| n.cgroup.clone())
                     .filter(|c| c != "/"),
                 disks: f.devices.clone(),
+                capped: false,
             })
             .collect();
         Ok(RemoteHosts {
@@ -149,9 +150,9 @@ impl RemoteHosts {
         faults::handler(self.ssh.clone(), std::sync::Arc::clone(&self.fault_targets))
     }
 
-    /// After a step: lifts the caps its faults set on the observed nodes.
-    pub fn lift_caps(&self, faults: &[crate::fault::Fault]) {
-        faults::lift_caps(&self.ssh, &self.fault_targets, faults);
+    /// After a step: lifts the caps its faults left on the observed nodes.
+    pub fn lift_caps(&self) {
+        faults::lift_caps(&self.ssh, &self.fault_targets);
     }
 
     /// What the hosts said about themselves, for run.json.
@@ -419,6 +420,13 @@ impl Agent {
             }
         }
         clock::best(&pings)
+    }
+}
+
+impl Drop for RemoteHosts {
+    /// A step that failed never reached its end: its caps are lifted here.
+    fn drop(&mut self) {
+        self.lift_caps();
     }
 }
 
