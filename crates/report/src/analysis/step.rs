@@ -346,6 +346,7 @@ fn trace_mode(step: &StepData) -> (String, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::diskstats_sentence;
+    use iodig_model::trace::{DeviceTrace, DiskstatsCheck, SelfCheck, TraceDoc};
 
     #[test]
     fn a_process_reads_zero_while_down_and_has_no_figure_for_the_second_it_came_back() {
@@ -393,7 +394,6 @@ mod tests {
             "no line for a process never seen"
         );
     }
-    use iodig_model::trace::{DeviceTrace, DiskstatsCheck, SelfCheck, TraceDoc};
 
     fn doc(traced: u64, in_diskstats: u64, agrees: bool, unseen: Option<u64>) -> TraceDoc {
         TraceDoc {

@@ -145,6 +145,14 @@ pub fn lift_caps(ssh: &Ssh, targets: &FaultTargets) {
 /// Throttles (or frees) the node's block IO on its disks, in its own cgroup on the host, over
 /// SSH: what was done, naming the disks and the mechanism.
 fn cap(ssh: &Ssh, t: &FaultTarget, limit: IoLimit) -> Result<String, String> {
+    // No pid and no launch read: the agent found no node there at all (a kill clears the pid
+    // but keeps the launch).
+    if t.pid.is_none() && t.launch.is_none() {
+        return Err(format!(
+            "the agent on {} found no database node to cap",
+            t.host.spec
+        ));
+    }
     let cgroup = t.cgroup.as_deref().ok_or_else(|| {
         format!(
             "the node on {} runs without a cgroup of its own (a service, a container or a managed node has one), so its IO cannot be capped without capping its neighbours",
@@ -442,6 +450,9 @@ mod tests {
         };
         let e = cap(&Ssh::default(), &t, IoLimit::IosPerSec(5)).unwrap_err();
         assert!(e.contains("db1") && e.contains("cgroup of its own"), "{e}");
+        let nothing_found = FaultTarget { pid: None, ..t };
+        let e = cap(&Ssh::default(), &nothing_found, IoLimit::None).unwrap_err();
+        assert!(e.contains("found no database node"), "{e}");
     }
 
     #[test]
