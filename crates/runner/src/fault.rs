@@ -77,6 +77,16 @@ impl FaultAction {
     }
 }
 
+/// What a cap or uncap did, in the words every fault event uses: "capped at 5.0 MB/s each
+/// way", "capped at 200 IOPS each way" or "uncapped".
+pub fn cap_done(limit: IoLimit) -> String {
+    match limit {
+        IoLimit::BytesPerSec(n) => format!("capped at {:.1} MB/s each way", n as f64 / 1e6),
+        IoLimit::IosPerSec(n) => format!("capped at {n} IOPS each way"),
+        IoLimit::None => "uncapped".into(),
+    }
+}
+
 fn slow_name(dir: Direction) -> &'static str {
     match dir {
         Direction::Both => "slow",

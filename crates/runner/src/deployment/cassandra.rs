@@ -6,7 +6,7 @@
 use super::{db_error, sweep, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
-use crate::fault::{Fault, FaultAction, FaultHandler, IoLimit};
+use crate::fault::{cap_done, Fault, FaultAction, FaultHandler, IoLimit};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::probe::{probe_dataset, Presence};
 use crate::remote::agent::NodeOnHost;
@@ -379,16 +379,10 @@ fn cap_node(dir: &Path, address: &str, limit: IoLimit) -> Result<(String, String
     let disk =
         iodig_iotrace::devices::resolve_path(&node.data_dir()).map_err(|e| format!("{e:#}"))?;
     let how = iodig_sysstat::cgroup::limit_io(cg, &disk.dev, limit)?;
-    let done = match limit {
-        IoLimit::BytesPerSec(b) => format!(
-            "capped at {:.1} MB/s each way on {}",
-            b as f64 / 1e6,
-            disk.name
-        ),
-        IoLimit::IosPerSec(n) => format!("capped at {n} IOPS each way on {}", disk.name),
-        IoLimit::None => format!("uncapped on {}", disk.name),
-    };
-    Ok((address.to_string(), format!("{done} ({how})")))
+    Ok((
+        address.to_string(),
+        format!("{} on {} ({how})", cap_done(limit), disk.name),
+    ))
 }
 
 /// The keyspace the Cassandra binding loads into, snapshots and restores.

@@ -5,7 +5,7 @@
 use super::{db_error, sweep, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
-use crate::fault::{Fault, FaultAction, FaultHandler, IoLimit};
+use crate::fault::{cap_done, Fault, FaultAction, FaultHandler, IoLimit};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::request::{LoadPolicy, RunOutcome};
 use crate::step::Phase;
@@ -61,7 +61,7 @@ impl<F: DbFactory> Deployment<F> for DataDir {
                     let how = cgroup::limit_io(&c.cgroup, &c.dev, limit)?;
                     Ok((
                         format!("device {}", c.name),
-                        format!("{} for iodig's own IO ({how})", describe(limit)),
+                        format!("{} for iodig's own IO ({how})", cap_done(limit)),
                     ))
                 }
                 FaultAction::Uncap => match held.take() {
@@ -88,15 +88,6 @@ fn on_faulty_disk(disk: &FaultyDisk, action: &FaultAction) -> Result<(String, St
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// "capped at 5.0 MB/s" or "capped at 200 IOPS", each direction.
-fn describe(limit: IoLimit) -> String {
-    match limit {
-        IoLimit::BytesPerSec(n) => format!("capped at {:.1} MB/s each way", n as f64 / 1e6),
-        IoLimit::IosPerSec(n) => format!("capped at {n} IOPS each way"),
-        IoLimit::None => "uncapped".into(),
-    }
 }
 
 /// iodig itself moved into a cgroup of its own whose block IO on the data device is throttled;

@@ -7,7 +7,7 @@
 
 use super::relaunch::{self, Launch};
 use super::ssh::{quote, Ssh, SshHost};
-use crate::fault::{Fault, FaultAction, FaultHandler};
+use crate::fault::{cap_done, Fault, FaultAction, FaultHandler};
 use iodig_sysstat::cgroup::IoLimit;
 use std::sync::{Arc, Mutex};
 
@@ -168,15 +168,12 @@ fn cap(ssh: &Ssh, t: &FaultTarget, limit: IoLimit) -> Result<String, String> {
     let how = ssh
         .output(&t.host, &cap_script(cgroup, &t.disks, limit), None)
         .map_err(|e| format!("{e:#}"))?;
-    let disks = t.disks.join(", ");
-    let done = match limit {
-        IoLimit::BytesPerSec(b) => {
-            format!("capped at {:.1} MB/s each way on {disks}", b as f64 / 1e6)
-        }
-        IoLimit::IosPerSec(n) => format!("capped at {n} IOPS each way on {disks}"),
-        IoLimit::None => format!("uncapped on {disks}"),
-    };
-    Ok(format!("{done} ({}) over ssh", how.trim()))
+    Ok(format!(
+        "{} on {} ({}) over ssh",
+        cap_done(limit),
+        t.disks.join(", "),
+        how.trim()
+    ))
 }
 
 /// The remote shell script that sets `limit` on each disk for the cgroup, in the hierarchy
