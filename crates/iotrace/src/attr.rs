@@ -117,8 +117,15 @@ pub const CLASSES: &[Class] = &[
     },
     Class {
         name: "cassandra.commitlog",
-        description: "Cassandra commit log writes and segment allocation",
-        threads: &[("COMMIT-LOG-WRIT*", ANY), ("COMMIT-LOG-ALLO*", ANY)],
+        description: "Cassandra commit log writes and syncs (batch, periodic and group modes) and segment allocation",
+        // PERIODIC-COMMIT-LOG-SYNCER is the default `commitlog_sync: periodic`;
+        // GROUP-COMMIT-LOG-WRITER is `group`, COMMIT-LOG-WRITER is `batch` (Cassandra 4.0–5.0).
+        threads: &[
+            ("COMMIT-LOG-WRIT*", ANY),
+            ("PERIODIC-COMMIT*", ANY),
+            ("GROUP-COMMIT-LO*", ANY),
+            ("COMMIT-LOG-ALLO*", ANY),
+        ],
     },
     Class {
         name: "cassandra.hints_streaming",
@@ -538,6 +545,9 @@ mod tests {
         assert_eq!(class("PerDiskMemtable", 1), "cassandra.flush");
         assert_eq!(class("CompactionExecu", 0), "cassandra.compaction");
         assert_eq!(class("COMMIT-LOG-WRIT", 1), "cassandra.commitlog");
+        assert_eq!(class("PERIODIC-COMMIT", 1), "cassandra.commitlog");
+        assert_eq!(class("GROUP-COMMIT-LO", 1), "cassandra.commitlog");
+        assert_eq!(class("COMMIT-LOG-ALLO", 1), "cassandra.commitlog");
         assert_eq!(class("HintsDispatcher", 0), "cassandra.hints_streaming");
         assert_eq!(class("MutationStage-1", 1), "cassandra.other");
         assert_eq!(class("rocksdb:high", 1), "rocksdb.flush");

@@ -130,8 +130,9 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
         "CompactionExecutor:1",
         io(|f, b| (0..20).for_each(|i| pwrite_direct(f, b, 512 << 10, 64 * MIB + i * (512 << 10)))),
     );
+    // The commit log's thread in Cassandra's default `commitlog_sync: periodic`.
     on_thread(
-        "COMMIT-LOG-WRITER",
+        "PERIODIC-COMMIT-LOG-SYNCER",
         io(|f, b| {
             (0..5).for_each(|i| pwrite_direct(f, b, 512 << 10, 128 * MIB + i * (512 << 10)));
             f.sync_all().unwrap();
