@@ -148,6 +148,10 @@ pub const CLASSES: &[Class] = &[
             ("CacheCleanupExe*", ANY),
             ("SlabPoolCleaner*", ANY),
             ("Messaging-Event*", ANY),
+            ("NonPeriodicTask*", ANY),
+            ("ScheduledFastTa*", ANY),
+            ("IndexSummaryMan*", ANY),
+            ("SnapshotCleanup*", ANY),
         ],
     },
     Class {
@@ -550,6 +554,7 @@ mod tests {
         assert_eq!(class("COMMIT-LOG-ALLO", 1), "cassandra.commitlog");
         assert_eq!(class("HintsDispatcher", 0), "cassandra.hints_streaming");
         assert_eq!(class("MutationStage-1", 1), "cassandra.other");
+        assert_eq!(class("IndexSummaryMan", 1), "cassandra.other");
         assert_eq!(class("rocksdb:high", 1), "rocksdb.flush");
         assert_eq!(class("rocksdb:low", 1), "rocksdb.compaction");
         assert_eq!(class("rocksdb:bottom", 0), "rocksdb.compaction");
