@@ -77,11 +77,24 @@ fn device_faults_that_do_not_fit_are_refused_up_front() {
     fault("9s:cap=5MB/s:device")
         .duration("5s")
         .usage_error(&["past the end"]);
-    // The faulty disk's actions: embedded RocksDB only, on its device, of a sensible size.
+    // The faulty disk's actions: embedded RocksDB on its device, or a node iodig starts, on a
+    // disk of a sensible size.
     fault("2s:slow=5ms:device").db("basic").usage_error(&[
-        "slow=5ms works on the disk iodig mounts under embedded RocksDB",
+        "slow=5ms works on a disk iodig mounts under embedded RocksDB",
+        "or under a node iodig starts (--db cassandra without hosts, target nodeN)",
         "--db basic",
     ]);
+    fault("2s:slow=5ms:node1")
+        .db("cassandra")
+        .p("hosts=127.0.0.1")
+        .usage_error(&[
+            "slow=5ms works on a disk iodig mounts",
+            "--db cassandra with hosts",
+        ]);
+    fault("2s:fail:node4")
+        .db("cassandra")
+        .nodes("3")
+        .usage_error(&["target \"node4\" is not one of the 3 managed node(s)"]);
     fault("2s:fail-writes:node1").usage_error(&[
         "the target of fail-writes is the data device",
         "2s:fail-writes:device",

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod args;
+pub mod faultydisk;
 pub mod findings;
 pub mod loopfs;
 pub mod sshd;

@@ -47,15 +47,10 @@ impl FaultyDisk {
     /// Needs root (mount, loop devices), and `/dev/fuse` or device-mapper as `mechanism` says.
     pub fn create(data_dir: &Path, size: u64, mechanism: Mechanism) -> Result<FaultyDisk, String> {
         let mechanism = mechanism.resolve()?;
-        let name = data_dir
-            .file_name()
-            .ok_or_else(|| format!("{} has no last component", data_dir.display()))?;
+        let state = state_dir(data_dir)?;
         let parent = data_dir.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
-        let mut state_name = std::ffi::OsString::from(LEFTOVER_PREFIX);
-        state_name.push(name);
-        let state = parent.join(state_name);
         if state.exists() {
             clean_leftover(&state, data_dir)?;
             iodig_model::eprintln_lossy!(
@@ -114,6 +109,16 @@ impl FaultyDisk {
         let device = disk.loop_dev.clone();
         disk.make_file_system(&device)?;
         Ok(disk)
+    }
+
+    /// Undoes a disk a killed run left mounted on `data_dir` (found by its state directory
+    /// beside it); true when there was one. Refused while the process that made it still runs.
+    pub fn remove_leftover(data_dir: &Path) -> Result<bool, String> {
+        let state = state_dir(data_dir)?;
+        if !state.exists() {
+            return Ok(false);
+        }
+        clean_leftover(&state, data_dir).map(|()| true)
     }
 
     /// The device-mapper stack: loop device on the image, two mapped devices, ext4.
@@ -414,6 +419,16 @@ fn detach(dev: &str) {
     }
 }
 
+/// The state directory of the disk mounted on `data_dir`: `.iodig-faultdisk-<name>` beside it.
+fn state_dir(data_dir: &Path) -> Result<PathBuf, String> {
+    let name = data_dir
+        .file_name()
+        .ok_or_else(|| format!("{} has no last component", data_dir.display()))?;
+    let mut state_name = std::ffi::OsString::from(LEFTOVER_PREFIX);
+    state_name.push(name);
+    Ok(data_dir.parent().unwrap_or(Path::new(".")).join(state_name))
+}
+
 /// Undoes the layers a killed run left at `state`, unless their owner still lives.
 fn clean_leftover(state: &Path, data_dir: &Path) -> Result<(), String> {
     let owner: Option<i32> = std::fs::read_to_string(state.join("owner"))
@@ -422,7 +437,7 @@ fn clean_leftover(state: &Path, data_dir: &Path) -> Result<(), String> {
     if let Some(pid) = owner.filter(|p| *p != std::process::id() as i32) {
         if Path::new(&format!("/proc/{pid}")).exists() {
             return Err(format!(
-                "{} is in use by a faulty disk of process {pid}; wait for it to finish or give another -p rocksdb.dir",
+                "{} is in use by a faulty disk of process {pid}; wait for it to finish, or give this run another place (-p rocksdb.dir, or --out for managed nodes)",
                 data_dir.display()
             ));
         }

@@ -3,7 +3,7 @@
 //! load to restore), or external hosts given by `hosts`, which iodig only probes. The only
 //! place in the runner that talks to the node manager (`iodig_cassandra`).
 
-use super::{db_error, sweep, Deployment};
+use super::{db_error, on_faulty_disk, sweep, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
 use crate::fault::{cap_done, Fault, FaultAction, FaultHandler, IoLimit};
@@ -14,12 +14,14 @@ use crate::request::{LoadPolicy, RunOutcome};
 use crate::step::Phase;
 use anyhow::{Context, Result};
 use iodig_db::DbFactory;
+use iodig_faultdisk::FaultyDisk;
 use iodig_model::cluster::HostNode;
 use iodig_model::events::DbEvent;
 use iodig_model::integrity::NodeIntegrity;
 use iodig_workload::integrity::Ledger;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Snapshot tag of the loaded dataset on managed nodes.
@@ -55,7 +57,8 @@ pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
         return sweep(&plan, &factory, &ExternalHosts, load, stop);
     }
     let wanted = plan.req.nodes.unwrap_or(1);
-    let (nodes, _guard) = ManagedNodes::start(&plan.req.out_dir, wanted)?;
+    // Declared before the binding, so dropped after it: the client goes before the nodes stop.
+    let nodes = ManagedNodes::start(&plan, wanted)?;
     plan.props.set("hosts", nodes.hosts.clone());
     let factory = iodig_db::cassandra::open_with_handle(&plan.props, &handle).map_err(db_error)?;
     let load = nodes.load_decision(&plan, &factory)?;
@@ -119,17 +122,21 @@ impl ExternalHosts {
 pub struct ManagedNodes {
     dir: PathBuf,
     hosts: String,
+    /// Stops the nodes this run started. A field before `disks`, so it is dropped first: no
+    /// node still holds a disk that is being taken away.
+    _guard: Option<iodig_cassandra::Guard>,
+    /// The faulty disks under the nodes the schedule makes slow, failing or full.
+    disks: Option<NodeDisks>,
 }
 
 impl ManagedNodes {
-    /// Reuses running nodes, restarts stopped ones with their data, or starts a fresh one. The
-    /// guard stops what this run started.
-    fn start(
-        out_dir: &Path,
-        wanted: u32,
-    ) -> Result<(ManagedNodes, Option<iodig_cassandra::Guard>)> {
-        let dir = out_dir.join("data").join("cassandra");
+    /// Reuses running nodes, restarts stopped ones with their data, or starts fresh ones (on
+    /// faulty disks of their own where the schedule has device faults for them); what this run
+    /// started is stopped when the value is dropped.
+    fn start(plan: &Plan, wanted: u32) -> Result<ManagedNodes> {
+        let dir = plan.req.out_dir.join("data").join("cassandra");
         let guard = || Some(iodig_cassandra::Guard { dir: dir.clone() });
+        clear_killed_faulted_cluster(&dir)?;
         let existing = iodig_cassandra::Cluster::load(&dir).ok();
         if let Some(c) = existing.as_ref().filter(|c| c.options.nodes != wanted) {
             return Err(UsageError(format!(
@@ -137,6 +144,15 @@ impl ManagedNodes {
                 dir.display(),
                 c.options.nodes,
                 c.options.nodes,
+                dir.display()
+            ))
+            .into());
+        }
+        let faulted = faulted_nodes(plan);
+        if !faulted.is_empty() && existing.is_some() {
+            return Err(UsageError(format!(
+                "--fault: the slow, failing and full device faults start fresh managed nodes on disks of their own, and {} holds a managed cluster already; stop it (iodig cassandra down --dir {}) and remove that directory, or give this run another --out",
+                dir.display(),
                 dir.display()
             ))
             .into());
@@ -150,6 +166,10 @@ impl ManagedNodes {
                 );
             }
         }
+        let disks = match faulted.is_empty() {
+            true => None,
+            false => Some(NodeDisks::create(plan, &dir, &faulted)?),
+        };
         let (cluster, guard) = match existing {
             Some(c) if c.alive() => {
                 iodig_model::eprintln_lossy!(
@@ -181,13 +201,28 @@ impl ManagedNodes {
                     dir: dir.clone(),
                     ..Default::default()
                 };
-                let c =
-                    iodig_cassandra::up(&opts).context("cannot start a managed Cassandra node")?;
+                let c = match iodig_cassandra::up(&opts) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // The nodes that did start let go of their disks before these go.
+                        if disks.is_some() {
+                            let _ = iodig_cassandra::down(&dir, Duration::from_secs(20));
+                        }
+                        return Err(
+                            anyhow::Error::new(e).context("cannot start a managed Cassandra node")
+                        );
+                    }
+                };
                 (c, guard())
             }
         };
         let hosts = cluster.hosts();
-        Ok((ManagedNodes { dir, hosts }, guard))
+        Ok(ManagedNodes {
+            dir,
+            hosts,
+            _guard: guard,
+            disks,
+        })
     }
 
     /// Managed nodes keep a dataset marker like RocksDB's data directory; a dataset an earlier
@@ -318,17 +353,33 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
     }
 
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
-        // A cap never outlives its step: lift it on every node the schedule capped.
-        for f in plan.faults.iter().filter(|f| f.action.on_device()) {
-            // Only caps reach managed nodes; the faulty disk's actions are refused up front.
+        // A cap, a delay, a failure or a fill never outlives its step.
+        let caps = plan
+            .faults
+            .iter()
+            .filter(|f| matches!(f.action, FaultAction::Cap(_)));
+        for f in caps {
             let _ = cap_node(&self.dir, &node_address(&f.target), IoLimit::None);
+        }
+        for (address, disk) in self.disks.iter().flat_map(|d| &d.disks) {
+            if disk.faulted() {
+                iodig_model::eprintln_lossy!(
+                    "note: at the end of step {step}, node {address}: {}",
+                    disk.heal()
+                );
+            }
         }
         super::mark_grown_by(Some(&self.dir), plan, step, workload)
     }
 
     fn fault_handler(&self) -> Option<FaultHandler> {
         let dir = self.dir.clone();
-        Some(std::sync::Arc::new(move |f: &Fault| {
+        let disks = self
+            .disks
+            .as_ref()
+            .map(|d| d.disks.clone())
+            .unwrap_or_default();
+        Some(Arc::new(move |f: &Fault| {
             let address = node_address(&f.target);
             let fault = match &f.action {
                 FaultAction::Kill => iodig_cassandra::NodeFault::Kill,
@@ -337,15 +388,14 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
                 FaultAction::Restart => iodig_cassandra::NodeFault::Restart,
                 FaultAction::Cap(limit) => return cap_node(&dir, &address, *limit),
                 FaultAction::Uncap => return cap_node(&dir, &address, IoLimit::None),
-                // Refused before the run starts (plan::faults); said again if it ever gets here.
                 a @ (FaultAction::Slow(..)
                 | FaultAction::Fail(_)
                 | FaultAction::Fill
                 | FaultAction::Heal) => {
-                    return Err(format!(
-                        "{} needs the faulty disk iodig makes under embedded RocksDB",
-                        a.name()
-                    ))
+                    let (_, disk) = disks.iter().find(|(n, _)| *n == address).ok_or_else(|| {
+                        format!("node {address} has no faulty disk under it in this run")
+                    })?;
+                    return on_faulty_disk(disk, a).map(|(_, done)| (address, done));
                 }
             };
             iodig_cassandra::inject(&dir, &address, &fault)
@@ -353,6 +403,130 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
                 .map_err(|e| e.to_string())
         }))
     }
+}
+
+/// The node directories a faulty disk holds: everything Cassandra writes but its logs and conf,
+/// as on a server whose data and commit log share a drive and whose logs are on the system's.
+const ON_NODE_DISK: [&str; 5] = ["data", "commitlog", "hints", "saved_caches", "cdc_raw"];
+
+/// The mount point of a node's faulty disk, under the node's directory.
+const NODE_DISK: &str = "disk";
+
+/// Faulty disks under managed nodes, made before the nodes start: `nodeN/disk` is the disk, and
+/// the node's usual directories ([`ON_NODE_DISK`]) are links into it, so the node's layout,
+/// snapshots and restores are as everywhere else. The data goes with the disks at the run's
+/// end, and with it the whole managed cluster, so the next run starts afresh.
+struct NodeDisks {
+    cluster_dir: PathBuf,
+    /// By node address.
+    disks: Vec<(String, Arc<FaultyDisk>)>,
+}
+
+impl NodeDisks {
+    fn create(plan: &Plan, cluster_dir: &Path, nodes: &[u32]) -> Result<NodeDisks> {
+        let mut made = NodeDisks {
+            cluster_dir: cluster_dir.to_path_buf(),
+            disks: Vec::new(),
+        };
+        for &i in nodes {
+            let node_dir = cluster_dir.join(format!("node{i}"));
+            let disk = super::mount_faulty_disk(plan, &node_dir.join(NODE_DISK))?;
+            made.disks.push((format!("127.0.0.{i}"), Arc::new(disk)));
+            for sub in ON_NODE_DISK {
+                let on_disk = node_dir.join(NODE_DISK).join(sub);
+                std::fs::create_dir_all(&on_disk)
+                    .with_context(|| format!("cannot create {}", on_disk.display()))?;
+                let link = node_dir.join(sub);
+                std::os::unix::fs::symlink(Path::new(NODE_DISK).join(sub), &link).with_context(
+                    || format!("cannot link {} to the faulty disk", link.display()),
+                )?;
+            }
+        }
+        Ok(made)
+    }
+}
+
+impl Drop for NodeDisks {
+    fn drop(&mut self) {
+        // Each disk unmounts when its last holder lets go; the handlers of the steps are gone.
+        let held = self
+            .disks
+            .drain(..)
+            .filter_map(|(_, d)| Arc::try_unwrap(d).err())
+            .count();
+        if held > 0 {
+            iodig_model::eprintln_lossy!(
+                "warning: {held} faulty disk(s) under the managed nodes are still in use; {} is left as it is",
+                self.cluster_dir.display()
+            );
+            return;
+        }
+        match std::fs::remove_dir_all(&self.cluster_dir) {
+            Ok(()) => iodig_model::eprintln_lossy!(
+                "note: removed the managed nodes in {}: their data was on the faulty disks, which are gone",
+                self.cluster_dir.display()
+            ),
+            Err(e) => iodig_model::eprintln_lossy!(
+                "warning: cannot remove the managed nodes' directory {} ({e}); remove it before the next run there",
+                self.cluster_dir.display()
+            ),
+        }
+    }
+}
+
+/// The managed nodes the schedule's slow, failing and full faults are aimed at, by number.
+fn faulted_nodes(plan: &Plan) -> Vec<u32> {
+    let mut nodes: Vec<u32> = plan
+        .faults
+        .iter()
+        .filter(|f| f.action.needs_faulty_disk())
+        .filter_map(|f| {
+            node_address(&f.target)
+                .strip_prefix("127.0.0.")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes
+}
+
+/// A killed run's managed nodes on faulty disks: the disks' FUSE servers died with that run, so
+/// the nodes' data is gone. Their disks are undone and the directory removed, so this run
+/// starts afresh; refused while one of those nodes still runs.
+fn clear_killed_faulted_cluster(dir: &Path) -> Result<()> {
+    let disks: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let state = format!("{}{NODE_DISK}", iodig_faultdisk::LEFTOVER_PREFIX);
+            p.join(state).exists()
+        })
+        .map(|p| p.join(NODE_DISK))
+        .collect();
+    if disks.is_empty() {
+        return Ok(());
+    }
+    if iodig_cassandra::Cluster::load(dir).is_ok_and(|c| c.alive()) {
+        return Err(UsageError(format!(
+            "{} holds managed nodes on faulty disks that an iodig killed before the end left running; stop them (iodig cassandra down --dir {}) and run again",
+            dir.display(),
+            dir.display()
+        ))
+        .into());
+    }
+    for disk in &disks {
+        FaultyDisk::remove_leftover(disk).map_err(|e| anyhow::anyhow!(e))?;
+    }
+    std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    iodig_model::eprintln_lossy!(
+        "note: removed the managed nodes a killed iodig left on faulty disks in {} (their data went with the disks)",
+        dir.display()
+    );
+    Ok(())
 }
 
 /// The address of a fault's target node: `node2` or `127.0.0.2` → `127.0.0.2`.

@@ -2,7 +2,7 @@
 //! (on a faulty disk of iodig's own when the fault schedule makes the device slow, failing or
 //! full), and the no-op `basic` binding, which has no data to keep.
 
-use super::{db_error, sweep, Deployment};
+use super::{db_error, mount_faulty_disk, on_faulty_disk, sweep, Deployment};
 use crate::dataset::{self, MarkerState};
 use crate::errors::UsageError;
 use crate::fault::{cap_done, Fault, FaultAction, FaultHandler, IoLimit};
@@ -72,18 +72,6 @@ impl<F: DbFactory> Deployment<F> for DataDir {
             }
         }))
     }
-}
-
-/// Slow, failing, full and healed: what the disk under the database now does.
-fn on_faulty_disk(disk: &FaultyDisk, action: &FaultAction) -> Result<(String, String), String> {
-    let done = match action {
-        FaultAction::Slow(d, which) => disk.slow(*d, *which)?,
-        FaultAction::Fail(which) => disk.fail(*which)?,
-        FaultAction::Fill => disk.fill()?,
-        FaultAction::Heal => disk.heal(),
-        other => return Err(format!("{} is not a fault of the disk", other.name())),
-    };
-    Ok((format!("device {}", disk.device_name()), done))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -163,20 +151,7 @@ fn faulty_disk(plan: &Plan, dir: Option<&Path>) -> Result<Option<FaultyDisk>> {
         ))
         .into());
     }
-    let size =
-        crate::fault::faulty_disk_size(plan.props.get("faultdisk.size")).map_err(UsageError)?;
-    let mechanism = iodig_faultdisk::Mechanism::parse(plan.props.get("faultdisk.mechanism"))
-        .map_err(UsageError)?;
-    let disk = FaultyDisk::create(dir, size, mechanism)
-        .map_err(|e| anyhow::anyhow!("cannot make the faulty disk for the device faults: {e}"))?;
-    iodig_model::eprintln_lossy!(
-        "note: {} is on {}, a {:.1} GB disk iodig made for the device faults ({})",
-        dir.display(),
-        disk.device_name(),
-        size as f64 / 1e9,
-        disk.mechanism()
-    );
-    Ok(Some(disk))
+    mount_faulty_disk(plan, dir).map(Some)
 }
 
 /// The no-op binding.

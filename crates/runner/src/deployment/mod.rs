@@ -15,11 +15,14 @@ pub mod observed;
 pub mod cassandra;
 
 use crate::dataset;
+use crate::errors::UsageError;
+use crate::fault::FaultAction;
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::remote::RemoteHosts;
 use crate::request::RunOutcome;
 use anyhow::Result;
 use iodig_db::{DbError, DbFactory};
+use iodig_faultdisk::FaultyDisk;
 use iodig_model::events::DbEvent;
 use iodig_model::integrity::NodeIntegrity;
 use iodig_model::props::Properties;
@@ -49,7 +52,7 @@ pub trait Deployment<F: DbFactory> {
         if !plan.req.restore_each_step {
             return Ok(());
         }
-        Err(crate::UsageError(format!(
+        Err(UsageError(format!(
             "--restore-each-step: restoring is supported on managed Cassandra nodes; --db {} cannot restore yet",
             plan.req.db
         ))
@@ -157,10 +160,44 @@ pub fn node_on_host(
     }
 }
 
+/// A faulty disk made and mounted on `dir` (empty or absent) for the schedule's slow, failing
+/// and full device faults, of `-p faultdisk.size` by `-p faultdisk.mechanism`; said on stderr.
+pub(crate) fn mount_faulty_disk(plan: &Plan, dir: &Path) -> Result<FaultyDisk> {
+    let size =
+        crate::fault::faulty_disk_size(plan.props.get("faultdisk.size")).map_err(UsageError)?;
+    let mechanism = iodig_faultdisk::Mechanism::parse(plan.props.get("faultdisk.mechanism"))
+        .map_err(UsageError)?;
+    let disk = FaultyDisk::create(dir, size, mechanism)
+        .map_err(|e| anyhow::anyhow!("cannot make the faulty disk for the device faults: {e}"))?;
+    iodig_model::eprintln_lossy!(
+        "note: {} is on {}, a {:.1} GB disk iodig made for the device faults ({})",
+        dir.display(),
+        disk.device_name(),
+        size as f64 / 1e9,
+        disk.mechanism()
+    );
+    Ok(disk)
+}
+
+/// Slow, failing, full and healed: what the disk under the database now does.
+pub(crate) fn on_faulty_disk(
+    disk: &FaultyDisk,
+    action: &FaultAction,
+) -> Result<(String, String), String> {
+    let done = match action {
+        FaultAction::Slow(d, which) => disk.slow(*d, *which)?,
+        FaultAction::Fail(which) => disk.fail(*which)?,
+        FaultAction::Fill => disk.fill()?,
+        FaultAction::Heal => disk.heal(),
+        other => return Err(format!("{} is not a fault of the disk", other.name())),
+    };
+    Ok((format!("device {}", disk.device_name()), done))
+}
+
 /// A binding's configuration error is a usage error (exit 2); anything else is a failure.
 pub fn db_error(e: DbError) -> anyhow::Error {
     match e {
-        DbError::Config(m) => crate::UsageError(m).into(),
+        DbError::Config(m) => UsageError(m).into(),
         DbError::Unavailable(m) => anyhow::anyhow!(m),
     }
 }

@@ -51,19 +51,22 @@ fn check_device_fault(req: &RunRequest, props: &Properties, f: &Fault) -> Result
 }
 
 /// Slow, failing and full devices: iodig mounts a disk of its own (ext4 on device-mapper, or on
-/// a loop device over a FUSE file) on `rocksdb.dir`, which needs embedded RocksDB, root, one
-/// of the two mechanisms and the tools.
+/// a loop device over a FUSE file) on `rocksdb.dir`, or under a managed node before it starts,
+/// which needs one of those deployments, root, one of the two mechanisms and the tools.
 fn check_faulty_disk(req: &RunRequest, props: &Properties, f: &Fault) -> Result<()> {
     let spec = &f.spec;
     let action = f.action.name();
-    if req.db != "rocksdb" {
+    let managed_nodes = req.db == "cassandra" && !props.contains("hosts");
+    if req.db != "rocksdb" && !managed_nodes {
         return Err(UsageError(format!(
-            "--fault {spec}: {action} works on the disk iodig mounts under embedded RocksDB (--db rocksdb, target device); for --db {} use cap=RATE or faults to its nodes",
-            req.db
+            "--fault {spec}: {action} works on a disk iodig mounts under embedded RocksDB (--db rocksdb, target device) or under a node iodig starts (--db cassandra without hosts, target nodeN); for --db {}{} use cap=RATE or faults to its nodes",
+            req.db,
+            if props.contains("hosts") { " with hosts" } else { "" }
         ))
         .into());
     }
-    if f.target != "device" {
+    // A managed node's number is checked with the other node faults.
+    if req.db == "rocksdb" && f.target != "device" {
         return Err(UsageError(format!(
             "--fault {spec}: the target of {action} is the data device; write it as {}:{action}:device",
             spec.split(':').next().unwrap_or("3s")

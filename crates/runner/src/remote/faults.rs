@@ -56,7 +56,7 @@ pub fn unsupported(action: &FaultAction) -> Option<&'static str> {
         | FaultAction::Cap(_)
         | FaultAction::Uncap => None,
         _ => Some(
-            "slow, failing and full disks need the faulty disk iodig makes under embedded RocksDB, which observed hosts do not have; use kill, pause=DURATION, stop, restart, cap=RATE or uncap there",
+            "slow, failing and full disks need the faulty disk iodig makes under embedded RocksDB or under a node it starts, which observed hosts do not have; use kill, pause=DURATION, stop, restart, cap=RATE or uncap there",
         ),
     }
 }
