@@ -173,6 +173,7 @@ fn workloads_a_to_f_run_against_a_real_node() {
         (owns - 100.0).abs() < 0.5,
         "ownership sums to {owns}% for RF 1"
     );
+    observed_faults::a_killed_iodig_leaves_no_cap_on_an_observed_node(&nodes, on_the_node);
     observed_faults::faults_reach_a_node_on_an_observed_host(&nodes, on_the_node);
 }
 

@@ -141,6 +141,106 @@ pub fn faults_reach_a_node_on_an_observed_host(
     restarted_node_serves_again(restarted, &run["cluster"]["observed"][0]["node"]);
 }
 
+/// iodig killed with SIGKILL while its cap is on the node of an observed host: the agent there,
+/// its stdin closed, lifts the cap from the record the cap script left, so the node is not left
+/// throttled by a run that no longer exists.
+pub fn a_killed_iodig_leaves_no_cap_on_an_observed_node(
+    nodes: &Path,
+    on_the_node: impl Fn(IodigArgs) -> IodigArgs,
+) {
+    let pid = super::java_pids_with(nodes)
+        .first()
+        .and_then(|p| p.parse::<u32>().ok())
+        .expect("the test's node runs");
+    let limits = || node_limits(pid);
+    assert_eq!(limits(), "", "the node starts unthrottled");
+    let sshd = sshd::Sshd::start(&["127.0.0.1"]);
+    let log = tempfile::NamedTempFile::new().unwrap();
+    // Killed here whatever happens, so a failed assertion leaves no run going.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let iodig = Killed(
+        on_the_node(
+            IodigArgs::run()
+                .no_load()
+                .workload("workloads/workloadc")
+                .props(&["operationcount=100000000", &sshd.property()])
+                .observe("127.0.0.1")
+                .threads("2")
+                .duration("60s")
+                .warmup("0s")
+                .fault("1s:cap=1MB/s:127.0.0.1"),
+        )
+        .command()
+        .stdout(std::process::Stdio::null())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap(),
+    );
+    let waited = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what} within 90 s; iodig said:\n{}",
+                std::fs::read_to_string(log.path()).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    waited("the cap on the node", &|| !limits().is_empty());
+    let capped = limits();
+    // SIGKILL: iodig gets no chance to lift the cap itself.
+    drop(iodig);
+    waited("the agent lifting the cap after iodig was killed", &|| {
+        limits().is_empty()
+    });
+    assert!(
+        capped.contains("1000000"),
+        "the cap was 1 MB/s on the node's disk: {capped}"
+    );
+}
+
+/// The throttle limits in the node's cgroup (v1 blkio byte limits, or v2 `io.max`), empty
+/// when it is not throttled.
+fn node_limits(pid: u32) -> String {
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    if Path::new("/sys/fs/cgroup/blkio/cgroup.procs").exists() {
+        let cg = cgroups
+            .lines()
+            .find_map(|l| l.split_once(":blkio:").map(|(_, cg)| cg.to_string()))
+            .expect("the node has a blkio cgroup");
+        ["read_bps_device", "write_bps_device"]
+            .iter()
+            .map(|f| {
+                std::fs::read_to_string(format!("/sys/fs/cgroup/blkio{cg}/blkio.throttle.{f}"))
+                    .unwrap_or_default()
+            })
+            .collect::<String>()
+            .trim()
+            .to_string()
+    } else {
+        let cg = cgroups
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .expect("the node has a v2 cgroup")
+            .to_string();
+        let io_max =
+            std::fs::read_to_string(format!("/sys/fs/cgroup{cg}/io.max")).unwrap_or_default();
+        // An uncapped io.max line reads "MAJ:MIN rbps=max wbps=max riops=max wiops=max".
+        io_max
+            .lines()
+            .filter(|l| l.contains("bps=") && !l.contains("rbps=max wbps=max riops=max wiops=max"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
 /// The cap went to the node's own cgroup on its disk, and was lifted when the step ended.
 fn node_was_capped_then_freed(event: &str, host: &serde_json::Value) {
     let disk = host["devices"][0].as_str().unwrap();

@@ -2,8 +2,9 @@
 //! node's process, as its agent found it, is signalled over a separate SSH command, so a fault
 //! never waits behind the agent's channel and the agent keeps measuring through it: kill,
 //! pause, stop, and restart of a node this run killed or stopped, started again as it was
-//! (`relaunch`); and caps on its drives, in its own cgroup there. The faulty disk iodig makes
-//! under embedded RocksDB (slow, failing, full) is not made on observed hosts.
+//! (`relaunch`); and caps on its drives, in its own cgroup there, recorded on the host so its
+//! agent lifts one that iodig died before lifting. The faulty disk iodig makes under embedded
+//! RocksDB or a managed node (slow, failing, full) is not made on observed hosts.
 
 use super::relaunch::{self, Launch};
 use super::ssh::{quote, Ssh, SshHost};
@@ -176,9 +177,52 @@ fn cap(ssh: &Ssh, t: &FaultTarget, limit: IoLimit) -> Result<String, String> {
     ))
 }
 
+/// Where the cap script records on the host each cap it sets (a file per cgroup: the cgroup,
+/// then its disks, a line each), so the agent there lifts a cap iodig died before lifting
+/// ([`lift_left_cap`]). Lifting the cap removes its record. Under /run: caps do not outlive a
+/// reboot either.
+const CAP_RECORDS: &str = "/run/iodig-caps";
+
+/// The record of a cap on `cgroup` under [`CAP_RECORDS`], as the script names it.
+fn cap_record(cgroup: &str) -> String {
+    format!("{CAP_RECORDS}/{}", cgroup.replace('/', "_"))
+}
+
+/// Run by the agent on an observed host as it ends (its stdin closed: iodig finished, was
+/// killed, or the link died): lifts a cap recorded for the node's cgroup, which iodig lifts
+/// itself at the step's end when it lives that long. What was lifted, or why it could not be;
+/// None when no cap was left.
+pub fn lift_left_cap(cgroup: &str) -> Option<Result<String, String>> {
+    let record = std::fs::read_to_string(cap_record(cgroup)).ok()?;
+    let mut lines = record.lines();
+    if lines.next() != Some(cgroup) {
+        return None;
+    }
+    let disks: Vec<String> = lines.map(str::to_string).collect();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cap_script(cgroup, &disks, IoLimit::None))
+        .output();
+    Some(match out {
+        Ok(o) if o.status.success() => Ok(format!(
+            "lifted the cap iodig left on {} of cgroup {cgroup} ({})",
+            disks.join(", "),
+            String::from_utf8_lossy(&o.stdout).trim()
+        )),
+        Ok(o) => Err(format!(
+            "cannot lift the cap iodig left on cgroup {cgroup}: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!(
+            "cannot lift the cap iodig left on cgroup {cgroup}: cannot run sh: {e}"
+        )),
+    })
+}
+
 /// The remote shell script that sets `limit` on each disk for the cgroup, in the hierarchy
 /// iodig's own cgroups use (`iodig_sysstat::cgroup`: v1 blkio where mounted, else v2 with io),
-/// and prints which mechanism ran. Root writes directly, anyone else through password-less sudo.
+/// records the cap for the agent there ([`CAP_RECORDS`]; an uncap removes the record) and
+/// prints which mechanism ran. Root writes directly, anyone else through password-less sudo.
 fn cap_script(cgroup: &str, disks: &[String], limit: IoLimit) -> String {
     let (bps, iops) = match limit {
         IoLimit::BytesPerSec(n) => (n.to_string(), "0".to_string()),
@@ -194,6 +238,15 @@ fn cap_script(cgroup: &str, disks: &[String], limit: IoLimit) -> String {
         }
     };
     let disks: Vec<String> = disks.iter().map(|d| quote(d)).collect();
+    // A record that cannot be written costs only the lift after a killed iodig: not an error.
+    let record = match limit {
+        IoLimit::None => "$s rm -f \"$rec\"".to_string(),
+        _ => format!(
+            "{{ $s mkdir -p {dir} && printf '%s\\n' \"$cg\" {disks} | $s tee \"$rec\" > /dev/null; }} || true",
+            dir = CAP_RECORDS,
+            disks = disks.join(" ")
+        ),
+    };
     format!(
         "if [ \"$(id -u)\" -eq 0 ]; then s=''; else s='sudo -n'; fi; \
          put() {{ echo \"$2\" | $s tee \"$1\" > /dev/null || {{ echo \"cannot write $2 to $1\" >&2; exit 1; }}; }}; \
@@ -207,8 +260,9 @@ fn cap_script(cgroup: &str, disks: &[String], limit: IoLimit) -> String {
            dev=$(cat /sys/block/$disk/dev) || exit 1; \
            if [ \"$how\" = 'cgroup v2 io.max' ]; then put $d/io.max \"$dev rbps={rmax} wbps={rmax} riops={imax} wiops={imax}\"; \
            else for dir in read write; do put $d/blkio.throttle.${{dir}}_bps_device \"$dev {bps}\"; put $d/blkio.throttle.${{dir}}_iops_device \"$dev {iops}\"; done; fi; \
-         done; echo \"$how\"",
+         done; rec={rec}; {record}; echo \"$how\"",
         cg = quote(cgroup),
+        rec = quote(&cap_record(cgroup)),
         disks = disks.join(" "),
         rmax = max(&bps),
         imax = max(&iops),
@@ -375,10 +429,20 @@ mod tests {
                 .unwrap()
         };
         let limits = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        let record = || std::fs::read_to_string(cap_record(&cg)).ok();
         let capped = run(IoLimit::BytesPerSec(2_000_000));
         let (read_bps, io_max) = (limits("blkio.throttle.read_bps_device"), limits("io.max"));
+        let recorded = record();
         let freed = run(IoLimit::None);
         let after = limits("blkio.throttle.read_bps_device") + &limits("io.max");
+        let record_after_uncap = record();
+        // Capped again, and iodig gone before the uncap: the agent lifts it from the record.
+        let capped_again = run(IoLimit::IosPerSec(100));
+        let before_lift = limits("blkio.throttle.read_iops_device") + &limits("io.max");
+        let lifted = lift_left_cap(&cg);
+        let after_lift = limits("blkio.throttle.read_iops_device") + &limits("io.max");
+        let record_after_lift = record();
+        let nothing_left = lift_left_cap(&cg);
         let _ = node.kill();
         let _ = node.wait();
         let _ = iodig_sysstat::cgroup::remove(&dir);
@@ -394,6 +458,24 @@ mod tests {
             assert!(!after.contains("rbps=2000000"), "still limited: {after}");
         }
         assert!(freed.status.success(), "{freed:?}");
+        assert_eq!(
+            recorded,
+            Some(format!("{cg}\n{}\n", disk.name)),
+            "the cap is recorded for the agent"
+        );
+        assert_eq!(record_after_uncap, None, "the uncap removes the record");
+        assert!(capped_again.status.success(), "{capped_again:?}");
+        assert!(before_lift.contains(" 100"), "capped again: {before_lift}");
+        assert!(
+            matches!(&lifted, Some(Ok(done)) if done.contains(&disk.name)),
+            "{lifted:?}"
+        );
+        assert!(
+            !after_lift.contains(" 100") && !after_lift.contains("riops=100"),
+            "still limited after the agent's lift: {after_lift}"
+        );
+        assert_eq!(record_after_lift, None, "the lift removes the record");
+        assert!(nothing_left.is_none(), "{nothing_left:?}");
         let gone = std::process::Command::new("sh")
             .arg("-c")
             .arg(cap_script(
