@@ -64,9 +64,13 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
         }
     }
     let facts = node.as_ref().map(|n| n.facts());
-    // However the agent ends (stdin closed because iodig finished or was killed, or the link
-    // died, or an error), a cap iodig set on the node and did not lift goes.
-    let _left_cap = LeftCapLifter(facts.as_ref().and_then(|f| f.cgroup.clone()));
+    // Caps on the node's cgroup may be set while the agent runs; however it ends (stdin closed
+    // because iodig finished or was killed, the link died, an error), one left on goes.
+    let _caps = facts
+        .as_ref()
+        .and_then(|f| f.cgroup.as_deref())
+        .filter(|cg| *cg != "/")
+        .and_then(super::caps::Lease::take);
     // The node as it runs now: a node killed and started again (by a fault of this run, or by
     // its service manager) is the same command line under a new pid, found again at each step.
     let mut node_now = facts.as_ref().map(|f| RunningNode::of(f.pid));
@@ -179,23 +183,6 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
     // stdin closed: dropping the sessions detaches the BPF programs.
     drop(running);
     Ok(())
-}
-
-/// Lifts, when dropped, a cap recorded on the host for the node's cgroup
-/// (`faults::lift_left_cap`), and says so on stderr (the host's sshd log or iodig's terminal).
-struct LeftCapLifter(Option<String>);
-
-impl Drop for LeftCapLifter {
-    fn drop(&mut self) {
-        let Some(cgroup) = self.0.as_deref().filter(|c| *c != "/") else {
-            return;
-        };
-        match super::faults::lift_left_cap(cgroup) {
-            Some(Ok(done)) => iodig_model::eprintln_lossy!("iodig agent: {done}"),
-            Some(Err(e)) => iodig_model::eprintln_lossy!("iodig agent: warning: {e}"),
-            None => {}
-        }
-    }
 }
 
 /// The node's process, followed across restarts by its command line.

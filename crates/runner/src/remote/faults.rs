@@ -2,8 +2,7 @@
 //! node's process, as its agent found it, is signalled over a separate SSH command, so a fault
 //! never waits behind the agent's channel and the agent keeps measuring through it: kill,
 //! pause, stop, and restart of a node this run killed or stopped, started again as it was
-//! (`relaunch`); and caps on its drives, in its own cgroup there, recorded on the host so its
-//! agent lifts one that iodig died before lifting. The faulty disk iodig makes under embedded
+//! (`relaunch`); and caps on its drives, in its own cgroup there (`caps`). The faulty disk iodig makes under embedded
 //! RocksDB or a managed node (slow, failing, full) is not made on observed hosts.
 
 use super::relaunch::{self, Launch};
@@ -167,7 +166,7 @@ fn cap(ssh: &Ssh, t: &FaultTarget, limit: IoLimit) -> Result<String, String> {
         ));
     }
     let how = ssh
-        .output(&t.host, &cap_script(cgroup, &t.disks, limit), None)
+        .output(&t.host, &super::caps::script(cgroup, &t.disks, limit), None)
         .map_err(|e| format!("{e:#}"))?;
     Ok(format!(
         "{} on {} ({}) over ssh",
@@ -175,98 +174,6 @@ fn cap(ssh: &Ssh, t: &FaultTarget, limit: IoLimit) -> Result<String, String> {
         t.disks.join(", "),
         how.trim()
     ))
-}
-
-/// Where the cap script records on the host each cap it sets (a file per cgroup: the cgroup,
-/// then its disks, a line each), so the agent there lifts a cap iodig died before lifting
-/// ([`lift_left_cap`]). Lifting the cap removes its record. Under /run: caps do not outlive a
-/// reboot either.
-const CAP_RECORDS: &str = "/run/iodig-caps";
-
-/// The record of a cap on `cgroup` under [`CAP_RECORDS`], as the script names it.
-fn cap_record(cgroup: &str) -> String {
-    format!("{CAP_RECORDS}/{}", cgroup.replace('/', "_"))
-}
-
-/// Run by the agent on an observed host as it ends (its stdin closed: iodig finished, was
-/// killed, or the link died): lifts a cap recorded for the node's cgroup, which iodig lifts
-/// itself at the step's end when it lives that long. What was lifted, or why it could not be;
-/// None when no cap was left.
-pub fn lift_left_cap(cgroup: &str) -> Option<Result<String, String>> {
-    let record = std::fs::read_to_string(cap_record(cgroup)).ok()?;
-    let mut lines = record.lines();
-    if lines.next() != Some(cgroup) {
-        return None;
-    }
-    let disks: Vec<String> = lines.map(str::to_string).collect();
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(cap_script(cgroup, &disks, IoLimit::None))
-        .output();
-    Some(match out {
-        Ok(o) if o.status.success() => Ok(format!(
-            "lifted the cap iodig left on {} of cgroup {cgroup} ({})",
-            disks.join(", "),
-            String::from_utf8_lossy(&o.stdout).trim()
-        )),
-        Ok(o) => Err(format!(
-            "cannot lift the cap iodig left on cgroup {cgroup}: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Err(format!(
-            "cannot lift the cap iodig left on cgroup {cgroup}: cannot run sh: {e}"
-        )),
-    })
-}
-
-/// The remote shell script that sets `limit` on each disk for the cgroup, in the hierarchy
-/// iodig's own cgroups use (`iodig_sysstat::cgroup`: v1 blkio where mounted, else v2 with io),
-/// records the cap for the agent there ([`CAP_RECORDS`]; an uncap removes the record) and
-/// prints which mechanism ran. Root writes directly, anyone else through password-less sudo.
-fn cap_script(cgroup: &str, disks: &[String], limit: IoLimit) -> String {
-    let (bps, iops) = match limit {
-        IoLimit::BytesPerSec(n) => (n.to_string(), "0".to_string()),
-        IoLimit::IosPerSec(n) => ("0".to_string(), n.to_string()),
-        IoLimit::None => ("0".to_string(), "0".to_string()),
-    };
-    // io.max takes "max" where blkio takes 0 for no limit.
-    let max = |v: &str| {
-        if v == "0" {
-            "max".to_string()
-        } else {
-            v.to_string()
-        }
-    };
-    let disks: Vec<String> = disks.iter().map(|d| quote(d)).collect();
-    // A record that cannot be written costs only the lift after a killed iodig: not an error.
-    let record = match limit {
-        IoLimit::None => "$s rm -f \"$rec\"".to_string(),
-        _ => format!(
-            "{{ $s mkdir -p {dir} && printf '%s\\n' \"$cg\" {disks} | $s tee \"$rec\" > /dev/null; }} || true",
-            dir = CAP_RECORDS,
-            disks = disks.join(" ")
-        ),
-    };
-    format!(
-        "if [ \"$(id -u)\" -eq 0 ]; then s=''; else s='sudo -n'; fi; \
-         put() {{ echo \"$2\" | $s tee \"$1\" > /dev/null || {{ echo \"cannot write $2 to $1\" >&2; exit 1; }}; }}; \
-         cg={cg}; \
-         if [ -e /sys/fs/cgroup/blkio/cgroup.procs ]; then d=/sys/fs/cgroup/blkio$cg; how='cgroup v1 blkio throttling'; \
-         else d=''; for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do \
-           if grep -qw io $r/cgroup.controllers 2>/dev/null; then d=$r$cg; how='cgroup v2 io.max'; break; fi; done; \
-           [ -n \"$d\" ] || {{ echo 'neither cgroup v1 blkio nor cgroup v2 with the io controller here' >&2; exit 1; }}; fi; \
-         [ -d \"$d\" ] || {{ echo \"the node's cgroup $d is gone\" >&2; exit 1; }}; \
-         for disk in {disks}; do \
-           dev=$(cat /sys/block/$disk/dev) || exit 1; \
-           if [ \"$how\" = 'cgroup v2 io.max' ]; then put $d/io.max \"$dev rbps={rmax} wbps={rmax} riops={imax} wiops={imax}\"; \
-           else for dir in read write; do put $d/blkio.throttle.${{dir}}_bps_device \"$dev {bps}\"; put $d/blkio.throttle.${{dir}}_iops_device \"$dev {iops}\"; done; fi; \
-         done; rec={rec}; {record}; echo \"$how\"",
-        cg = quote(cgroup),
-        rec = quote(&cap_record(cgroup)),
-        disks = disks.join(" "),
-        rmax = max(&bps),
-        imax = max(&iops),
-    )
 }
 
 /// Starts the node of `t` again from the launch read when this run took it down: the new pid
@@ -372,124 +279,6 @@ mod tests {
         assert!(unsupported(&FaultAction::Fill)
             .unwrap()
             .contains("faulty disk"));
-    }
-
-    #[test]
-    fn a_cap_script_writes_each_disk_in_the_hierarchy_found_there() {
-        let disks = vec!["vda".to_string(), "nvme0n1".to_string()];
-        let s = cap_script(
-            "/iodig/cassandra-1",
-            &disks,
-            IoLimit::BytesPerSec(2_000_000),
-        );
-        assert!(s.contains("cg=/iodig/cassandra-1;"), "{s}");
-        assert!(s.contains("for disk in vda nvme0n1;"), "{s}");
-        assert!(
-            s.contains("blkio.throttle.${dir}_bps_device \"$dev 2000000\""),
-            "{s}"
-        );
-        assert!(
-            s.contains("blkio.throttle.${dir}_iops_device \"$dev 0\""),
-            "{s}"
-        );
-        assert!(
-            s.contains("io.max \"$dev rbps=2000000 wbps=2000000 riops=max wiops=max\""),
-            "{s}"
-        );
-        let s = cap_script("/a b", &disks, IoLimit::None);
-        assert!(s.contains("cg='/a b';"), "quoted: {s}");
-        assert!(s.contains("rbps=max wbps=max riops=max wiops=max"), "{s}");
-        let s = cap_script("/x", &disks, IoLimit::IosPerSec(200));
-        assert!(
-            s.contains("riops=200 wiops=200") && s.contains("_iops_device \"$dev 200\""),
-            "{s}"
-        );
-    }
-
-    /// The script as a host's shell runs it, on this machine's real cgroups (root, as in CI):
-    /// the limit lands in the node's cgroup for its disk, and the uncap takes it away.
-    #[test]
-    fn a_cap_script_throttles_a_real_cgroup_and_frees_it() {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let euid = unsafe { libc::geteuid() };
-        assert_eq!(euid, 0, "this test makes a cgroup: run it as root");
-        let disk = iodig_iotrace::devices::resolve_path(std::path::Path::new("/var/tmp")).unwrap();
-        let mut node = std::process::Command::new("sleep")
-            .arg("60")
-            .spawn()
-            .unwrap();
-        let name = format!("test-cap-{}", std::process::id());
-        let dir = iodig_sysstat::cgroup::place(&name, node.id()).unwrap();
-        let cg = iodig_sysstat::cgroup::of_process(node.id()).unwrap();
-        let run = |limit| {
-            std::process::Command::new("sh")
-                .arg("-c")
-                .arg(cap_script(&cg, std::slice::from_ref(&disk.name), limit))
-                .output()
-                .unwrap()
-        };
-        let limits = |file: &str| std::fs::read_to_string(dir.join(file)).unwrap_or_default();
-        let record = || std::fs::read_to_string(cap_record(&cg)).ok();
-        let capped = run(IoLimit::BytesPerSec(2_000_000));
-        let (read_bps, io_max) = (limits("blkio.throttle.read_bps_device"), limits("io.max"));
-        let recorded = record();
-        let freed = run(IoLimit::None);
-        let after = limits("blkio.throttle.read_bps_device") + &limits("io.max");
-        let record_after_uncap = record();
-        // Capped again, and iodig gone before the uncap: the agent lifts it from the record.
-        let capped_again = run(IoLimit::IosPerSec(100));
-        let before_lift = limits("blkio.throttle.read_iops_device") + &limits("io.max");
-        let lifted = lift_left_cap(&cg);
-        let after_lift = limits("blkio.throttle.read_iops_device") + &limits("io.max");
-        let record_after_lift = record();
-        let nothing_left = lift_left_cap(&cg);
-        let _ = node.kill();
-        let _ = node.wait();
-        let _ = iodig_sysstat::cgroup::remove(&dir);
-
-        let said = String::from_utf8_lossy(&capped.stdout);
-        assert!(capped.status.success(), "{capped:?}");
-        if said.contains("cgroup v1 blkio throttling") {
-            assert_eq!(read_bps.trim(), format!("{} 2000000", disk.dev), "{said}");
-            assert!(after.trim().is_empty(), "still limited: {after}");
-        } else {
-            assert!(said.contains("cgroup v2 io.max"), "{said}");
-            assert!(io_max.contains(&format!("{} rbps=2000000 wbps=2000000", disk.dev)));
-            assert!(!after.contains("rbps=2000000"), "still limited: {after}");
-        }
-        assert!(freed.status.success(), "{freed:?}");
-        assert_eq!(
-            recorded,
-            Some(format!("{cg}\n{}\n", disk.name)),
-            "the cap is recorded for the agent"
-        );
-        assert_eq!(record_after_uncap, None, "the uncap removes the record");
-        assert!(capped_again.status.success(), "{capped_again:?}");
-        assert!(before_lift.contains(" 100"), "capped again: {before_lift}");
-        assert!(
-            matches!(&lifted, Some(Ok(done)) if done.contains(&disk.name)),
-            "{lifted:?}"
-        );
-        assert!(
-            !after_lift.contains(" 100") && !after_lift.contains("riops=100"),
-            "still limited after the agent's lift: {after_lift}"
-        );
-        assert_eq!(record_after_lift, None, "the lift removes the record");
-        assert!(nothing_left.is_none(), "{nothing_left:?}");
-        let gone = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(cap_script(
-                &cg,
-                std::slice::from_ref(&disk.name),
-                IoLimit::None,
-            ))
-            .output()
-            .unwrap();
-        assert!(!gone.status.success());
-        assert!(
-            String::from_utf8_lossy(&gone.stderr).contains("cgroup"),
-            "the cgroup went with its node: {gone:?}"
-        );
     }
 
     #[test]

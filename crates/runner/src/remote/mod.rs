@@ -11,6 +11,7 @@
 //! its steps marked partial, and the run goes on.
 
 pub mod agent;
+pub mod caps;
 pub mod clients;
 pub mod clock;
 pub mod faults;
