@@ -2,8 +2,9 @@
 //! node's process, as its agent found it, is signalled over a separate SSH command, so a fault
 //! never waits behind the agent's channel and the agent keeps measuring through it: kill,
 //! pause, stop, and restart of a node this run killed or stopped, started again as it was
-//! (`relaunch`); and caps on its drives, in its own cgroup there (`caps`). The faulty disk iodig makes under embedded
-//! RocksDB or a managed node (slow, failing, full) is not made on observed hosts.
+//! (`relaunch`); and caps on its drives, in its own cgroup there (`caps`). The faulty disk
+//! iodig makes under embedded RocksDB or a managed node (slow, failing, full) is not made on
+//! observed hosts.
 
 use super::relaunch::{self, Launch};
 use super::ssh::{quote, Ssh, SshHost};
