@@ -43,7 +43,7 @@ pub fn script(cgroup: &str, disks: &[String], limit: IoLimit) -> String {
         IoLimit::None => (String::new(), "rm -f \"$caps/$key\"".to_string()),
         _ => (
             "a=$(cat \"$caps/$key.agent\" 2>/dev/null); \
-             if [ -z \"$a\" ] || [ ! -d /proc/$a ]; then echo 'no iodig agent watches this node any more (the iodig that asked has ended): not capped' >&2; exit 1; fi; "
+             if [ -z \"$a\" ] || [ ! -d /proc/$a ]; then echo \"no iodig agent holds a lease on this node's caps in $caps (it has ended with the iodig that asked, or could not write there): not capped\" >&2; exit 1; fi; "
                 .to_string(),
             format!(
                 "printf '%s\\n' \"$cg\" {} > \"$caps/$key\" || echo \"warning: cannot record the cap in $caps: a killed iodig would leave it\" >&2",
@@ -268,7 +268,7 @@ mod tests {
 
         let refused = |o: &std::process::Output| {
             !o.status.success()
-                && String::from_utf8_lossy(&o.stderr).contains("no iodig agent watches this node")
+                && String::from_utf8_lossy(&o.stderr).contains("no iodig agent holds a lease")
         };
         assert!(refused(&without_lease), "{without_lease:?}");
         assert_eq!(limits_without_lease, "", "nothing set without a lease");
