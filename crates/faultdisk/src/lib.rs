@@ -13,7 +13,7 @@ mod dm;
 mod fuse;
 mod stack;
 
-pub use stack::{FaultyDisk, LEFTOVER_PREFIX};
+pub use stack::FaultyDisk;
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The state directory's name before the data directory's own.
-pub const LEFTOVER_PREFIX: &str = ".iodig-faultdisk-";
+const LEFTOVER_PREFIX: &str = ".iodig-faultdisk-";
 
 /// A mounted faulty disk; dropping it unmounts and removes every layer.
 pub struct FaultyDisk {
@@ -109,6 +109,12 @@ impl FaultyDisk {
         let device = disk.loop_dev.clone();
         disk.make_file_system(&device)?;
         Ok(disk)
+    }
+
+    /// Whether a disk made on `data_dir` left its state directory beside it: one mounted now,
+    /// or one a killed run left.
+    pub fn left_at(data_dir: &Path) -> bool {
+        state_dir(data_dir).is_ok_and(|s| s.exists())
     }
 
     /// Undoes a disk a killed run left mounted on `data_dir` (found by its state directory

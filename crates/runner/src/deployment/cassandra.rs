@@ -480,12 +480,7 @@ fn faulted_nodes(plan: &Plan) -> Vec<u32> {
         .faults
         .iter()
         .filter(|f| f.action.needs_faulty_disk())
-        .filter_map(|f| {
-            node_address(&f.target)
-                .strip_prefix("127.0.0.")?
-                .parse()
-                .ok()
-        })
+        .filter_map(|f| node_number(&f.target))
         .collect();
     nodes.sort_unstable();
     nodes.dedup();
@@ -500,12 +495,8 @@ fn clear_killed_faulted_cluster(dir: &Path) -> Result<()> {
         .into_iter()
         .flatten()
         .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let state = format!("{}{NODE_DISK}", iodig_faultdisk::LEFTOVER_PREFIX);
-            p.join(state).exists()
-        })
-        .map(|p| p.join(NODE_DISK))
+        .map(|e| e.path().join(NODE_DISK))
+        .filter(|disk| FaultyDisk::left_at(disk))
         .collect();
     if disks.is_empty() {
         return Ok(());
@@ -529,13 +520,22 @@ fn clear_killed_faulted_cluster(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The address of a fault's target node: `node2` or `127.0.0.2` → `127.0.0.2`.
-fn node_address(target: &str) -> String {
-    let n = target
+/// The number of a fault's target node: `node2` or `127.0.0.2` → 2.
+fn node_number(target: &str) -> Option<u32> {
+    target
         .strip_prefix("node")
-        .or_else(|| target.strip_prefix("127.0.0."))
-        .unwrap_or(target);
-    format!("127.0.0.{n}")
+        .or_else(|| target.strip_prefix("127.0.0."))?
+        .parse()
+        .ok()
+}
+
+/// The address of a fault's target node: `node2` or `127.0.0.2` → `127.0.0.2` (targets are
+/// checked to name a node before the run, `plan::faults`).
+fn node_address(target: &str) -> String {
+    match node_number(target) {
+        Some(n) => format!("127.0.0.{n}"),
+        None => target.to_string(),
+    }
 }
 
 /// Throttles a managed node's block IO on its data device in the node's own cgroup (each

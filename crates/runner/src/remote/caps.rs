@@ -82,6 +82,8 @@ pub fn script(cgroup: &str, disks: &[String], limit: IoLimit) -> String {
 pub struct Lease {
     cgroup: String,
     dir: PathBuf,
+    /// The lease's file in `dir`: the agent's pid.
+    file: PathBuf,
 }
 
 impl Lease {
@@ -91,11 +93,12 @@ impl Lease {
         let dir = Path::new(&std::env::var_os("HOME")?).join(DIR);
         std::fs::create_dir_all(&dir).ok()?;
         let _lock = HostLock::take(&dir)?;
-        let lease = dir.join(format!("{}.agent", key(cgroup)));
-        std::fs::write(&lease, std::process::id().to_string()).ok()?;
+        let file = dir.join(format!("{}.agent", key(cgroup)));
+        std::fs::write(&file, std::process::id().to_string()).ok()?;
         Some(Lease {
             cgroup: cgroup.to_string(),
             dir,
+            file,
         })
     }
 
@@ -136,11 +139,10 @@ impl Drop for Lease {
             // A cap script holding the lock finishes (and records) first; one after it finds
             // no lease and sets nothing.
             let _lock = HostLock::take(&self.dir);
-            let lease = self.dir.join(format!("{}.agent", key(&self.cgroup)));
-            let mine = std::fs::read_to_string(&lease)
+            let mine = std::fs::read_to_string(&self.file)
                 .is_ok_and(|p| p.trim() == std::process::id().to_string());
             if mine {
-                let _ = std::fs::remove_file(&lease);
+                let _ = std::fs::remove_file(&self.file);
             }
         }
         match self.lift_recorded() {
