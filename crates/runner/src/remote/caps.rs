@@ -4,7 +4,8 @@
 //! runs, and gives it up as it ends (its stdin closes when iodig ends, is killed, or the link
 //! dies): from then on no cap can be set, and a recorded one is lifted. A lock on the host
 //! orders the two, so a cap whose SSH command was in flight when iodig died is either refused
-//! or lifted, never left.
+//! or lifted, never left. An agent killed before it could give up its lease leaves its cap to
+//! the next agent for the node, which lifts it as it starts.
 
 use super::ssh::quote;
 use iodig_sysstat::cgroup::IoLimit;
@@ -88,12 +89,27 @@ pub struct Lease {
 
 impl Lease {
     /// Takes the lease for `cgroup`; None without a home directory to keep it in (caps then
-    /// fail with the reason, as the script finds no lease).
+    /// fail with the reason, as the script finds no lease). A cap recorded with no live agent
+    /// holding the lease (its agent was killed with SIGKILL, or its lift failed) is lifted
+    /// first: until now it stayed on until this agent ended.
     pub fn take(cgroup: &str) -> Option<Lease> {
         let dir = Path::new(&std::env::var_os("HOME")?).join(DIR);
         std::fs::create_dir_all(&dir).ok()?;
-        let _lock = HostLock::take(&dir)?;
         let file = dir.join(format!("{}.agent", key(cgroup)));
+        let held = {
+            let _lock = HostLock::take(&dir)?;
+            let held = std::fs::read_to_string(&file).is_ok_and(|pid| is_alive(&pid));
+            if !held {
+                let _ = std::fs::remove_file(&file);
+            }
+            held
+        };
+        // Without the lease in place, a cap script run meanwhile sets nothing; the lift takes
+        // the lock itself, so it runs between the two.
+        if !held {
+            report(lift_recorded(&dir, cgroup));
+        }
+        let _lock = HostLock::take(&dir)?;
         std::fs::write(&file, std::process::id().to_string()).ok()?;
         Some(Lease {
             cgroup: cgroup.to_string(),
@@ -101,35 +117,51 @@ impl Lease {
             file,
         })
     }
+}
 
-    /// A cap recorded for the lease's cgroup, lifted: what was done, or why it could not be;
-    /// None when no cap was recorded.
-    fn lift_recorded(&self) -> Option<Result<String, String>> {
-        let cgroup = &self.cgroup;
-        let record = std::fs::read_to_string(self.dir.join(key(cgroup))).ok()?;
-        let mut lines = record.lines();
-        if lines.next() != Some(cgroup.as_str()) {
-            return None;
-        }
-        let disks: Vec<String> = lines.map(str::to_string).collect();
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(script(cgroup, &disks, IoLimit::None))
-            .output();
-        Some(match out {
-            Ok(o) if o.status.success() => Ok(format!(
-                "lifted the cap iodig left on {} of cgroup {cgroup} ({})",
-                disks.join(", "),
-                String::from_utf8_lossy(&o.stdout).trim()
-            )),
-            Ok(o) => Err(format!(
-                "cannot lift the cap iodig left on cgroup {cgroup}: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Err(e) => Err(format!(
-                "cannot lift the cap iodig left on cgroup {cgroup}: cannot run sh: {e}"
-            )),
-        })
+/// Whether a lease's pid names a running process (as the cap script checks it: /proc/PID).
+fn is_alive(pid: &str) -> bool {
+    let pid = pid.trim();
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && Path::new("/proc").join(pid).is_dir()
+}
+
+/// A cap recorded in `dir` for `cgroup`, lifted: what was done, or why it could not be; None
+/// when no cap was recorded.
+fn lift_recorded(dir: &Path, cgroup: &str) -> Option<Result<String, String>> {
+    let record = std::fs::read_to_string(dir.join(key(cgroup))).ok()?;
+    let mut lines = record.lines();
+    if lines.next() != Some(cgroup) {
+        return None;
+    }
+    let disks: Vec<String> = lines.map(str::to_string).collect();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script(cgroup, &disks, IoLimit::None))
+        .output();
+    Some(match out {
+        Ok(o) if o.status.success() => Ok(format!(
+            "lifted the cap iodig left on {} of cgroup {cgroup} ({})",
+            disks.join(", "),
+            String::from_utf8_lossy(&o.stdout).trim()
+        )),
+        Ok(o) => Err(format!(
+            "cannot lift the cap iodig left on cgroup {cgroup}: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!(
+            "cannot lift the cap iodig left on cgroup {cgroup}: cannot run sh: {e}"
+        )),
+    })
+}
+
+/// Says what a lift did on stderr (the host's sshd log, or iodig's terminal while iodig lives).
+fn report(lift: Option<Result<String, String>>) {
+    match lift {
+        Some(Ok(done)) => iodig_model::eprintln_lossy!("iodig agent: {done}"),
+        Some(Err(e)) => iodig_model::eprintln_lossy!("iodig agent: warning: {e}"),
+        None => {}
     }
 }
 
@@ -145,11 +177,7 @@ impl Drop for Lease {
                 let _ = std::fs::remove_file(&self.file);
             }
         }
-        match self.lift_recorded() {
-            Some(Ok(done)) => iodig_model::eprintln_lossy!("iodig agent: {done}"),
-            Some(Err(e)) => iodig_model::eprintln_lossy!("iodig agent: warning: {e}"),
-            None => {}
-        }
+        report(lift_recorded(&self.dir, &self.cgroup));
     }
 }
 
@@ -301,5 +329,85 @@ mod tests {
             String::from_utf8_lossy(&gone.stderr).contains("cgroup"),
             "the cgroup went with its node: {gone:?}"
         );
+    }
+
+    /// An agent killed with SIGKILL cannot give up its lease: the cap it let iodig set stays
+    /// recorded. The next agent for the node finds the lease's pid dead and lifts that cap as
+    /// it starts, and a cap refused meanwhile (no live lease) sets nothing.
+    #[test]
+    fn the_next_agent_lifts_a_cap_a_killed_agent_left() {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(euid, 0, "this test makes a cgroup: run it as root");
+        let disk = iodig_iotrace::devices::resolve_path(Path::new("/var/tmp")).unwrap();
+        let mut node = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let dir = iodig_sysstat::cgroup::place(
+            &format!("test-cap-killed-{}", std::process::id()),
+            node.id(),
+        )
+        .unwrap();
+        let cg = iodig_sysstat::cgroup::of_process(node.id()).unwrap();
+        let run = |limit| {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(script(&cg, std::slice::from_ref(&disk.name), limit))
+                .output()
+                .unwrap()
+        };
+        let limit = || {
+            std::fs::read_to_string(dir.join("blkio.throttle.write_bps_device"))
+                .or_else(|_| std::fs::read_to_string(dir.join("io.max")))
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| !l.contains("rbps=max wbps=max riops=max wiops=max"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let records = Path::new(&std::env::var("HOME").unwrap()).join(DIR);
+        let lease_file = records.join(format!("{}.agent", key(&cg)));
+
+        // The first agent: a process that holds the lease, then dies without a word.
+        let mut agent = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        std::fs::create_dir_all(&records).unwrap();
+        std::fs::write(&lease_file, agent.id().to_string()).unwrap();
+        let capped = run(IoLimit::BytesPerSec(3_000_000));
+        let capped_limit = limit();
+        let _ = agent.kill();
+        let _ = agent.wait();
+        let refused = run(IoLimit::BytesPerSec(1_000_000));
+        let limit_after_death = limit();
+        let next = Lease::take(&cg).expect("a lease under $HOME");
+        let (limit_under_next, record_under_next) = (
+            limit(),
+            std::fs::read_to_string(records.join(key(&cg))).ok(),
+        );
+        let lease_holder = std::fs::read_to_string(&lease_file).unwrap_or_default();
+        drop(next);
+        let _ = node.kill();
+        let _ = node.wait();
+        let _ = iodig_sysstat::cgroup::remove(&dir);
+
+        assert!(capped.status.success(), "{capped:?}");
+        assert!(capped_limit.contains("3000000"), "{capped_limit}");
+        assert!(
+            !refused.status.success(),
+            "no cap under a dead lease: {refused:?}"
+        );
+        assert!(
+            limit_after_death.contains("3000000"),
+            "the killed agent's cap is still on until an agent comes: {limit_after_death}"
+        );
+        assert_eq!(
+            limit_under_next, "",
+            "the next agent lifted it as it started"
+        );
+        assert_eq!(record_under_next, None, "and removed its record");
+        assert_eq!(lease_holder, std::process::id().to_string());
     }
 }
