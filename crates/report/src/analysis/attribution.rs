@@ -251,7 +251,7 @@ pub fn findings(doc: &TraceDoc) -> Vec<String> {
     if let Some(c) = contention(doc) {
         if c.read_p99_with_ms > 1.5 * c.read_p99_without_ms && c.read_p99_with_ms > 0.1 {
             out.push(format!(
-                "Reads' device p99 was {:.2} ms in the {} with {} writes against {:.2} ms in the {} without ({:.1}×; worst read {:.1} ms against {:.1} ms)",
+                "Reads' device p99 was {:.2} ms in the {} with {} writes against {:.2} ms in the {} without ({}; worst read {:.1} ms against {:.1} ms)",
                 c.read_p99_with_ms,
                 if c.seconds_with == 1 {
                     "1 second".to_string()
@@ -261,7 +261,7 @@ pub fn findings(doc: &TraceDoc) -> Vec<String> {
                 c.classes.join("/"),
                 c.read_p99_without_ms,
                 c.seconds_without,
-                c.read_p99_with_ms / c.read_p99_without_ms.max(1e-9),
+                super::times(c.read_p99_with_ms / c.read_p99_without_ms.max(1e-9)),
                 c.read_max_with_ms,
                 c.read_max_without_ms
             ));

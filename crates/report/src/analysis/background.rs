@@ -340,7 +340,7 @@ fn ms(us: u64) -> String {
 
 fn ratio(a: f64, b: f64) -> String {
     if b > 0.0 {
-        format!("{:.1}×", a / b)
+        super::times(a / b)
     } else {
         "—".into()
     }
@@ -488,7 +488,7 @@ mod tests {
         let f = findings(&b);
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(
-            f[0].starts_with("rocksdb.read reads queued 4.00 ms at p99 during rocksdb.compaction IO against 0.30 ms without (13.3×)"),
+            f[0].starts_with("rocksdb.read reads queued 4.00 ms at p99 during rocksdb.compaction IO against 0.30 ms without (13×)"),
             "{}",
             f[0]
         );

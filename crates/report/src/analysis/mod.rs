@@ -70,6 +70,15 @@ pub fn steps_list(steps: &[usize]) -> String {
     }
 }
 
+/// A factor in a finding: "4.7×", or "683×" from 10 on, where a decimal says nothing.
+pub fn times(r: f64) -> String {
+    if r >= 10.0 {
+        format!("{r:.0}×")
+    } else {
+        format!("{r:.1}×")
+    }
+}
+
 /// A status cell: "ok" when there is nothing to say.
 pub fn status_text(caveats: &[String]) -> String {
     if caveats.is_empty() {
