@@ -95,8 +95,41 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
         assert_eq!(node["applied_offset_ms"], 0, "{node}");
         assert_eq!(node["trace_mode"], "ebpf", "{node}");
         let node_dir = r.run_dir().join(node["dir"].as_str().unwrap());
-        for f in ["trace.json", "sys.json", "db-events.json"] {
+        for f in [
+            "trace.json",
+            "sys.json",
+            "db-events.json",
+            "device-stats.json",
+        ] {
             assert!(node_dir.join(f).is_file(), "{f} missing");
+        }
+        // The host's disks' own statistics, read by its agent: on this one machine, what the
+        // local reader found for the same disk, word for word (vda here: why it has none; an
+        // NVMe disk: its controller).
+        let step_dir = r.run_dir().join(step["dir"].as_str().unwrap());
+        let disks = |doc: &Value| {
+            doc["devices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| {
+                    let name = d["device"].as_str().unwrap().to_string();
+                    (name, (d["controller"].clone(), d["unavailable"].clone()))
+                })
+                .collect::<BTreeMap<_, _>>()
+        };
+        let local_stats = disks(&read_json(&step_dir.join("device-stats.json")));
+        let remote_stats = disks(&read_json(&node_dir.join("device-stats.json")));
+        assert!(!remote_stats.is_empty(), "the agent read no disk");
+        let remote_trace = read_json(&node_dir.join("trace.json"));
+        for d in remote_trace["devices"].as_array().unwrap() {
+            let name = d["name"].as_str().unwrap();
+            assert!(remote_stats.contains_key(name), "{name} traced, not read");
+        }
+        for (name, said) in &remote_stats {
+            if let Some(here) = local_stats.get(name) {
+                assert_eq!(said, here, "{name}: the agent and iodig disagree");
+            }
         }
         // The remote observer and the local tracer saw the same device through the same
         // kernel: in every second both covered whole, the same IOs. The one exception either
@@ -143,6 +176,14 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
     assert!(report.contains("## Cluster"), "no cluster section");
     assert!(report.contains("| 127.0.0.1 |"), "no row for the host");
     assert_eq!(report.matches("### Nodes").count(), steps.len());
+    let vda_line = report
+        .lines()
+        .any(|l| l.contains("127.0.0.1: ") && l.contains("not an NVMe device"));
+    let nvme_table = report.contains("#### 127.0.0.1: ");
+    assert!(
+        vda_line || nvme_table,
+        "the host's disks under \"The drive's own statistics\""
+    );
     no_agent_left();
 }
 

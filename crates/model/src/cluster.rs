@@ -151,6 +151,11 @@ pub struct NodeObservation {
     /// Why the trace is missing, when it is.
     #[serde(default)]
     pub trace_error: Option<String>,
+    /// The host's traced disks' own statistics over the step (NVMe SMART / OCP latency
+    /// monitor), or why each has none; none when the host took no trace, or from an agent
+    /// older than them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_stats: Option<crate::device_stats::DeviceStatsDoc>,
 }
 
 impl NodeObservation {
@@ -162,6 +167,15 @@ impl NodeObservation {
         let shift = |t: &mut u64| *t = t.saturating_add_signed(-delta_ms);
         if let Some(t) = &mut self.trace {
             t.shift_clock(&shift);
+        }
+        if let Some(d) = &mut self.device_stats {
+            let snapshots = d
+                .devices
+                .iter_mut()
+                .flat_map(|d| [&mut d.before, &mut d.after]);
+            for snapshot in snapshots.flatten() {
+                shift(&mut snapshot.unix_ms);
+            }
         }
         if let Some(s) = &mut self.sys {
             shift(&mut s.started_unix_ms);

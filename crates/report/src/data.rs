@@ -51,6 +51,8 @@ pub struct NodeData {
     /// The host's database flushes, compactions and file deletions (`db-events.json`); empty
     /// when none.
     pub events: Vec<DbEvent>,
+    /// The host's traced disks' own statistics (`device-stats.json`), when its agent read them.
+    pub device_stats: Option<DeviceStatsDoc>,
 }
 
 impl StepData {
@@ -232,6 +234,7 @@ pub fn load_run(path: &Path) -> Result<RunData> {
                 trace: read_optional(&nd.join(files::TRACE))?,
                 sys: read_optional(&nd.join(files::SYSSTAT))?,
                 events: read_optional(&nd.join(files::EVENTS))?.unwrap_or_default(),
+                device_stats: read_optional(&nd.join(files::DEVICE_STATS))?,
             });
         }
         steps.push(StepData {

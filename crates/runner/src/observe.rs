@@ -36,7 +36,7 @@ pub fn trace_options(requested: &TraceOptions, data_dir: Option<&Path>) -> Trace
 
 /// The whole disks whose own statistics are read around a step: those traced, or, when the
 /// tracer picks the disks itself, every disk it may pick (the step keeps those it kept).
-fn stat_devices(opts: &TraceOptions) -> Vec<String> {
+pub(crate) fn stat_devices(opts: &TraceOptions) -> Vec<String> {
     if opts.devices.is_empty() {
         return iodig_iotrace::devices::candidates(usize::MAX)
             .into_iter()

@@ -107,6 +107,9 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
                 run.write_json(&node_dir, files::SYSSTAT, s)?;
             }
             run.write_json(&node_dir, files::EVENTS, &o.events)?;
+            if let Some(d) = &o.device_stats {
+                run.write_json(&node_dir, files::DEVICE_STATS, d)?;
+            }
             if let Some(e) = &o.trace_error {
                 iodig_model::eprintln_lossy!(
                     "warning: block-IO trace of step {name} on {} failed: {e}",

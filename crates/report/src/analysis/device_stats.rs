@@ -10,8 +10,11 @@ use iodig_model::trace::DeviceTrace;
 /// One disk's statistics in a step, set beside the trace's.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceStatsView {
-    /// `nvme0n1 (NVMe controller nvme0)`, `md0 member nvme0n1 (…)`, or just `vda`.
+    /// `nvme0n1 (NVMe controller nvme0)`, `md0 member nvme0n1 (…)`, or just `vda`; on an
+    /// observed host, `db1: nvme0n1 (…)`.
     pub label: String,
+    /// The observed host the disk is on; none for iodig's own machine.
+    pub host: Option<String>,
     /// Why the disk gave no figures, as the report's one line says it; none when it gave some.
     pub unavailable: Option<String>,
     /// Why the OCP latency monitor gave none, when the SMART log did.
@@ -56,18 +59,30 @@ pub struct BucketRow {
     pub recorded_ms: Option<u16>,
 }
 
-/// Every disk of the step's `device-stats.json`, in its order; empty when the step has none
-/// (untraced, or from before it was read).
+/// Every disk of the step's `device-stats.json`, in its order, then each observed host's
+/// (labelled with the host, beside the host's own trace); empty when none has any (untraced,
+/// or from before they were read).
 pub(super) fn device_stats(step: &StepData) -> Vec<DeviceStatsView> {
-    let Some(doc) = &step.device_stats else {
-        return Vec::new();
+    let mut out = Vec::new();
+    let traced_of = |t: &Option<iodig_model::trace::TraceDoc>| {
+        t.as_ref().map(|t| t.devices.clone()).unwrap_or_default()
     };
-    let traced = step
-        .trace
-        .as_ref()
-        .map(|t| &t.devices[..])
-        .unwrap_or_default();
-    doc.devices.iter().map(|d| view(d, traced)).collect()
+    if let Some(doc) = &step.device_stats {
+        let traced = traced_of(&step.trace);
+        out.extend(doc.devices.iter().map(|d| view(d, &traced)));
+    }
+    for n in &step.nodes {
+        let Some(doc) = &n.device_stats else { continue };
+        let traced = traced_of(&n.trace);
+        out.extend(doc.devices.iter().map(|d| {
+            let mut v = view(d, &traced);
+            v.label = format!("{}: {}", n.step.host, v.label);
+            v.unavailable = v.unavailable.map(|why| format!("{}: {why}", n.step.host));
+            v.host = Some(n.step.host.clone());
+            v
+        }));
+    }
+    out
 }
 
 /// One disk's view; `traced` are the step's traced disks (none without a trace).
@@ -82,6 +97,7 @@ fn view(d: &DeviceStats, traced: &[DeviceTrace]) -> DeviceStatsView {
     };
     let mut v = DeviceStatsView {
         label,
+        host: None,
         unavailable: None,
         latency_monitor_unavailable: d.latency_monitor_unavailable.clone(),
         seconds: 0.0,

@@ -37,8 +37,9 @@ fn disk(doc: &mut Doc, v: &DeviceStatsView) {
     doc.p(format!(
         "Read from the drive before and after the step ({:.1} s apart, inside the trace's \
          window). The controller counts every namespace and every host it serves; the trace, \
-         this machine's IO to the disk.",
-        v.seconds
+         {}'s IO to the disk.",
+        v.seconds,
+        v.host.as_deref().unwrap_or("this machine")
     ));
     let mut t = Table::new(&["", "the drive counted", "the trace counted"]).text_columns(&[0]);
     for r in &v.counts {

@@ -4,7 +4,9 @@
 //! nothing running once its stdin closes (iodig ended, or the link died).
 
 use super::protocol::{line, Hello, Reply, Request};
+use crate::device_stats::DeviceStatsProbe;
 use crate::environment;
+use crate::observe::stat_devices;
 use iodig_iotrace::{PreparedTrace, TraceMode, TraceOptions, TraceSession, WatchOptions};
 use iodig_model::cluster::{HostNode, NodeObservation};
 use iodig_model::events::DbEvent;
@@ -109,9 +111,14 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
     };
     let mut out = std::io::stdout().lock();
     send(&mut out, &Reply::Hello(Box::new(hello)))?;
-    let mut running: Option<(Option<TraceSession>, Option<Sampler>, Option<String>)> = None;
+    let mut running: Option<Running> = None;
     // The tracer loaded by `Prepare`, or why it could not be.
     let mut prepared: Option<Result<PreparedTrace, String>> = None;
+    // The traced disks' controllers, found with the tracer: read as measurement starts and
+    // ends, inside the trace's window, as on iodig's own machine.
+    let mut device_stats: Option<DeviceStatsProbe> = None;
+    let locate_stats =
+        || (trace.mode != TraceMode::Off).then(|| DeviceStatsProbe::locate(&stat_devices(&trace)));
     let prepare = |pid: u32| {
         if trace.mode == TraceMode::Off {
             return None;
@@ -129,6 +136,7 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
             },
             Ok(Request::Prepare) => {
                 prepared = prepare(refind());
+                device_stats = locate_stats();
                 Reply::Prepared
             }
             Ok(Request::Start) => {
@@ -155,11 +163,28 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                     Some(Err(e)) => (None, Some(e)),
                 };
                 let mode = session.as_ref().map_or("off", |s| s.mode()).to_string();
-                running = Some((session, sampler, error));
+                let mut stats = device_stats.take().or_else(locate_stats);
+                if let Some(d) = stats.as_mut() {
+                    d.read_before();
+                }
+                running = Some(Running {
+                    session,
+                    sampler,
+                    error,
+                    device_stats: stats,
+                });
                 Reply::Started { mode }
             }
             Ok(Request::Stop { since_unix_ms }) => {
-                let (session, sampler, mut trace_error) = running.take().unwrap_or_default();
+                let Running {
+                    session,
+                    sampler,
+                    error: mut trace_error,
+                    device_stats: mut stats,
+                } = running.take().unwrap_or_default();
+                if let Some(d) = stats.as_mut() {
+                    d.read_after();
+                }
                 let trace = session.and_then(|s| match s.stop() {
                     Ok(doc) => Some(doc),
                     Err(e) => {
@@ -167,7 +192,11 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                         None
                     }
                 });
+                let traced: Option<Vec<String>> = trace
+                    .as_ref()
+                    .map(|t| t.devices.iter().map(|d| d.name.clone()).collect());
                 Reply::Stopped(Box::new(NodeObservation {
+                    device_stats: stats.map(|d| d.into_doc(traced.as_deref())),
                     trace,
                     sys: sampler.map(Sampler::stop),
                     events: node
@@ -183,6 +212,16 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
     // stdin closed: dropping the sessions detaches the BPF programs.
     drop(running);
     Ok(())
+}
+
+/// What runs between `Start` and `Stop`.
+#[derive(Default)]
+struct Running {
+    session: Option<TraceSession>,
+    sampler: Option<Sampler>,
+    /// Why the trace could not start.
+    error: Option<String>,
+    device_stats: Option<DeviceStatsProbe>,
 }
 
 /// The node's process, followed across restarts by its command line.
