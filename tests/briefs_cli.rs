@@ -116,7 +116,7 @@ fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
         .filter_map(|(t, q)| Some((*t, (*q, *device.get(t)?))))
         .collect();
     assert!(!per_sec.is_empty(), "per-second OS time of the writes");
-    let (_, &(q, l)) = per_sec
+    let (&worst, &(q, l)) = per_sec
         .iter()
         .max_by_key(|(t, (q, l))| (*q.max(l), **t))
         .unwrap();
@@ -138,6 +138,13 @@ fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
         "both system and device level"
     };
     assert!(table_row.contains(level), "{table_row}: want {level}");
+    // The worst second named as the trace keys it (by its start), not the next one.
+    let sec = worst / 1000 % 86400;
+    let clock = format!("{:02}:{:02}:{:02}", sec / 3600, sec % 3600 / 60, sec % 60);
+    assert!(
+        table_row.contains(&format!("| {clock} |")),
+        "{table_row}: want the second {clock}"
+    );
     assert_eq!(
         section.contains("Write p99 spikes are"),
         os_ms.max(dev_ms) >= 1.0,

@@ -124,7 +124,9 @@ mod tests {
         let f = findings(&rows);
         assert_eq!(f.len(), 1);
         assert!(
-            f[0].starts_with("Read p99 spikes are system level: in the worst second"),
+            f[0].starts_with(
+                "Read p99 spikes are system level: in the worst second (00:00:01 UTC)"
+            ),
             "{}",
             f[0]
         );

@@ -144,9 +144,12 @@ fn time_ticks(x0: f64, x1: f64) -> Vec<f64> {
     t
 }
 
-/// `HH:MM:SS` (UTC) of a unix-ms time.
+/// `HH:MM:SS` (UTC) of a unix-ms time: the second it lies in, as a clock reads and as the
+/// per-second tables key their seconds (by their start), so a second drawn at its middle is
+/// named as itself. The microsecond of slack keeps a tick computed a hair under a whole second
+/// on it.
 pub fn clock(ms: f64) -> String {
-    let s = (ms / 1000.0).round() as i64;
+    let s = (ms / 1000.0 + 1e-6).floor() as i64;
     let d = s.rem_euclid(86400);
     format!("{:02}:{:02}:{:02}", d / 3600, d % 3600 / 60, d % 60)
 }
@@ -370,5 +373,16 @@ mod tests {
         assert_eq!(fmt_tick(2_500_000.0), "2.5M");
         assert_eq!(fmt_tick(0.25), "0.25");
         assert_eq!(clock(3_723_000.0), "01:02:03");
+        assert_eq!(
+            clock(3_723_500.0),
+            "01:02:03",
+            "a second drawn at its middle"
+        );
+        assert_eq!(clock(3_723_999.0), "01:02:03");
+        assert_eq!(
+            clock(3_722_999.999_999_9),
+            "01:02:03",
+            "a tick a hair under"
+        );
     }
 }
