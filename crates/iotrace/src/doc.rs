@@ -9,7 +9,7 @@ use crate::hist::{self, LAT_SUB_BITS};
 use crate::series::{self, Window};
 use iodig_model::trace::{
     AttrCheck, AttrRow, AttrSecond, Attribution, ClassSplit, DeviceTrace, DiskstatsCheck, OpTrace,
-    SelfCheck, SplitSide, TraceDoc, Watched, OPS,
+    SelfCheck, SplitSide, TraceDoc, Watched, OPS, PAST_PROCESS_KEYS,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -132,7 +132,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
     }
     let slot_s = w.slot_ns as f64 / 1e9;
     let mut rows = Vec::new();
-    let mut capped_ios = 0;
+    let (mut capped_ios, mut past_process_keys_ios) = (0, 0);
     for (&idx, r) in &raw.attr {
         if r.ios == 0 && r.bytes == 0 {
             continue;
@@ -149,6 +149,12 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
             capped_ios += r.ios;
         }
         let (cgid, pid) = r.key.map_or((0, 0), |k| (k.0, k.1));
+        // A key without a process whose row the kernel left unnamed: the processes that came
+        // after the keys for processes ran out (IO started with no process has its names).
+        let past_keys = r.key.is_some() && pid == 0 && r.process.is_empty() && r.thread.is_empty();
+        if past_keys {
+            past_process_keys_ios += r.ios;
+        }
         let mut seconds: BTreeMap<u64, AttrSecond> = BTreeMap::new();
         for (&id, &(ios, bytes, life_us)) in &r.slots {
             let ms = id * w.slot_ns / 1_000_000;
@@ -170,7 +176,11 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
             cgroup_id: cgid,
             cgroup: (cgid != 0).then(|| paths.get(&cgid).cloned()).flatten(),
             pid,
-            process: r.process.clone(),
+            process: if past_keys {
+                PAST_PROCESS_KEYS.to_string()
+            } else {
+                r.process.clone()
+            },
             thread: r.thread.clone(),
             ios: r.ios,
             bytes: r.bytes,
@@ -211,6 +221,12 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
     if let Some(h) = &ctx.hierarchy {
         notes.push(hierarchy_note(h));
     }
+    if past_process_keys_ios > 0 {
+        notes.push(format!(
+            "the kernel's {} attribution keys for processes ran out (short-lived processes each take one): {past_process_keys_ios} IOs of later processes are counted under their class and cgroup as `{PAST_PROCESS_KEYS}`; a watched --pid among them is undercounted",
+            crate::ebpf::ATTR_KEYS
+        ));
+    }
     if capped_ios > 0 {
         notes.push(format!(
             "attribution key cap ({} keys) hit: {capped_ios} IOs counted as `capped`",
@@ -234,6 +250,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
         watched,
         check,
         capped_ios,
+        past_process_keys_ios,
     }
 }
 

@@ -15,6 +15,7 @@ pub mod render;
 pub mod series;
 
 use devices::Disk;
+pub use ebpf::ATTR_KEYS;
 pub use iodig_model::trace::TraceDoc;
 use std::path::PathBuf;
 use std::str::FromStr;

@@ -39,7 +39,8 @@ impl By {
                 (None, 0) => "-".into(),
                 (None, id) => format!("id {id}"),
             },
-            By::Process if r.pid == 0 => format!("({})", r.class),
+            By::Process if r.pid == 0 && r.process.is_empty() => format!("({})", r.class),
+            By::Process if r.pid == 0 => r.process.clone(),
             By::Process => format!("{} ({})", r.process, r.pid),
         }
     }

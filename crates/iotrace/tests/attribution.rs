@@ -364,6 +364,98 @@ fn named_threads_and_a_cgroup_get_exactly_their_io() {
     );
 }
 
+/// Short-lived processes each take one of the kernel's keys (the key has the process). Once
+/// they are used up, the IO of later processes must keep its class and cgroup, in a row
+/// without a process, instead of falling into `capped`: the database that starts reading
+/// after a host's cron jobs ran is still the database.
+#[test]
+fn processes_past_the_key_cap_keep_their_class() {
+    if !iodig_iotrace::attribution_available() {
+        eprintln!("skipped: kernel has no block_io_start (needs 6.5+)");
+        return;
+    }
+    let _g = lock();
+    let dev = LoopDev::new(GIB, 0, false);
+    let session = start_watching(&ebpf_on(&dev), &WatchOptions::default())
+        .expect("eBPF tracing loads as root");
+    let procs = u64::from(iodig_iotrace::ATTR_KEYS) + 48;
+    for i in 0..procs {
+        let ok = std::process::Command::new("dd")
+            .arg(format!("if={}", dev.path))
+            .args([
+                "of=/dev/null",
+                "bs=4096",
+                "count=1",
+                "iflag=direct",
+                "status=none",
+            ])
+            .arg(format!("skip={}", i * 2))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "dd {i}");
+    }
+    let io = |f: fn(&std::fs::File, &AlignedBuf)| direct_io(&dev.path, f);
+    on_thread(
+        "ReadStage-1",
+        io(|f, b| (0..50).for_each(|i| pread_direct(f, b, 4096, 512 * MIB + i * 8192))),
+    );
+    on_thread(
+        "rocksdb:low0",
+        io(|f, b| {
+            (0..10).for_each(|i| pwrite_direct(f, b, 512 << 10, 256 * MIB + i * (512 << 10)));
+        }),
+    );
+    let doc = session.stop().unwrap();
+    let a = doc.attribution().unwrap();
+
+    assert_eq!(
+        got(&doc, "other", "read"),
+        (procs, procs * 4 * KIB),
+        "every dd's read"
+    );
+    assert_eq!(got(&doc, "cassandra.read", "read"), (50, 50 * 4 * KIB));
+    assert_eq!(
+        got(&doc, "rocksdb.compaction", "write"),
+        (10, 10 * 512 * KIB)
+    );
+    assert_eq!(a.capped_ios, 0, "{:?}", a.notes);
+    assert!(
+        a.past_process_keys_ios >= procs - u64::from(iodig_iotrace::ATTR_KEYS) + 60,
+        "the later dd's and both named threads' IOs: {}",
+        a.past_process_keys_ios
+    );
+    let merged: Vec<&AttrRow> = a
+        .rows
+        .iter()
+        .filter(|r| r.process == iodig_model::trace::PAST_PROCESS_KEYS)
+        .collect();
+    assert!(merged.iter().all(|r| r.pid == 0), "{merged:?}");
+    assert_eq!(
+        merged.iter().map(|r| r.ios).sum::<u64>(),
+        a.past_process_keys_ios
+    );
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("keys for processes ran out")),
+        "{:?}",
+        a.notes
+    );
+    for c in &a.check {
+        assert_eq!(
+            (c.class_ios, c.class_bytes),
+            (c.device_ios, c.device_bytes),
+            "{c:?}"
+        );
+    }
+    let text = iodig_iotrace::render::by(&doc, iodig_iotrace::render::By::Process);
+    assert!(
+        text.contains(iodig_model::trace::PAST_PROCESS_KEYS),
+        "{text}"
+    );
+}
+
 #[test]
 fn missing_targets_are_refused_with_the_flag_named() {
     let opts = TraceOptions {

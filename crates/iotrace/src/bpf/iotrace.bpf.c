@@ -32,7 +32,8 @@ const volatile bool emit_events = false;
 /* Attribution (see iotrace.h): the thread-name table built in Rust (src/attr.rs), the classes
  * used when no rule matches, and the row layout: rows [0, reserved/2) are "unknown submitter"
  * per device x op, [reserved/2, reserved) the cap's overflow per device x op, then one row per
- * key up to attr_rows. */
+ * key with a process up to attr_rows - ATTR_SPARE, then one per key without one (tgid 0) up to
+ * attr_rows. */
 const volatile bool attribution = false;
 const volatile __u32 nrules = 0;
 const volatile struct class_rule rules[MAX_RULES] = {};
@@ -56,8 +57,10 @@ __u32 drop_seq = 0;
  * this line between CPUs on every IO, and the mostly-read background counters would travel
  * with it. */
 __s64 inflight[MAX_DEVS] __attribute__((aligned(64))) = {};
-/* Attribution rows handed out after the reserved ones (may run past the cap: then capped). */
+/* Attribution rows handed out after the reserved ones to keys with a process, and from
+ * attr_rows - ATTR_SPARE to keys without one (either may run past its end). */
 __u32 attr_used = 0;
+__u32 attr_spare_used = 0;
 /* Background requests between block_io_start and final completion, and how many ever
  * started, per device. An IO overlapped background IO iff one was in flight at its start or
  * one started before it completed (bg_started moved): exact, with two counters and no
@@ -338,29 +341,26 @@ static __always_inline __u32 overflow_row(__u32 dev, __u32 op)
 	return attr_reserved / 2 + dev * NOPS + op;
 }
 
-/* A new row for key k: info first, then the key (a racing CPU that loses the insert uses the
- * winner's row; its own stays empty and is skipped by userspace). process == 0: read it from
- * the current task. Off the per-IO path: runs once per key. */
-static __noinline __u32 attr_new(struct attr_key *k, const char *thread, const char *process)
+/* Row idx for key k: info first, then the key (a racing CPU that loses the insert uses the
+ * winner's row; its own stays empty and is skipped by userspace). Names only when `named`
+ * (a row without a process has none); process == 0: read it from the current task. */
+static __always_inline __u32 attr_fill(__u32 idx, struct attr_key *k, bool named,
+				       const char *thread, const char *process)
 {
-	__u32 idx = attr_reserved + __sync_fetch_and_add(&attr_used, 1);
-	struct attr_info *info;
+	struct attr_info *info = bpf_map_lookup_elem(&attr_info, &idx);
 	__u32 *p;
 
-	if (!k || !thread || idx >= attr_rows) {
-		count(C_ATTR_CAP);
-		return k ? overflow_row(k->dev, k->op) : 0;
-	}
-	info = bpf_map_lookup_elem(&attr_info, &idx);
 	if (info) {
 		info->key = *k;
-		bpf_probe_read_kernel(info->thread, sizeof(info->thread), thread);
-		if (process) {
-			bpf_probe_read_kernel(info->process, sizeof(info->process), process);
-		} else {
-			struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+		if (named) {
+			bpf_probe_read_kernel(info->thread, sizeof(info->thread), thread);
+			if (process) {
+				bpf_probe_read_kernel(info->process, sizeof(info->process), process);
+			} else {
+				struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 
-			BPF_CORE_READ_INTO(&info->process, t, group_leader, comm);
+				BPF_CORE_READ_INTO(&info->process, t, group_leader, comm);
+			}
 		}
 	}
 	if (bpf_map_update_elem(&attr_ids, k, &idx, BPF_NOEXIST)) {
@@ -371,6 +371,40 @@ static __noinline __u32 attr_new(struct attr_key *k, const char *thread, const c
 		return overflow_row(k->dev, k->op);
 	}
 	return idx;
+}
+
+/* A new row for key k. Once the rows for keys with a process run out (short-lived processes
+ * each take one), a new process's IO keeps its class and cgroup in their row without a process,
+ * so the classes stay exact however many processes come; only when those run out too is it
+ * `capped`. Off the per-IO path: runs once per key. */
+static __noinline __u32 attr_new(struct attr_key *k, const char *thread, const char *process)
+{
+	struct attr_key merged;
+	bool named = true;
+	__u32 idx, *p;
+
+	if (!k || !thread) {
+		count(C_ATTR_CAP);
+		return k ? overflow_row(k->dev, k->op) : 0;
+	}
+	if (k->tgid) {
+		idx = attr_reserved + __sync_fetch_and_add(&attr_used, 1);
+		if (idx < attr_rows - ATTR_SPARE)
+			return attr_fill(idx, k, true, thread, process);
+		merged = *k;
+		merged.tgid = 0;
+		p = bpf_map_lookup_elem(&attr_ids, &merged);
+		if (p)
+			return *p;
+		k = &merged;
+		named = false;
+	}
+	idx = attr_rows - ATTR_SPARE + __sync_fetch_and_add(&attr_spare_used, 1);
+	if (idx >= attr_rows) {
+		count(C_ATTR_CAP);
+		return overflow_row(k->dev, k->op);
+	}
+	return attr_fill(idx, k, named, thread, process);
 }
 
 static __always_inline __u32 attr_row(struct attr_key *k, const char *thread, const char *process)

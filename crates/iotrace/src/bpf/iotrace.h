@@ -54,6 +54,8 @@
  * aggregated at completion per attribution key = (device, op, class, cgroup id, tgid). */
 #define MAX_RULES 64         /* thread-name rules (rodata, first match wins) */
 #define ATTR_KEYS 512        /* distinct keys beyond the reserved rows; resized in userspace */
+#define ATTR_SPARE 128       /* and beyond them, rows for keys without a process (tgid 0): IO
+			      * started with none, or of processes after the ATTR_KEYS ran out */
 #define ATTR_SIZE_BUCKETS (SEC_BUCKETS + 1) /* 0 bytes, then lat_idx(bytes - 1, 2) + 1 */
 #define CLASS_NONE 0xffff
 #define MAX_CLASSES 32       /* class ids < 32: the background set is a 32-bit mask */

@@ -212,27 +212,31 @@ fn cstr(b: &[i8]) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Rows in use: the reserved ones and those handed out (capped at the map size).
-pub fn attr_rows_used(skel: &IotraceSkel<'_>, reserved: u32, rows: u32) -> u32 {
-    let used = match skel.maps.bss.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
-        Ok(Some(b)) => pod::<types::bss>(&b).map_or(0, |b| b.attr_used),
-        _ => 0,
+/// Rows in use: the reserved ones, those handed out to keys with a process (up to ATTR_KEYS)
+/// and those handed out to keys without one (up to ATTR_SPARE, after the others).
+pub fn attr_rows_in_use(skel: &IotraceSkel<'_>, reserved: u32) -> Vec<u32> {
+    let (used, spare) = match skel.maps.bss.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+        Ok(Some(b)) => pod::<types::bss>(&b).map_or((0, 0), |b| (b.attr_used, b.attr_spare_used)),
+        _ => (0, 0),
     };
-    (reserved + used).min(rows)
+    let spare_start = reserved + super::ATTR_KEYS;
+    (0..reserved + used.min(super::ATTR_KEYS))
+        .chain(spare_start..spare_start + spare.min(super::load::ATTR_SPARE))
+        .collect()
 }
 
 /// Reads slots `from..to` of every attribution row in use into `rows`.
 pub fn drain_attr_slots(
     skel: &IotraceSkel<'_>,
     rows: &mut BTreeMap<u32, AttrRaw>,
-    n: u32,
+    in_use: &[u32],
     from: u64,
     to: u64,
 ) {
     if from >= to {
         return;
     }
-    for idx in 0..n {
+    for &idx in in_use {
         for v in percpu::<types::attr_val>(&skel.maps.attr_vals, idx) {
             for sl in v
                 .slot
@@ -250,8 +254,8 @@ pub fn drain_attr_slots(
 }
 
 /// Reads the totals, histograms and identity of every attribution row in use.
-pub fn read_attr(skel: &IotraceSkel<'_>, rows: &mut BTreeMap<u32, AttrRaw>, n: u32) {
-    for idx in 0..n {
+pub fn read_attr(skel: &IotraceSkel<'_>, rows: &mut BTreeMap<u32, AttrRaw>, in_use: &[u32]) {
+    for &idx in in_use {
         let r = rows.entry(idx).or_default();
         r.size = vec![0; ATTR_SIZE_BUCKETS];
         r.lat = vec![0; SEC_BUCKETS];

@@ -18,6 +18,9 @@ const STATE_PER_DEV: u32 = 8192;
 /// Attribution keys beyond the reserved rows (ATTR_KEYS in iotrace.h); the hash holds twice
 /// as many, so the row cap is what is hit first, and counted.
 pub const ATTR_KEYS: u32 = 512;
+/// Rows beyond those for keys without a process (ATTR_SPARE in iotrace.h): IO started with
+/// none, and the IO of processes that came after the ATTR_KEYS ran out, by class and cgroup.
+pub const ATTR_SPARE: u32 = 128;
 /// Entries of the `splits` map per device: SPLIT_OPS × MAX_CLASSES × (without, with background).
 pub const SPLITS_PER_DEV: u32 = 2 * crate::attr::MAX_CLASSES as u32 * 2;
 /// Ring buffer for the raw event stream: 32 MiB holds ~700k events, seconds of NVMe traffic.
@@ -130,7 +133,7 @@ fn configure(
     ro.class_other = crate::attr::OTHER_USER as u32;
     let reserved = attr_reserved(cfg.disks.len());
     ro.attr_reserved = reserved;
-    ro.attr_rows = reserved + ATTR_KEYS;
+    ro.attr_rows = reserved + ATTR_KEYS + ATTR_SPARE;
     ro.bg_classes = crate::attr::background_mask();
     let m = &mut open.maps;
     m.slots.set_max_entries(SLOT_RING * n)?;
@@ -139,8 +142,10 @@ fn configure(
     m.hists.set_max_entries(n * NOPS * NKINDS)?;
     m.totals.set_max_entries(n * NOPS)?;
     m.rqstate.set_max_entries(n * STATE_PER_DEV)?;
-    m.attr_info.set_max_entries(reserved + ATTR_KEYS)?;
-    m.attr_vals.set_max_entries(reserved + ATTR_KEYS)?;
+    m.attr_info
+        .set_max_entries(reserved + ATTR_KEYS + ATTR_SPARE)?;
+    m.attr_vals
+        .set_max_entries(reserved + ATTR_KEYS + ATTR_SPARE)?;
     m.splits.set_max_entries(n * SPLITS_PER_DEV)?;
     if cfg.events {
         m.events.set_max_entries(EVENTS_RING_BYTES)?;

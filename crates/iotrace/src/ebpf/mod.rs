@@ -250,8 +250,8 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
     let (ds_end, end_ns) = ended.context("the trace window was not ended")?;
     st.finish(&skel, end_ns);
     collect::read_totals(&skel, &mut st.devs);
-    let n = collect::attr_rows_used(&skel, reserved, st.rows);
-    collect::read_attr(&skel, &mut st.attr, n);
+    let in_use = collect::attr_rows_in_use(&skel, reserved);
+    collect::read_attr(&skel, &mut st.attr, &in_use);
     let splits = collect::read_splits(&skel, cfg.disks.len());
     let counters = collect::read_counters(&skel);
     let progs = prog_stats(&skel, flavour, cfg.attribution);
@@ -277,7 +277,6 @@ struct Drain {
     devs: Vec<DevRaw>,
     attr: std::collections::BTreeMap<u32, AttrRaw>,
     reserved: u32,
-    rows: u32,
     next_slot: u64,
     next_sec: u64,
     slot_ns: u64,
@@ -289,7 +288,6 @@ impl Drain {
             devs: (0..n).map(|_| DevRaw::default()).collect(),
             attr: Default::default(),
             reserved,
-            rows: reserved + ATTR_KEYS,
             next_slot: start_ns / slot_ns,
             next_sec: start_ns / 1_000_000_000,
             slot_ns,
@@ -298,8 +296,8 @@ impl Drain {
 
     fn drain_slots(&mut self, skel: &skel::IotraceSkel<'_>, to: u64) {
         collect::drain_slots(skel, &mut self.devs, self.next_slot, to);
-        let n = collect::attr_rows_used(skel, self.reserved, self.rows);
-        collect::drain_attr_slots(skel, &mut self.attr, n, self.next_slot, to);
+        let in_use = collect::attr_rows_in_use(skel, self.reserved);
+        collect::drain_attr_slots(skel, &mut self.attr, &in_use, self.next_slot, to);
         self.next_slot = to;
     }
 

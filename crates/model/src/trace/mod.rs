@@ -43,6 +43,9 @@ pub struct TraceDoc {
     pub events_file: Option<String>,
 }
 
+/// The process of a row whose processes came after the kernel's keys for processes ran out.
+pub const PAST_PROCESS_KEYS: &str = "(processes past the key cap)";
+
 /// IO attributed to its submitter, aggregated in the kernel (docs/tracing.md, "Attribution").
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Attribution {
@@ -69,6 +72,11 @@ pub struct Attribution {
     /// IOs counted in overflow rows because the kernel's key cap was hit.
     #[serde(default)]
     pub capped_ios: u64,
+    /// IOs of processes that came after the kernel's keys for processes ran out: counted in
+    /// their class and cgroup's row without a process (pid 0, process
+    /// [`PAST_PROCESS_KEYS`]); their classes stay exact.
+    #[serde(default)]
+    pub past_process_keys_ios: u64,
     /// The classes whose IO splits the others' (memtable flush, compaction).
     #[serde(default)]
     pub background_classes: Vec<String>,
