@@ -242,6 +242,56 @@ fn trace_alone_prints_the_summary_and_json() {
     );
 }
 
+/// `--pid` names what the process issued in the plain output and the JSON: a shell that
+/// becomes dd (same pid) writes 20 × 512 KiB with O_DIRECT after the trace started.
+#[test]
+fn trace_names_what_a_watched_pid_issued() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let file = tmp.path().join("watched.dat");
+    let mut writer = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 1; exec dd if=/dev/zero of={} bs=512k count=20 oflag=direct status=none",
+            file.display()
+        ))
+        .spawn()
+        .unwrap();
+    let pid = writer.id().to_string();
+    let r = run_iodig(&["trace", "--duration", "3s", "--pid", &pid]);
+    assert!(writer.wait().unwrap().success());
+    let gone = run_iodig(&["trace", "--duration", "1s", "--pid", &pid]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains(&format!("watched:\n  --pid {pid}: pid {pid} (sh) — ")),
+        "the plain output names the watched process:\n{}",
+        r.stdout
+    );
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("  --pid {pid}:")))
+        .unwrap();
+    assert!(
+        line.ends_with(" IOs, 10.00 MiB"),
+        "all of dd's writes: {line}"
+    );
+    // Once it has exited, its pid is refused before tracing, naming the flag.
+    assert_eq!(
+        gone.code(),
+        2,
+        "a pid gone before the trace: {}",
+        gone.stderr
+    );
+    assert!(
+        gone.stderr
+            .contains(&format!("--pid {pid}: no such process")),
+        "{}",
+        gone.stderr
+    );
+}
+
 #[test]
 fn unknown_device_lists_the_devices_present() {
     let _serial = serial();

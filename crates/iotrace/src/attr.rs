@@ -407,18 +407,72 @@ pub enum Target {
         /// Its kernfs id (the directory's inode number), as the kernel reports it per IO.
         id: u64,
     },
-    /// A process, by thread-group id; `via` names the cgroup it came from, if any.
+    /// A process, by thread-group id (`--pid`).
     Pid {
-        /// The `--pid` as given, or the `--cgroup` path whose processes replaced it.
+        /// The `--pid` as given (a thread's id is replaced by its process's).
         given: String,
         /// The process id (thread-group id), matched against each row's `pid`.
         pid: u32,
-        /// Its name (`/proc/PID/comm`) when resolved; empty if it had already exited.
+        /// Its name (`/proc/PID/comm`).
         name: String,
-        /// The cgroup directory it was found in, for a `--cgroup` outside the IO hierarchy; `None`
-        /// for `--pid`.
-        via: Option<String>,
     },
+    /// A cgroup of the v2 tree where IO is not charged there (a hybrid host's v2 tree, v2
+    /// without `io`): matched per IO by the submitting task's cgroup, which the kernel reads at
+    /// submission (`task_cgroup_id` of the rows), its descendants included.
+    TaskCgroup {
+        /// The `--cgroup` as given.
+        given: String,
+        /// Its directory.
+        dir: PathBuf,
+        /// Its id and its descendants' (directory inode numbers) when tracing started; those
+        /// under it when tracing stops are added.
+        ids_at_start: Vec<u64>,
+    },
+    /// A cgroup in another v1 hierarchy than blkio's: watched through the processes in it and
+    /// in the cgroups under it, as found when tracing starts and again when it stops.
+    Processes {
+        /// The `--cgroup` as given.
+        given: String,
+        /// Its directory.
+        dir: PathBuf,
+        /// The processes found when tracing started (pid, name).
+        at_start: Vec<(u32, String)>,
+    },
+}
+
+impl Target {
+    /// The cgroup ids of a [`Target::TaskCgroup`]: at start, and under it now; empty for the
+    /// other targets.
+    pub fn task_cgroup_ids(&self) -> Vec<u64> {
+        let Target::TaskCgroup {
+            dir, ids_at_start, ..
+        } = self
+        else {
+            return Vec::new();
+        };
+        let mut ids = ids_at_start.clone();
+        for id in cgroup_ids_under(dir) {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids
+    }
+
+    /// The processes of a [`Target::Processes`] now, and at start, without repeats (pid,
+    /// name); empty for the other targets.
+    pub fn processes(&self) -> Vec<(u32, String)> {
+        let Target::Processes { dir, at_start, .. } = self else {
+            return Vec::new();
+        };
+        let mut all = at_start.clone();
+        for p in processes_under(dir) {
+            if !all.iter().any(|(pid, _)| *pid == p.0) {
+                all.push(p);
+            }
+        }
+        all
+    }
 }
 
 /// What `--cgroup` / `--pid` resolve to, with caveats for the document.
@@ -431,6 +485,15 @@ pub struct Watch {
     pub notes: Vec<String>,
 }
 
+impl Watch {
+    /// Whether the kernel must key IO by the submitting task's v2 cgroup too.
+    pub fn by_task_cgroup(&self) -> bool {
+        self.targets
+            .iter()
+            .any(|t| matches!(t, Target::TaskCgroup { .. }))
+    }
+}
+
 fn comm_of(pid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .ok()
@@ -441,15 +504,31 @@ fn comm_of(pid: u32) -> Option<String> {
 pub fn resolve(cgroups: &[PathBuf], pids: &[u32]) -> Result<Watch, String> {
     let mut w = Watch::default();
     let h = io_hierarchy();
-    for &pid in pids {
-        let name = comm_of(pid).ok_or_else(|| {
-            format!("--pid {pid}: no such process (is it running? see `pgrep -a NAME`)")
+    for &given in pids {
+        let name = comm_of(given).ok_or_else(|| {
+            format!("--pid {given}: no such process (is it running? see `pgrep -a NAME`)")
         })?;
+        // A thread's id (from top -H, a JVM thread dump) names a thread of a process; IO is
+        // kept per process.
+        let pid = tgid_of(given).unwrap_or(given);
+        let name = if pid == given {
+            name
+        } else {
+            let process = comm_of(pid).unwrap_or_default();
+            w.notes.push(format!(
+                "--pid {given}: a thread ({name}) of process {pid} ({process}); watching the process, IO is kept per process"
+            ));
+            process
+        };
+        if has_children(pid) {
+            w.notes.push(format!(
+                "--pid {given}: the IO of process {pid} itself; the processes it starts are processes of their own (watch their cgroup with --cgroup to count them together)"
+            ));
+        }
         w.targets.push(Target::Pid {
-            given: pid.to_string(),
+            given: given.to_string(),
             pid,
             name,
-            via: None,
         });
     }
     for c in cgroups {
@@ -481,9 +560,9 @@ fn resolve_cgroup(
             let path = format!("/{}", rel.display());
             if h.version == 2 && !h.io_enabled {
                 notes.push(format!(
-                    "--cgroup {given}: the cgroup v2 tree has no io controller here, so IO is charged to the root; watching its processes instead"
+                    "--cgroup {given}: the cgroup v2 tree has no io controller here, so IO is charged to the root; {BY_TASK_CGROUP}"
                 ));
-                return Ok(pids_of(&given, &under));
+                return Ok(vec![task_cgroup_of(given, under)]);
             }
             return Ok(vec![Target::Cgroup {
                 given,
@@ -503,15 +582,26 @@ fn resolve_cgroup(
         }
     }
     for p in other {
-        if p.join("cgroup.procs").is_file() {
+        if p.join("cgroup.procs").is_file() && in_v2_tree(&p) {
             notes.push(format!(
-                "--cgroup {given}: {} is not in the hierarchy IO is charged to ({}); watching the processes in it now",
+                "--cgroup {given}: {} is in the cgroup v2 tree, not in the hierarchy IO is charged to ({}); {BY_TASK_CGROUP}",
                 p.display(),
                 h.map_or("none".into(), Hierarchy::describe)
             ));
-            return Ok(pids_of(&given, &p));
+            return Ok(vec![task_cgroup_of(given, p)]);
         }
-        tried.push(p.display().to_string());
+        if p.join("cgroup.procs").is_file() {
+            notes.push(format!(
+                "--cgroup {given}: {} is not in the hierarchy IO is charged to ({}); {WATCHING_PROCESSES}",
+                p.display(),
+                h.map_or("none".into(), Hierarchy::describe)
+            ));
+            return Ok(vec![processes_of(given, p)]);
+        }
+        let p = p.display().to_string();
+        if !tried.contains(&p) {
+            tried.push(p);
+        }
     }
     Err(format!(
         "--cgroup {given}: no such cgroup (looked at {}); give a cgroup directory, e.g. {}/system.slice/NAME.service",
@@ -520,17 +610,104 @@ fn resolve_cgroup(
     ))
 }
 
-fn pids_of(given: &str, dir: &Path) -> Vec<Target> {
-    let text = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| l.trim().parse::<u32>().ok())
-        .map(|pid| Target::Pid {
-            given: given.to_string(),
-            pid,
-            name: comm_of(pid).unwrap_or_default(),
-            via: Some(dir.display().to_string()),
-        })
-        .collect()
+/// How a cgroup of the v2 tree is watched where IO is not charged to it, for its note.
+const BY_TASK_CGROUP: &str = "its IO is told by the cgroup of the task that submitted it, which the kernel reads per IO (writeback that a kernel flusher thread submits for it is not counted)";
+
+fn task_cgroup_of(given: String, dir: PathBuf) -> Target {
+    Target::TaskCgroup {
+        given,
+        ids_at_start: cgroup_ids_under(&dir),
+        dir,
+    }
+}
+
+/// Whether `p` lies in a cgroup2 mount (the default hierarchy, whose ids the kernel's
+/// `bpf_get_current_cgroup_id` gives).
+fn in_v2_tree(p: &Path) -> bool {
+    let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    mounts()
+        .iter()
+        .any(|(mnt, fs, _)| fs == "cgroup2" && p.starts_with(mnt))
+}
+
+/// The ids (directory inode numbers) of cgroup `dir` and every cgroup under it.
+fn cgroup_ids_under(dir: &Path) -> Vec<u64> {
+    let mut ids = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let Ok(md) = std::fs::metadata(&d) else {
+            continue;
+        };
+        ids.push(md.ino());
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            dirs.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    ids
+}
+
+/// How a cgroup outside the IO hierarchy is watched, for its note.
+const WATCHING_PROCESSES: &str = "watching the processes in it and in the cgroups under it, as found when tracing starts and when it stops (a process that starts and ends in between is missed)";
+
+fn processes_of(given: String, dir: PathBuf) -> Target {
+    Target::Processes {
+        given,
+        at_start: processes_under(&dir),
+        dir,
+    }
+}
+
+/// The processes in cgroup directory `dir` and every cgroup under it (pid, name).
+fn processes_under(dir: &Path) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let text = std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
+        out.extend(
+            text.lines()
+                .filter_map(|l| l.trim().parse::<u32>().ok())
+                .map(|pid| (pid, comm_of(pid).unwrap_or_default())),
+        );
+        if let Ok(entries) = std::fs::read_dir(&d) {
+            dirs.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    out
+}
+
+/// Whether any process has `pid` as its parent now.
+fn has_children(pid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // "PID (comm) STATE PPID …": the name may hold spaces and parentheses.
+        stat.rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<u32>().ok())
+            == Some(pid)
+    })
+}
+
+/// The thread-group id of a task id: the process a thread belongs to.
+fn tgid_of(tid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -622,5 +799,72 @@ mod tests {
         let me = std::process::id();
         let w = resolve(&[], &[me]).unwrap();
         assert!(matches!(&w.targets[0], Target::Pid { pid, .. } if *pid == me));
+    }
+
+    /// A thread's id names its process (IO is kept per process), and a process with children
+    /// is told that they are not counted with it.
+    #[test]
+    fn a_thread_id_watches_its_process_and_children_are_named_apart() {
+        let me = std::process::id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::Builder::new()
+            .name("watched-thread".into())
+            .spawn(move || {
+                // SAFETY: gettid has no preconditions and cannot fail.
+                tx.send(unsafe { libc::gettid() } as u32).unwrap();
+                let _ = done_rx.recv();
+            })
+            .unwrap();
+        let tid = rx.recv().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let w = resolve(&[], &[tid]);
+        let _ = child.kill();
+        let _ = child.wait();
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+        let w = w.unwrap();
+        assert!(
+            matches!(&w.targets[0], Target::Pid { pid, given, .. } if *pid == me && *given == tid.to_string()),
+            "{:?}",
+            w.targets
+        );
+        assert!(
+            w.notes
+                .iter()
+                .any(|n| n.contains("a thread (watched-thread)")),
+            "{:?}",
+            w.notes
+        );
+        assert!(
+            w.notes
+                .iter()
+                .any(|n| n.contains("the processes it starts")),
+            "{:?}",
+            w.notes
+        );
+    }
+
+    /// A cgroup outside the IO hierarchy is watched through its processes and those of the
+    /// cgroups under it, as they are when tracing stops too.
+    #[test]
+    fn processes_of_a_cgroup_outside_the_io_hierarchy_include_its_children_and_latecomers() {
+        let dir = tempfile::tempdir().unwrap();
+        let child = dir.path().join("child");
+        std::fs::create_dir(&child).unwrap();
+        let me = std::process::id();
+        std::fs::write(dir.path().join("cgroup.procs"), "").unwrap();
+        std::fs::write(child.join("cgroup.procs"), format!("{me}\n")).unwrap();
+        let t = processes_of("x".into(), dir.path().to_path_buf());
+        assert_eq!(
+            t.processes().iter().map(|p| p.0).collect::<Vec<_>>(),
+            vec![me]
+        );
+        std::fs::write(dir.path().join("cgroup.procs"), "1\n").unwrap();
+        let now: Vec<u32> = t.processes().iter().map(|p| p.0).collect();
+        assert_eq!(now, vec![me, 1], "the one found at start, then a latecomer");
     }
 }

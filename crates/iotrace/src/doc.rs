@@ -113,8 +113,8 @@ fn row_identity(raw: &Raw, idx: u32, r: &AttrRaw) -> Option<(usize, usize, usize
         };
         return Some(((i / nops) as usize, (i % nops) as usize, class));
     }
-    let (_, _, class, dev, op) = r.key?;
-    Some((dev as usize, op as usize, class as usize))
+    let k = r.key?;
+    Some((k.dev as usize, k.op as usize, k.class as usize))
 }
 
 /// Bounds `(lower, upper]` in bytes of attribution size bucket `i` (0 = zero bytes).
@@ -148,7 +148,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
         if class == attr::CAPPED {
             capped_ios += r.ios;
         }
-        let (cgid, pid) = r.key.map_or((0, 0), |k| (k.0, k.1));
+        let (cgid, pid, task_cg) = r.key.map_or((0, 0, 0), |k| (k.cgid, k.tgid, k.task_cg));
         // A key without a process whose row the kernel left unnamed: the processes that came
         // after the keys for processes ran out (IO started with no process has its names).
         let past_keys = r.key.is_some() && pid == 0 && r.process.is_empty() && r.thread.is_empty();
@@ -175,6 +175,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
             class: c.name.to_string(),
             cgroup_id: cgid,
             cgroup: (cgid != 0).then(|| paths.get(&cgid).cloned()).flatten(),
+            task_cgroup_id: task_cg,
             pid,
             process: if past_keys {
                 PAST_PROCESS_KEYS.to_string()
@@ -307,21 +308,43 @@ fn watched(t: &Target, rows: &[AttrRow]) -> Watched {
                 }),
             )
         }
-        Target::Pid {
-            given,
-            pid,
-            name,
-            via,
-        } => {
+        Target::Pid { given, pid, name } => {
             let pid = *pid;
-            // A process found in a `--cgroup` directory carries that directory (`via`).
-            let flag = if via.is_some() { "--cgroup" } else { "--pid" };
-            let via = via.as_ref().map_or(String::new(), |v| format!(", in {v}"));
             (
-                flag,
+                "--pid",
                 given,
-                format!("pid {pid} ({name}){via}"),
+                format!("pid {pid} ({name})"),
                 Box::new(move |r: &AttrRow| r.pid == pid),
+            )
+        }
+        Target::TaskCgroup { given, dir, .. } => {
+            let ids = t.task_cgroup_ids();
+            (
+                "--cgroup",
+                given,
+                format!("cgroup {} (by the submitting task's cgroup)", dir.display()),
+                Box::new(move |r: &AttrRow| {
+                    r.task_cgroup_id != 0 && ids.contains(&r.task_cgroup_id)
+                }),
+            )
+        }
+        Target::Processes { given, dir, .. } => {
+            let procs = t.processes();
+            let listed = if procs.is_empty() {
+                "none found".to_string()
+            } else {
+                procs
+                    .iter()
+                    .map(|(pid, name)| format!("{pid} ({name})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let pids: Vec<u32> = procs.iter().map(|p| p.0).collect();
+            (
+                "--cgroup",
+                given,
+                format!("processes of {}: {listed}", dir.display()),
+                Box::new(move |r: &AttrRow| r.pid != 0 && pids.contains(&r.pid)),
             )
         }
     };

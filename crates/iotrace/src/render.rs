@@ -160,24 +160,32 @@ pub fn by(doc: &TraceDoc, by: By) -> String {
     if by == By::Class {
         s.push_str(&beside_background(doc));
     }
-    if !a.watched.is_empty() {
-        s.push_str("\nwatched:\n");
-        for wt in &a.watched {
-            let _ = writeln!(
-                s,
-                "  {} {}: {} — {} IOs, {}",
-                wt.flag,
-                wt.target,
-                wt.name,
-                wt.ios,
-                human_bytes(wt.bytes)
-            );
-            for (c, (i, b)) in &wt.by_class {
-                let _ = writeln!(s, "    {c:<28} {i:>10} IOs {:>12}", human_bytes(*b));
-            }
+    s.push_str(&watched(a));
+    s.push_str(&checks(doc));
+    s
+}
+
+/// What each `--cgroup` / `--pid` issued, by class; empty when none was given.
+fn watched(a: &iodig_model::trace::Attribution) -> String {
+    let mut s = String::new();
+    if a.watched.is_empty() {
+        return s;
+    }
+    s.push_str("\nwatched:\n");
+    for wt in &a.watched {
+        let _ = writeln!(
+            s,
+            "  {} {}: {} — {} IOs, {}",
+            wt.flag,
+            wt.target,
+            wt.name,
+            wt.ios,
+            human_bytes(wt.bytes)
+        );
+        for (c, (i, b)) in &wt.by_class {
+            let _ = writeln!(s, "    {c:<28} {i:>10} IOs {:>12}", human_bytes(*b));
         }
     }
-    s.push_str(&checks(doc));
     s
 }
 
@@ -250,11 +258,24 @@ pub fn text(doc: &TraceDoc) -> String {
     if let Some(n) = &doc.note {
         let _ = writeln!(s, "note: {n}");
     }
+    // What was said of the targets asked for by --cgroup / --pid (the other attribution notes
+    // belong to `--by`'s tables).
+    let attribution = doc.attribution();
+    for n in attribution
+        .iter()
+        .flat_map(|a| &a.notes)
+        .filter(|n| n.starts_with("--cgroup") || n.starts_with("--pid"))
+    {
+        let _ = writeln!(s, "note: {n}");
+    }
     s.push('\n');
     s.push_str(&summary(doc));
     for d in &doc.devices {
         let _ = writeln!(s, "\n{} ({}) per second:", d.name, d.dev);
         s.push_str(&per_second(&d.seconds));
+    }
+    if let Some(a) = attribution {
+        s.push_str(&watched(a));
     }
     s.push_str(&checks(doc));
     s

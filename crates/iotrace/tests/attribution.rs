@@ -456,6 +456,71 @@ fn processes_past_the_key_cap_keep_their_class() {
     );
 }
 
+/// A cgroup of the v2 tree watched with `--cgroup`: on a hybrid host (blkio on v1, as here)
+/// IO is not charged there, so the kernel keys IO by the submitting task's v2 cgroup. A shell
+/// that moves itself into a child of the watched cgroup after tracing started, and a dd it
+/// starts and that ends before tracing stops, must be counted exactly; this process's own
+/// writes outside it not at all. (On a v2 host with io, the same cgroup is watched by where
+/// IO is charged; the counts must be the same.)
+#[test]
+fn a_v2_cgroup_counts_exactly_what_its_tasks_submitted() {
+    if !iodig_iotrace::attribution_available() {
+        eprintln!("skipped: kernel has no block_io_start (needs 6.5+)");
+        return;
+    }
+    let _g = lock();
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let v2 = mounts
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
+        })
+        .expect("a cgroup v2 tree (mounted on every systemd host, hybrid or not)");
+    let watched = v2.join(format!("iodig-test-{}-v2", std::process::id()));
+    let child = watched.join("child");
+    std::fs::create_dir_all(&child).unwrap();
+    let dev = LoopDev::new(GIB, 0, false);
+    let watch = WatchOptions {
+        cgroups: vec![watched.clone()],
+        ..Default::default()
+    };
+    let session = start_watching(&ebpf_on(&dev), &watch).expect("eBPF tracing loads as root");
+    let shell = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {}/cgroup.procs && dd if=/dev/zero of={} bs=512k count=20 oflag=direct status=none",
+            child.display(),
+            dev.path
+        ))
+        .status();
+    on_thread(
+        "outside",
+        direct_io(&dev.path, |f, b| {
+            (0..7).for_each(|i| pwrite_direct(f, b, 4096, 256 * MIB + i * 8192));
+        }),
+    );
+    let doc = session.stop().unwrap();
+    let _ = std::fs::remove_dir(&child);
+    let _ = std::fs::remove_dir(&watched);
+    assert!(shell.unwrap().success());
+    let a = doc.attribution().unwrap();
+    assert_eq!(a.watched.len(), 1, "{:?}", a.watched);
+    let w = &a.watched[0];
+    assert_eq!(
+        (w.ios, w.bytes),
+        (20, 20 * 512 * KIB),
+        "dd's writes and nothing else: {w:?}; notes {:?}",
+        a.notes
+    );
+    let total_writes = got(&doc, "other", "write");
+    assert_eq!(
+        total_writes,
+        (27, 20 * 512 * KIB + 7 * 4 * KIB),
+        "both writers traced"
+    );
+}
+
 #[test]
 fn missing_targets_are_refused_with_the_flag_named() {
     let opts = TraceOptions {

@@ -40,6 +40,10 @@ const volatile struct class_rule rules[MAX_RULES] = {};
 const volatile __u32 class_swap = 0;
 const volatile __u32 class_kthread = 0;
 const volatile __u32 class_other = 0;
+/* Key IO by the submitting task's cgroup in the v2 tree too (attr_key.task_cg): set when a
+ * --cgroup there is watched that is not where IO is charged (the v2 tree of a hybrid host, or
+ * v2 without io). Off, the verifier drops the helper call. */
+const volatile bool task_cgroup = false;
 const volatile __u32 attr_reserved = 0;
 const volatile __u32 attr_rows = 0;
 /* Bit c set: class c is background IO (memtable flush, compaction), whose presence in the

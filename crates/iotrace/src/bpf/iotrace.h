@@ -130,6 +130,8 @@ struct attr_key {
 	__u16 class_id;
 	__u8 dev;
 	__u8 op;
+	__u64 task_cg;  /* the submitting task's cgroup in the v2 tree (bpf_get_current_cgroup_id),
+			 * only while a --cgroup there that IO is not charged to is watched; else 0 */
 };
 
 /* Written once when a key gets its row: who it is, for userspace to name. */
@@ -147,12 +149,14 @@ struct attr_slot {
 };
 
 /* Per-CPU cache of the rows a submitter last used, SUB_WAYS entries indexed by pid. Exact:
- * an entry is used only when pid_tgid, thread name, cgroup and device all equal the current
- * ones, and those determine the attribution key (class from name and op, cgroup, tgid). */
+ * an entry is used only when pid_tgid, thread name, cgroup (and the task's v2 cgroup, when
+ * keyed by it) and device all equal the current ones, and those determine the attribution key
+ * (class from name and op, cgroup, tgid). */
 struct sub_cache {
 	__u64 pid_tgid;
 	__u64 comm[2];
 	__u64 cgid;
+	__u64 task_cg;
 	__u32 dev;
 	__u32 row[8]; /* by op (8: masked with 7 for the verifier): row | class << 24; ~0 = none */
 };

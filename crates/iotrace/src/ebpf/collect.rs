@@ -137,11 +137,25 @@ pub fn read_totals(skel: &IotraceSkel<'_>, devs: &mut [DevRaw]) {
     }
 }
 
+/// An attribution row's key, as the kernel wrote it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AttrKey {
+    /// The blkcg's cgroup id (0 = none).
+    pub cgid: u64,
+    /// The submitting process (0 = none, or past the key cap).
+    pub tgid: u32,
+    pub class: u16,
+    pub dev: u8,
+    pub op: u8,
+    /// The submitting task's cgroup in the v2 tree (0 unless keyed by it).
+    pub task_cg: u64,
+}
+
 /// One attribution row read back, summed over CPUs.
 #[derive(Debug, Default, Clone)]
 pub struct AttrRaw {
     /// Who the row is (none for the reserved rows and rows lost in an insert race).
-    pub key: Option<(u64, u32, u16, u8, u8)>,
+    pub key: Option<AttrKey>,
     pub thread: String,
     pub process: String,
     pub ios: u64,
@@ -280,7 +294,14 @@ pub fn read_attr(skel: &IotraceSkel<'_>, rows: &mut BTreeMap<u32, AttrRaw>, in_u
             if let Some(info) = pod::<types::attr_info>(&b) {
                 let k = info.key;
                 if k.cgid != 0 || k.tgid != 0 || k.class_id != 0 || info.thread[0] != 0 {
-                    r.key = Some((k.cgid, k.tgid, k.class_id, k.dev, k.op));
+                    r.key = Some(AttrKey {
+                        cgid: k.cgid,
+                        tgid: k.tgid,
+                        class: k.class_id,
+                        dev: k.dev,
+                        op: k.op,
+                        task_cg: k.task_cg,
+                    });
                     r.thread = cstr(&info.thread);
                     r.process = cstr(&info.process);
                 }
@@ -329,7 +350,7 @@ mod tests {
         assert_eq!(size_of::<Event>(), 48);
         assert_eq!(size_of::<types::rq_state>(), 64);
         assert_eq!(size_of::<types::split>(), 24 + 8 * SEC_BUCKETS);
-        assert_eq!(size_of::<types::attr_key>(), 16);
+        assert_eq!(size_of::<types::attr_key>(), 24);
         assert_eq!(
             size_of::<types::attr_val>(),
             24 + 4 * (ATTR_SIZE_BUCKETS + SEC_BUCKETS) + 4 + 64 * 24

@@ -52,6 +52,8 @@ pub struct LoadConfig<'a> {
     pub events: bool,
     /// Attribute IO to submitters (needs block_io_start, kernel 6.5+).
     pub attribution: bool,
+    /// Key attribution rows by the submitting task's v2 cgroup too (a watched --cgroup there).
+    pub task_cgroup: bool,
 }
 
 /// Rows reserved for `unknown` and `capped`, one of each per device × op.
@@ -119,6 +121,7 @@ fn configure(
     ro.unix_offset_ns = cfg.unix_offset_ns;
     ro.emit_events = cfg.events;
     ro.attribution = cfg.attribution;
+    ro.task_cgroup = cfg.attribution && cfg.task_cgroup;
     ro.drop_every = drop_every();
     let rules = crate::attr::rules();
     ro.nrules = rules.len() as u32;

@@ -51,6 +51,8 @@ pub struct Config {
     pub slot_ns: u64,
     pub events_file: Option<PathBuf>,
     pub attribution: bool,
+    /// Key rows by the submitting task's v2 cgroup too (see [`load::LoadConfig`]).
+    pub task_cgroup: bool,
 }
 
 /// Everything the session read, ready to become a TraceDoc.
@@ -203,6 +205,7 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
         unix_offset_ns: unix_offset_ns(),
         events: cfg.events_file.is_some(),
         attribution: cfg.attribution,
+        task_cgroup: cfg.task_cgroup,
     };
     let mut loaded = load::Loaded::new(&mut objs);
     if let Err(e) = loaded.load(&lc) {

@@ -43,6 +43,10 @@ pub struct TraceDoc {
     pub events_file: Option<String>,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// The process of a row whose processes came after the kernel's keys for processes ran out.
 pub const PAST_PROCESS_KEYS: &str = "(processes past the key cap)";
 
@@ -165,6 +169,11 @@ pub struct AttrRow {
     pub cgroup_id: u64,
     /// Its path relative to the hierarchy root (`/` = root), when found.
     pub cgroup: Option<String>,
+    /// The submitting task's cgroup in the cgroup v2 tree (its directory's inode number), kept
+    /// only while a `--cgroup` there is watched that IO is not charged to (the v2 tree of a
+    /// hybrid host, v2 without `io`); 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub task_cgroup_id: u64,
     /// Submitting process (thread-group id); 0 when unknown.
     pub pid: u32,
     /// The process's name (its main thread's comm) and the first submitting thread seen.
