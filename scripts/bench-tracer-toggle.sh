@@ -23,6 +23,9 @@
 #   TRACE_FLAGS="--no-attribution"   extra flags for `iodig trace`
 #   TRACE=idle    trace another, idle loop device instead: every program attached and run on
 #                 fio's IO, each returning after its device check (the cost of being attached)
+#   TRACE=nop     no iodig: a program that does nothing on each of NOP_TRACEPOINTS (default
+#                 "block_io_start block_rq_complete", the two any attributing tracer needs), by
+#                 scripts/nop_tracer.py: the kernel's own dispatch cost, the floor under a tracer
 #   WARMUP=S      untraced seconds before the first cycle, not compared (default 5; 30 with
 #                 DEVICE=disk, where the host's cache of the new file ramps up for ~15 s)
 #   SETTLE_MS=N   an untraced second must start N ms after `iodig` exited (default 1000): in
@@ -108,7 +111,7 @@ if [[ -n ${ANALYZE:-} ]]; then
 fi
 [[ $(id -u) == 0 ]] || { echo "bench-tracer-toggle.sh: run as root (loop devices, eBPF)" >&2; exit 3; }
 command -v fio >/dev/null || { echo "bench-tracer-toggle.sh: fio missing (apt-get install fio)" >&2; exit 2; }
-[[ -x $IODIG ]] || { echo "bench-tracer-toggle.sh: $IODIG not found; build with cargo build --release or set IODIG" >&2; exit 2; }
+[[ ${TRACE:-} == nop || -x $IODIG ]] || { echo "bench-tracer-toggle.sh: $IODIG not found; build with cargo build --release or set IODIG" >&2; exit 2; }
 [[ $DEVICE == cpu || $DEVICE == disk ]] || { echo "bench-tracer-toggle.sh: DEVICE must be cpu or disk, not $DEVICE" >&2; exit 2; }
 (( ON >= 3 && OFF >= 3 )) || { echo "bench-tracer-toggle.sh: ON and OFF must be at least 3 seconds (whole seconds are compared)" >&2; exit 2; }
 
@@ -144,7 +147,11 @@ fio_pid=$!
 sleep "$WARMUP" # fio's start (and on a disk, the host cache's ramp) is no one's
 for c in $(seq 1 "$CYCLES"); do
     t0=$(now_ms)
-    "$IODIG" trace ${TRACE_FLAGS:-} --device "$dev" --json -- sleep "$ON" > "$work/trace$c.json"
+    if [[ ${TRACE:-} == nop ]]; then
+        "$(dirname "$0")/nop_tracer.py" "$ON" ${NOP_TRACEPOINTS:-block_io_start block_rq_complete} > "$work/trace$c.json"
+    else
+        "$IODIG" trace ${TRACE_FLAGS:-} --device "$dev" --json -- sleep "$ON" > "$work/trace$c.json"
+    fi
     echo "$t0 $(now_ms) trace$c.json" >> "$work/procs.txt"
     sleep "$OFF"
 done
@@ -152,4 +159,4 @@ kill -INT "$fio_pid" 2>/dev/null || true
 wait "$fio_pid" 2>/dev/null || true
 fio_pid=""
 analyze "$work"
-echo "device: $DEVICE; traced: ${TRACE:-the fio device}; machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "device: $DEVICE; traced: ${TRACE:-the fio device}$([[ ${TRACE:-} == nop ]] && echo " (${NOP_TRACEPOINTS:-block_io_start block_rq_complete})"); machine: $(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"

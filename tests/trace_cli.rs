@@ -242,24 +242,40 @@ fn trace_alone_prints_the_summary_and_json() {
     );
 }
 
-/// `--pid` names what the process issued in the plain output and the JSON: a shell that
-/// becomes dd (same pid) writes 20 × 512 KiB with O_DIRECT after the trace started.
+/// `--pid` names what the process issued in the plain output: a shell that becomes dd (same pid)
+/// writes 20 × 512 KiB with O_DIRECT while the tracer is attached (it waits for a file that the
+/// traced command makes, which iodig starts only after attaching, and the command lasts until
+/// dd has exited).
 #[test]
 fn trace_names_what_a_watched_pid_issued() {
     let _serial = serial();
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let file = tmp.path().join("watched.dat");
+    let go = tmp.path().join("go");
     let mut writer = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "sleep 1; exec dd if=/dev/zero of={} bs=512k count=20 oflag=direct status=none",
+            "while [ ! -e {} ]; do sleep 0.05; done; exec dd if=/dev/zero of={} bs=512k count=20 oflag=direct status=none",
+            go.display(),
             file.display()
         ))
         .spawn()
         .unwrap();
     let pid = writer.id().to_string();
-    let r = run_iodig(&["trace", "--duration", "3s", "--pid", &pid]);
+    // The traced command lets dd start, then lasts until the test has seen dd exit.
+    let done = tmp.path().join("done");
+    let signal = format!(
+        "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+        go.display(),
+        done.display()
+    );
+    let tracer = {
+        let pid = pid.clone();
+        std::thread::spawn(move || run_iodig(&["trace", "--pid", &pid, "--", "sh", "-c", &signal]))
+    };
     assert!(writer.wait().unwrap().success());
+    std::fs::write(&done, "").unwrap();
+    let r = tracer.join().unwrap();
     let gone = run_iodig(&["trace", "--duration", "1s", "--pid", &pid]);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(

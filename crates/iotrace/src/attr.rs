@@ -5,6 +5,7 @@
 //! The kernel classifies at `block_io_start` by the first rule whose thread-name pattern and
 //! op match (see `classify` in iotrace.bpf.c; [`classify`] here is the same function, tested).
 
+use crate::devices::Mount;
 use iodig_model::trace::ClassInfo;
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -336,63 +337,80 @@ impl Hierarchy {
     }
 }
 
-/// Mounts from /proc/self/mountinfo: (mount point, fs type, super options).
-fn mounts() -> Vec<(PathBuf, String, String)> {
+/// The cgroup mounts of /proc/self/mountinfo (v1 `cgroup` and `cgroup2`).
+fn cgroup_mounts() -> Vec<Mount> {
     crate::devices::mounts()
         .into_iter()
-        .map(|m| (m.mount_point, m.fs_type, m.super_options))
+        .filter(|m| m.fs_type == "cgroup" || m.fs_type == "cgroup2")
         .collect()
 }
 
 /// The hierarchy the blkcg lives in: a v1 mount with `blkio` wins (the kernel binds the
 /// controller there), else the v2 mount.
 pub fn io_hierarchy() -> Option<Hierarchy> {
-    let m = mounts();
-    if let Some((root, _, _)) = m
+    let m = cgroup_mounts();
+    if let Some(v1) = m
         .iter()
-        .find(|(_, fs, o)| fs == "cgroup" && o.split(',').any(|x| x == "blkio"))
+        .find(|m| m.fs_type == "cgroup" && m.super_options.split(',').any(|x| x == "blkio"))
     {
         return Some(Hierarchy {
-            root: root.clone(),
+            root: v1.mount_point.clone(),
             version: 1,
             io_enabled: true,
         });
     }
-    let (root, _, _) = m.iter().find(|(_, fs, _)| fs == "cgroup2")?;
-    let ctl = std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+    let root = &m.iter().find(|m| m.fs_type == "cgroup2")?.mount_point;
     Some(Hierarchy {
         root: root.clone(),
         version: 2,
-        io_enabled: ctl.split_whitespace().any(|c| c == "io"),
+        io_enabled: has_io_controller(root),
     })
 }
 
-/// Every cgroup directory of the hierarchy: inode number (= kernfs id) → path from its root
-/// (`/` for the root). Bounded walk (depth 16, 100k directories).
-pub fn cgroup_paths(h: &Hierarchy) -> HashMap<u64, String> {
-    let mut out = HashMap::new();
-    let mut stack = vec![(h.root.clone(), 0usize)];
-    while let Some((dir, depth)) = stack.pop() {
+/// Whether the v2 cgroup `dir` has the io controller: listed in its own `cgroup.controllers`
+/// (its parent's `subtree_control` enabled it; the root lists every controller the tree has).
+/// Without it, the cgroup's IO is charged to the nearest ancestor that has it.
+fn has_io_controller(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.controllers"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|c| c == "io")
+}
+
+/// Cgroup directory `dir` and every one under it, with their depth below `dir`; bounded (depth
+/// 16, 100k directories) so that a huge tree cannot stall tracing.
+fn cgroup_dirs(dir: &Path) -> Vec<(PathBuf, usize)> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((d, depth)) = stack.pop() {
         if out.len() >= 100_000 {
             break;
         }
-        let Ok(md) = std::fs::metadata(&dir) else {
-            continue;
-        };
-        let rel = dir.strip_prefix(&h.root).unwrap_or(Path::new(""));
-        out.insert(md.ino(), format!("/{}", rel.display()));
-        if depth >= 16 {
-            continue;
-        }
-        if let Ok(rd) = std::fs::read_dir(&dir) {
-            for e in rd.flatten() {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    stack.push((e.path(), depth + 1));
+        if depth < 16 {
+            if let Ok(rd) = std::fs::read_dir(&d) {
+                for e in rd.flatten() {
+                    if e.file_type().is_ok_and(|t| t.is_dir()) {
+                        stack.push((e.path(), depth + 1));
+                    }
                 }
             }
         }
+        out.push((d, depth));
     }
     out
+}
+
+/// Every cgroup directory of the hierarchy: inode number (= kernfs id) → path from its root
+/// (`/` for the root).
+pub fn cgroup_paths(h: &Hierarchy) -> HashMap<u64, String> {
+    cgroup_dirs(&h.root)
+        .into_iter()
+        .filter_map(|(dir, _)| {
+            let md = std::fs::metadata(&dir).ok()?;
+            let rel = dir.strip_prefix(&h.root).unwrap_or(Path::new(""));
+            Some((md.ino(), format!("/{}", rel.display())))
+        })
+        .collect()
 }
 
 /// A resolved `--cgroup` / `--pid` target.
@@ -416,20 +434,25 @@ pub enum Target {
         /// Its name (`/proc/PID/comm`).
         name: String,
     },
-    /// A cgroup of the v2 tree where IO is not charged there (a hybrid host's v2 tree, v2
-    /// without `io`): matched per IO by the submitting task's cgroup, which the kernel reads at
-    /// submission (`task_cgroup_id` of the rows), its descendants included.
+    /// A cgroup of the v2 tree whose IO is not charged to it (the v2 tree of a hybrid host, v2
+    /// without `io`, a cgroup whose parent does not enable `io`): the kernel checks per IO
+    /// whether the submitting task is inside it (its ancestor at `level` is `id`), so cgroups
+    /// made under it during the trace count too.
     TaskCgroup {
         /// The `--cgroup` as given.
         given: String,
         /// Its directory.
         dir: PathBuf,
-        /// Its id and its descendants' (directory inode numbers) when tracing started; those
-        /// under it when tracing stops are added.
-        ids_at_start: Vec<u64>,
+        /// Its depth in the v2 hierarchy (the root is 0), as the kernel counts ancestors.
+        level: u32,
+        /// Its id (the directory's inode number).
+        id: u64,
+        /// Its bit in the rows' `in_watched` key: its place among the `TaskCgroup` targets.
+        bit: u32,
     },
-    /// A cgroup in another v1 hierarchy than blkio's: watched through the processes in it and
-    /// in the cgroups under it, as found when tracing starts and again when it stops.
+    /// A cgroup in another v1 hierarchy than blkio's, with no twin in the v2 tree: watched
+    /// through the processes in it and in the cgroups under it, as found when tracing starts and
+    /// again when it stops.
     Processes {
         /// The `--cgroup` as given.
         given: String,
@@ -441,24 +464,6 @@ pub enum Target {
 }
 
 impl Target {
-    /// The cgroup ids of a [`Target::TaskCgroup`]: at start, and under it now; empty for the
-    /// other targets.
-    pub fn task_cgroup_ids(&self) -> Vec<u64> {
-        let Target::TaskCgroup {
-            dir, ids_at_start, ..
-        } = self
-        else {
-            return Vec::new();
-        };
-        let mut ids = ids_at_start.clone();
-        for id in cgroup_ids_under(dir) {
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
-        ids
-    }
-
     /// The processes of a [`Target::Processes`] now, and at start, without repeats (pid,
     /// name); empty for the other targets.
     pub fn processes(&self) -> Vec<(u32, String)> {
@@ -486,11 +491,28 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Whether the kernel must key IO by the submitting task's v2 cgroup too.
-    pub fn by_task_cgroup(&self) -> bool {
+    /// The cgroups the kernel must key IO by (level, id), in the order of their bits.
+    pub fn task_cgroups(&self) -> Vec<(u32, u64)> {
         self.targets
             .iter()
-            .any(|t| matches!(t, Target::TaskCgroup { .. }))
+            .filter_map(|t| match t {
+                Target::TaskCgroup { level, id, .. } => Some((*level, *id)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The `--cgroup` of each bit set in a row's `in_watched` key.
+    pub fn task_cgroups_in(&self, in_watched: u64) -> Vec<String> {
+        self.targets
+            .iter()
+            .filter_map(|t| match t {
+                Target::TaskCgroup { given, bit, .. } if in_watched & (1 << bit) != 0 => {
+                    Some(given.clone())
+                }
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -532,17 +554,29 @@ pub fn resolve(cgroups: &[PathBuf], pids: &[u32]) -> Result<Watch, String> {
         });
     }
     for c in cgroups {
-        w.targets
-            .extend(resolve_cgroup(c, h.as_ref(), &mut w.notes)?);
+        let bit = w.task_cgroups().len() as u32;
+        let t = resolve_cgroup(c, h.as_ref(), bit, &mut w.notes)?;
+        if matches!(t, Target::TaskCgroup { .. }) && bit as usize >= MAX_WATCH_CG {
+            return Err(format!(
+                "--cgroup {}: at most {MAX_WATCH_CG} cgroups of the v2 tree can be watched at once (their IO is told apart in the kernel); watch a common parent instead",
+                c.display()
+            ));
+        }
+        w.targets.push(t);
     }
     Ok(w)
 }
 
+/// Most `--cgroup` targets the kernel tells apart by the submitting task's v2 cgroup
+/// (MAX_WATCH_CG in iotrace.h).
+pub const MAX_WATCH_CG: usize = 16;
+
 fn resolve_cgroup(
     c: &Path,
     h: Option<&Hierarchy>,
+    bit: u32,
     notes: &mut Vec<String>,
-) -> Result<Vec<Target>, String> {
+) -> Result<Target, String> {
     let given = c.display().to_string();
     let mut tried = Vec::new();
     if let Some(h) = h {
@@ -562,46 +596,85 @@ fn resolve_cgroup(
                 notes.push(format!(
                     "--cgroup {given}: the cgroup v2 tree has no io controller here, so IO is charged to the root; {BY_TASK_CGROUP}"
                 ));
-                return Ok(vec![task_cgroup_of(given, under)]);
+                return task_cgroup_of(given, under, bit);
             }
-            return Ok(vec![Target::Cgroup {
+            if h.version == 2 && !has_io_controller(&under) {
+                notes.push(format!(
+                    "--cgroup {given}: the io controller is not enabled for it (its parent's cgroup.subtree_control), so its IO is charged to an ancestor; {BY_TASK_CGROUP}"
+                ));
+                return task_cgroup_of(given, under, bit);
+            }
+            return Ok(Target::Cgroup {
                 given,
                 path,
                 id: md.ino(),
-            }]);
+            });
         }
     }
-    // Elsewhere (another v1 hierarchy, the v2 tree on a hybrid host): not where IO is charged;
-    // watch the processes in it.
-    let mut other = vec![c.to_path_buf()];
-    if c.is_relative() || !c.starts_with("/sys/fs/cgroup") {
-        for (mnt, fs, _) in mounts() {
-            if fs == "cgroup" || fs == "cgroup2" {
-                other.push(mnt.join(c.strip_prefix("/").unwrap_or(c)));
+    // Elsewhere: not where IO is charged. In the v2 tree (a hybrid host's), the kernel tells
+    // the IO of its tasks exactly; in another v1 hierarchy only its processes can be watched,
+    // unless the v2 tree has the same cgroup (systemd keeps its units in both).
+    let mounts = cgroup_mounts();
+    let v2 = mounts.iter().find(|m| m.fs_type == "cgroup2");
+    let mut candidates = Vec::new();
+    match mounts.iter().find(|m| c.starts_with(&m.mount_point)) {
+        Some(m) if m.fs_type == "cgroup" => {
+            // The twin only when it holds the same processes now: the same unit, not a cgroup
+            // that merely has the same name.
+            let rel = c.strip_prefix(&m.mount_point).unwrap_or(Path::new(""));
+            let pids = |d: &Path| {
+                let mut p: Vec<u32> = processes_under(d).into_iter().map(|p| p.0).collect();
+                p.sort_unstable();
+                p
+            };
+            if let Some(twin) = v2
+                .filter(|_| !rel.as_os_str().is_empty())
+                .map(|v2| v2.mount_point.join(rel))
+                .filter(|t| t.join("cgroup.procs").is_file() && pids(t) == pids(c))
+            {
+                candidates.push(twin);
+            }
+            candidates.push(c.to_path_buf());
+        }
+        Some(_) => candidates.push(c.to_path_buf()),
+        None => {
+            let rel = c.strip_prefix("/").unwrap_or(c);
+            let (v2s, v1s): (Vec<&Mount>, Vec<&Mount>) =
+                mounts.iter().partition(|m| m.fs_type == "cgroup2");
+            candidates.extend(v2s.iter().chain(&v1s).map(|m| m.mount_point.join(rel)));
+            if c.is_absolute() {
+                candidates.insert(0, c.to_path_buf());
             }
         }
     }
-    for p in other {
-        if p.join("cgroup.procs").is_file() && in_v2_tree(&p) {
+    for p in candidates {
+        if !p.join("cgroup.procs").is_file() {
+            let p = p.display().to_string();
+            if !tried.contains(&p) {
+                tried.push(p);
+            }
+            continue;
+        }
+        let charged = h.map_or("none".into(), Hierarchy::describe);
+        if in_v2_tree(&p) {
+            let twin = if p == c {
+                String::new()
+            } else {
+                format!(
+                    " (watched as {}, its twin in the cgroup v2 tree)",
+                    p.display()
+                )
+            };
             notes.push(format!(
-                "--cgroup {given}: {} is in the cgroup v2 tree, not in the hierarchy IO is charged to ({}); {BY_TASK_CGROUP}",
-                p.display(),
-                h.map_or("none".into(), Hierarchy::describe)
+                "--cgroup {given}{twin}: not in the hierarchy IO is charged to ({charged}); {BY_TASK_CGROUP}"
             ));
-            return Ok(vec![task_cgroup_of(given, p)]);
+            return task_cgroup_of(given, p, bit);
         }
-        if p.join("cgroup.procs").is_file() {
-            notes.push(format!(
-                "--cgroup {given}: {} is not in the hierarchy IO is charged to ({}); {WATCHING_PROCESSES}",
-                p.display(),
-                h.map_or("none".into(), Hierarchy::describe)
-            ));
-            return Ok(vec![processes_of(given, p)]);
-        }
-        let p = p.display().to_string();
-        if !tried.contains(&p) {
-            tried.push(p);
-        }
+        notes.push(format!(
+            "--cgroup {given}: {} is not in the hierarchy IO is charged to ({charged}); {WATCHING_PROCESSES}",
+            p.display()
+        ));
+        return Ok(processes_of(given, p));
     }
     Err(format!(
         "--cgroup {given}: no such cgroup (looked at {}); give a cgroup directory, e.g. {}/system.slice/NAME.service",
@@ -611,44 +684,48 @@ fn resolve_cgroup(
 }
 
 /// How a cgroup of the v2 tree is watched where IO is not charged to it, for its note.
-const BY_TASK_CGROUP: &str = "its IO is told by the cgroup of the task that submitted it, which the kernel reads per IO (writeback that a kernel flusher thread submits for it is not counted)";
+const BY_TASK_CGROUP: &str = "the kernel tells its IO by whether the task that submitted it is inside it or a cgroup under it (also one made during the trace); writeback that a kernel flusher thread submits for it is not counted";
 
-fn task_cgroup_of(given: String, dir: PathBuf) -> Target {
-    Target::TaskCgroup {
+/// A [`Target::TaskCgroup`] for v2 cgroup directory `dir`: its id, and its level from the
+/// hierarchy's real root (a cgroup namespace's mount starts below it).
+fn task_cgroup_of(given: String, dir: PathBuf, bit: u32) -> Result<Target, String> {
+    let dir = dir.canonicalize().unwrap_or(dir);
+    let md = std::fs::metadata(&dir)
+        .map_err(|e| format!("--cgroup {given}: cannot read {}: {e}", dir.display()))?;
+    let mount = cgroup_mounts()
+        .into_iter()
+        .filter(|m| m.fs_type == "cgroup2" && dir.starts_with(&m.mount_point))
+        .max_by_key(|m| m.mount_point.as_os_str().len())
+        .ok_or_else(|| {
+            format!(
+                "--cgroup {given}: {} is not in a cgroup2 mount",
+                dir.display()
+            )
+        })?;
+    let depth = |p: &Path| {
+        p.components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .count() as u32
+    };
+    let rel = dir
+        .strip_prefix(&mount.mount_point)
+        .unwrap_or(Path::new(""));
+    Ok(Target::TaskCgroup {
         given,
-        ids_at_start: cgroup_ids_under(&dir),
+        level: depth(Path::new(&mount.root)) + depth(rel),
+        id: md.ino(),
+        bit,
         dir,
-    }
+    })
 }
 
 /// Whether `p` lies in a cgroup2 mount (the default hierarchy, whose ids the kernel's
-/// `bpf_get_current_cgroup_id` gives).
+/// `bpf_get_current_ancestor_cgroup_id` gives).
 fn in_v2_tree(p: &Path) -> bool {
     let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-    mounts()
+    cgroup_mounts()
         .iter()
-        .any(|(mnt, fs, _)| fs == "cgroup2" && p.starts_with(mnt))
-}
-
-/// The ids (directory inode numbers) of cgroup `dir` and every cgroup under it.
-fn cgroup_ids_under(dir: &Path) -> Vec<u64> {
-    let mut ids = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        let Ok(md) = std::fs::metadata(&d) else {
-            continue;
-        };
-        ids.push(md.ino());
-        if let Ok(entries) = std::fs::read_dir(&d) {
-            dirs.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| e.path()),
-            );
-        }
-    }
-    ids
+        .any(|m| m.fs_type == "cgroup2" && p.starts_with(&m.mount_point))
 }
 
 /// How a cgroup outside the IO hierarchy is watched, for its note.
@@ -664,25 +741,17 @@ fn processes_of(given: String, dir: PathBuf) -> Target {
 
 /// The processes in cgroup directory `dir` and every cgroup under it (pid, name).
 fn processes_under(dir: &Path) -> Vec<(u32, String)> {
-    let mut out = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        let text = std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default();
-        out.extend(
-            text.lines()
+    cgroup_dirs(dir)
+        .into_iter()
+        .flat_map(|(d, _)| {
+            std::fs::read_to_string(d.join("cgroup.procs"))
+                .unwrap_or_default()
+                .lines()
                 .filter_map(|l| l.trim().parse::<u32>().ok())
-                .map(|pid| (pid, comm_of(pid).unwrap_or_default())),
-        );
-        if let Ok(entries) = std::fs::read_dir(&d) {
-            dirs.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| e.path()),
-            );
-        }
-    }
-    out
+                .map(|pid| (pid, comm_of(pid).unwrap_or_default()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// Whether any process has `pid` as its parent now.
@@ -866,5 +935,69 @@ mod tests {
         std::fs::write(dir.path().join("cgroup.procs"), "1\n").unwrap();
         let now: Vec<u32> = t.processes().iter().map(|p| p.0).collect();
         assert_eq!(now, vec![me, 1], "the one found at start, then a latecomer");
+    }
+
+    /// On a hybrid host (v1 controllers, the v2 tree beside them): a cgroup of a v1 hierarchy
+    /// that has a twin with the same processes in the v2 tree (as systemd keeps its units) is
+    /// watched as that twin, by the kernel, at the twin's level; one without a twin through its
+    /// processes; one whose v2 namesake holds other processes is not taken for it.
+    #[test]
+    fn a_v1_cgroup_is_watched_as_its_v2_twin_when_it_has_one() {
+        let mounts = cgroup_mounts();
+        let v2 = mounts.iter().find(|m| m.fs_type == "cgroup2");
+        let v1 = mounts
+            .iter()
+            .find(|m| m.fs_type == "cgroup" && !m.super_options.split(',').any(|o| o == "blkio"));
+        let (Some(v2), Some(v1)) = (v2, v1) else {
+            eprintln!("skipped: no v1 hierarchy beside the v2 tree here (not a hybrid host)");
+            return;
+        };
+        let name = format!("iodig-twin-{}", std::process::id());
+        let (one, twin) = (v1.mount_point.join(&name), v2.mount_point.join(&name));
+        let lone = v1.mount_point.join(format!("{name}-lone"));
+        for d in [&one, &twin, &lone] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let resolved = resolve(&[one.clone(), lone.clone()], &[]);
+        // A process in the twin alone: no longer the same unit.
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        std::fs::write(twin.join("cgroup.procs"), sleeper.id().to_string()).unwrap();
+        let apart = resolve(std::slice::from_ref(&one), &[]);
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        for d in [&one, &twin, &lone] {
+            let _ = std::fs::remove_dir(d);
+        }
+        let w = resolved.unwrap();
+        let level = v2.root.split('/').filter(|c| !c.is_empty()).count() as u32 + 1;
+        assert!(
+            matches!(&w.targets[0], Target::TaskCgroup { dir, level: l, bit: 0, .. }
+                if *dir == twin && *l == level),
+            "{:?}",
+            w.targets
+        );
+        assert!(
+            matches!(&w.targets[1], Target::Processes { dir, .. } if *dir == lone),
+            "{:?}",
+            w.targets
+        );
+        assert_eq!(w.task_cgroups().len(), 1);
+        assert_eq!(w.task_cgroups_in(1), vec![one.display().to_string()]);
+        assert!(
+            w.notes
+                .iter()
+                .any(|n| n.contains("its twin in the cgroup v2 tree")),
+            "{:?}",
+            w.notes
+        );
+        let apart = apart.unwrap();
+        assert!(
+            matches!(&apart.targets[0], Target::Processes { .. }),
+            "a namesake with other processes is not the twin: {:?}",
+            apart.targets
+        );
     }
 }

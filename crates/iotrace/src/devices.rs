@@ -183,6 +183,9 @@ pub(crate) struct Mount {
     /// `MAJ:MIN` of the file system's device (`0:N` for btrfs, tmpfs, overlay; for btrfs not
     /// always the number its files carry).
     pub dev: String,
+    /// The directory of the file system that is mounted here (`/` for its root; for a cgroup2
+    /// mount in a cgroup namespace, that namespace's cgroup).
+    pub root: String,
     pub mount_point: PathBuf,
     pub fs_type: String,
     /// What was mounted: `/dev/vda1`, `tmpfs`, `overlay`.
@@ -205,10 +208,12 @@ fn parse_mount(line: &str) -> Option<Mount> {
     let (pre, post) = line.split_once(" - ")?;
     let mut pre = pre.split(' ');
     let dev = pre.nth(2)?.to_string();
-    let mount_point = PathBuf::from(unescape_octal(pre.nth(1)?));
+    let root = unescape_octal(pre.next()?);
+    let mount_point = PathBuf::from(unescape_octal(pre.next()?));
     let mut post = post.split(' ');
     Some(Mount {
         dev,
+        root,
         mount_point,
         fs_type: post.next()?.to_string(),
         source: unescape_octal(post.next()?),
@@ -246,10 +251,11 @@ mod tests {
     #[test]
     fn mountinfo_lines_parse_with_escapes_and_optional_fields() {
         let m = parse_mount(
-            "36 35 0:32 / /var/lib/my\\040data rw,noatime shared:1 master:2 - btrfs /dev/vdb rw,space_cache=v2",
+            "36 35 0:32 /sub\\040vol /var/lib/my\\040data rw,noatime shared:1 master:2 - btrfs /dev/vdb rw,space_cache=v2",
         )
         .unwrap();
         assert_eq!(m.dev, "0:32");
+        assert_eq!(m.root, "/sub vol");
         assert_eq!(m.mount_point, PathBuf::from("/var/lib/my data"));
         assert_eq!(m.fs_type, "btrfs");
         assert_eq!(m.source, "/dev/vdb");

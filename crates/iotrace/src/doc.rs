@@ -148,7 +148,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
         if class == attr::CAPPED {
             capped_ios += r.ios;
         }
-        let (cgid, pid, task_cg) = r.key.map_or((0, 0, 0), |k| (k.cgid, k.tgid, k.task_cg));
+        let (cgid, pid, in_watched) = r.key.map_or((0, 0, 0), |k| (k.cgid, k.tgid, k.in_watched));
         // A key without a process whose row the kernel left unnamed: the processes that came
         // after the keys for processes ran out (IO started with no process has its names).
         let past_keys = r.key.is_some() && pid == 0 && r.process.is_empty() && r.thread.is_empty();
@@ -175,7 +175,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
             class: c.name.to_string(),
             cgroup_id: cgid,
             cgroup: (cgid != 0).then(|| paths.get(&cgid).cloned()).flatten(),
-            task_cgroup_id: task_cg,
+            submitter_in: ctx.watch.task_cgroups_in(in_watched),
             pid,
             process: if past_keys {
                 PAST_PROCESS_KEYS.to_string()
@@ -224,13 +224,13 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
     }
     if past_process_keys_ios > 0 {
         notes.push(format!(
-            "the kernel's {} attribution keys for processes ran out (short-lived processes each take one): {past_process_keys_ios} IOs of later processes are counted under their class and cgroup as `{PAST_PROCESS_KEYS}`; a watched --pid among them is undercounted",
+            "the kernel's {} attribution keys for processes ran out (short-lived processes each take one): {past_process_keys_ios} IOs of later processes are counted under their class and cgroup as `{PAST_PROCESS_KEYS}`; a watched --pid, or a --cgroup watched through its processes, among them is undercounted",
             crate::ebpf::ATTR_KEYS
         ));
     }
     if capped_ios > 0 {
         notes.push(format!(
-            "attribution key cap ({} keys) hit: {capped_ios} IOs counted as `capped`",
+            "attribution key cap ({} keys) hit: {capped_ios} IOs counted as `capped`, with no process or cgroup (a watched --cgroup or --pid among them is undercounted)",
             crate::ebpf::ATTR_KEYS
         ));
     }
@@ -287,7 +287,7 @@ fn hierarchy_note(h: &Hierarchy) -> String {
     match (h.version, h.io_enabled) {
         (1, _) => "cgroup v1 blkio: IO is charged to the submitting task's blkio cgroup, including writeback its own fsync starts; background writeback by kernel flusher threads cannot be charged to a cgroup under v1 and counts as kernel.writeback in the root cgroup".into(),
         (_, true) => "cgroup v2 with io: writeback is charged to the cgroup that dirtied the pages, even when a kernel flusher thread submits it (class kernel.writeback, that cgroup)".into(),
-        _ => "cgroup v2 without the io controller: every IO is charged to the root cgroup; use the process rows (--by process, --pid)".into(),
+        _ => "cgroup v2 without the io controller: every IO is charged to the root cgroup; use the process rows (--by process, --pid), or watch a cgroup with --cgroup (told by the submitting task's cgroup)".into(),
     }
 }
 
@@ -318,14 +318,12 @@ fn watched(t: &Target, rows: &[AttrRow]) -> Watched {
             )
         }
         Target::TaskCgroup { given, dir, .. } => {
-            let ids = t.task_cgroup_ids();
+            let me = given.clone();
             (
                 "--cgroup",
                 given,
                 format!("cgroup {} (by the submitting task's cgroup)", dir.display()),
-                Box::new(move |r: &AttrRow| {
-                    r.task_cgroup_id != 0 && ids.contains(&r.task_cgroup_id)
-                }),
+                Box::new(move |r: &AttrRow| r.submitter_in.contains(&me)),
             )
         }
         Target::Processes { given, dir, .. } => {

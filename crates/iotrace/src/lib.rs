@@ -331,7 +331,7 @@ pub fn prepare_watching(
     }
     let tried = match ebpf_precheck() {
         Some(reason) => Err(reason),
-        None => prepare_ebpf(&s.disks, opts, attribution, s.watch.by_task_cgroup())
+        None => prepare_ebpf(&s.disks, opts, attribution, s.watch.task_cgroups())
             .map_err(|e| format!("eBPF load failed: {e:#}")),
     };
     match (tried, opts.mode) {
@@ -373,7 +373,7 @@ fn prepare_ebpf(
     disks: &[Disk],
     opts: &TraceOptions,
     attribution: bool,
-    task_cgroup: bool,
+    watch_cgroups: Vec<(u32, u64)>,
 ) -> anyhow::Result<ebpf::Prepared> {
     anyhow::ensure!(!disks.is_empty(), "no block device to trace");
     ebpf::prepare(ebpf::Config {
@@ -381,7 +381,7 @@ fn prepare_ebpf(
         slot_ns: u64::from(opts.slot_ms) * 1_000_000,
         events_file: opts.events_file.clone(),
         attribution,
-        task_cgroup,
+        watch_cgroups,
     })
 }
 

@@ -186,6 +186,21 @@ fn watched(a: &iodig_model::trace::Attribution) -> String {
             let _ = writeln!(s, "    {c:<28} {i:>10} IOs {:>12}", human_bytes(*b));
         }
     }
+    // What the targets may be missing: IO whose submitter the kernel could not keep.
+    if a.capped_ios > 0 {
+        let _ = writeln!(
+            s,
+            "  {} IOs went past the attribution key cap: their process and cgroup are unknown, so a target above may miss some",
+            a.capped_ios
+        );
+    }
+    if a.past_process_keys_ios > 0 {
+        let _ = writeln!(
+            s,
+            "  {} IOs came from processes past the key cap and have no process: a --pid, or a --cgroup watched by its processes, may miss some",
+            a.past_process_keys_ios
+        );
+    }
     s
 }
 

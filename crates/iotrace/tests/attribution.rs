@@ -456,12 +456,68 @@ fn processes_past_the_key_cap_keep_their_class() {
     );
 }
 
-/// A cgroup of the v2 tree watched with `--cgroup`: on a hybrid host (blkio on v1, as here)
-/// IO is not charged there, so the kernel keys IO by the submitting task's v2 cgroup. A shell
-/// that moves itself into a child of the watched cgroup after tracing started, and a dd it
-/// starts and that ends before tracing stops, must be counted exactly; this process's own
-/// writes outside it not at all. (On a v2 host with io, the same cgroup is watched by where
-/// IO is charged; the counts must be the same.)
+/// The cgroup v2 tree's mount point (mounted on every systemd host, hybrid or not).
+fn v2_mount() -> PathBuf {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    mounts
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
+        })
+        .expect("a cgroup v2 tree")
+}
+
+/// Moves this whole process into v2 cgroup `dir` (cgroup.procs takes a process), and back to
+/// where it was when dropped, so a failing test leaves nothing behind.
+struct MovedInto {
+    home: PathBuf,
+}
+
+impl MovedInto {
+    fn new(dir: &std::path::Path) -> MovedInto {
+        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+        let rel = own
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .expect("this process's v2 cgroup in /proc/self/cgroup");
+        let home = v2_mount().join(rel.trim_start_matches('/'));
+        std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()).unwrap();
+        MovedInto { home }
+    }
+}
+
+impl Drop for MovedInto {
+    fn drop(&mut self) {
+        let _ = std::fs::write(
+            self.home.join("cgroup.procs"),
+            std::process::id().to_string(),
+        );
+    }
+}
+
+/// Keeps the calling thread on CPU 0, so that the tracer's per-CPU cache of its submitters
+/// sees every IO it issues.
+fn pin_to_cpu0() {
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes within it; pid 0 = this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        assert_eq!(
+            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set),
+            0
+        );
+    }
+}
+
+/// A cgroup of the v2 tree watched with `--cgroup`: on a hybrid host (blkio on v1, as here) IO
+/// is not charged there, so the kernel checks per IO whether the submitting task is inside it.
+/// Counted exactly: a shell that moves itself into a child of the watched cgroup, and the dd it
+/// becomes, which ends before tracing stops; and one thread of this process that writes outside,
+/// then from a cgroup made under the watched one after tracing started, then outside again
+/// (the same thread on the same CPU, so the tracer's per-thread cache must notice each move).
+/// (On a v2 host with io, the same cgroup is watched by where IO is charged; the counts must be
+/// the same.)
 #[test]
 fn a_v2_cgroup_counts_exactly_what_its_tasks_submitted() {
     if !iodig_iotrace::attribution_available() {
@@ -469,16 +525,9 @@ fn a_v2_cgroup_counts_exactly_what_its_tasks_submitted() {
         return;
     }
     let _g = lock();
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    let v2 = mounts
-        .lines()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
-        })
-        .expect("a cgroup v2 tree (mounted on every systemd host, hybrid or not)");
-    let watched = v2.join(format!("iodig-test-{}-v2", std::process::id()));
+    let watched = v2_mount().join(format!("iodig-test-{}-v2", std::process::id()));
     let child = watched.join("child");
+    let late = watched.join("late");
     std::fs::create_dir_all(&child).unwrap();
     let dev = LoopDev::new(GIB, 0, false);
     let watch = WatchOptions {
@@ -486,38 +535,60 @@ fn a_v2_cgroup_counts_exactly_what_its_tasks_submitted() {
         ..Default::default()
     };
     let session = start_watching(&ebpf_on(&dev), &watch).expect("eBPF tracing loads as root");
+    std::fs::create_dir(&late).unwrap();
     let shell = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "echo $$ > {}/cgroup.procs && dd if=/dev/zero of={} bs=512k count=20 oflag=direct status=none",
+            "echo $$ > {}/cgroup.procs && exec dd if=/dev/zero of={} bs=512k count=20 oflag=direct status=none",
             child.display(),
             dev.path
         ))
         .status();
-    on_thread(
-        "outside",
-        direct_io(&dev.path, |f, b| {
-            (0..7).for_each(|i| pwrite_direct(f, b, 4096, 256 * MIB + i * 8192));
-        }),
-    );
+    let (path, late_dir) = (dev.path.clone(), late.clone());
+    on_thread("mover", move || {
+        use std::os::unix::fs::OpenOptionsExt;
+        pin_to_cpu0();
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .unwrap();
+        let buf = AlignedBuf::new(4096);
+        (0..7).for_each(|i| pwrite_direct(&f, &buf, 4096, 256 * MIB + i * 8192));
+        {
+            let _inside = MovedInto::new(&late_dir);
+            (0..3).for_each(|i| pwrite_direct(&f, &buf, 4096, 300 * MIB + i * 8192));
+        }
+        (0..2).for_each(|i| pwrite_direct(&f, &buf, 4096, 400 * MIB + i * 8192));
+    });
+    let removed_late = std::fs::remove_dir(&late);
     let doc = session.stop().unwrap();
     let _ = std::fs::remove_dir(&child);
     let _ = std::fs::remove_dir(&watched);
     assert!(shell.unwrap().success());
+    removed_late.expect("the late cgroup is empty again before tracing stops");
     let a = doc.attribution().unwrap();
     assert_eq!(a.watched.len(), 1, "{:?}", a.watched);
     let w = &a.watched[0];
     assert_eq!(
         (w.ios, w.bytes),
-        (20, 20 * 512 * KIB),
-        "dd's writes and nothing else: {w:?}; notes {:?}",
+        (23, 20 * 512 * KIB + 3 * 4 * KIB),
+        "dd's writes and the 3 from the late cgroup, nothing else: {w:?}; notes {:?}",
         a.notes
     );
-    let total_writes = got(&doc, "other", "write");
     assert_eq!(
-        total_writes,
-        (27, 20 * 512 * KIB + 7 * 4 * KIB),
-        "both writers traced"
+        got(&doc, "other", "write"),
+        (32, 20 * 512 * KIB + 12 * 4 * KIB),
+        "every writer traced"
+    );
+    let given = watched.display().to_string();
+    assert!(
+        a.rows
+            .iter()
+            .filter(|r| r.submitter_in.contains(&given))
+            .all(|r| r.op == "write"),
+        "only the rows of the watched tasks name it: {:?}",
+        a.rows
     );
 }
 

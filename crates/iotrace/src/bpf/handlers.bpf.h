@@ -203,18 +203,18 @@ static __always_inline void FN(on_start)(struct request *rq)
 	k.dev = d;
 	COMM(comm);
 	k.cgid = FN(cgroup_of)(rq);
-	if (task_cgroup)
-		k.task_cg = bpf_get_current_cgroup_id();
+	if (nwatch_cg)
+		k.in_watched = in_watched_cgroups();
 	id = bpf_get_current_pid_tgid();
 	w = id & (SUB_WAYS - 1);
 	c = bpf_map_lookup_elem(&subs, &w);
 	if (c && (c->pid_tgid != id || c->comm[0] != comm[0] || c->comm[1] != comm[1] ||
-		  c->cgid != k.cgid || (task_cgroup && c->task_cg != k.task_cg) || c->dev != d)) {
+		  c->cgid != k.cgid || (nwatch_cg && c->in_watched != k.in_watched) || c->dev != d)) {
 		c->pid_tgid = id;
 		c->comm[0] = comm[0];
 		c->comm[1] = comm[1];
 		c->cgid = k.cgid;
-		c->task_cg = k.task_cg;
+		c->in_watched = k.in_watched;
 		c->dev = d;
 		for (int i = 0; i < 8; i++)
 			c->row[i] = ~0u;

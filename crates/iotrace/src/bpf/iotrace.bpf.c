@@ -40,10 +40,14 @@ const volatile struct class_rule rules[MAX_RULES] = {};
 const volatile __u32 class_swap = 0;
 const volatile __u32 class_kthread = 0;
 const volatile __u32 class_other = 0;
-/* Key IO by the submitting task's cgroup in the v2 tree too (attr_key.task_cg): set when a
- * --cgroup there is watched that is not where IO is charged (the v2 tree of a hybrid host, or
- * v2 without io). Off, the verifier drops the helper call. */
-const volatile bool task_cgroup = false;
+/* --cgroup targets of the v2 tree where IO is not charged to them (the v2 tree of a hybrid
+ * host, a cgroup without io): their ids and levels, to key each IO by which of them the
+ * submitting task is inside (attr_key.in_watched). The kernel decides membership through the
+ * task's ancestor at each target's level, so cgroups made under a target during the trace count
+ * too. None (the usual case): the verifier drops the check from the program. */
+const volatile __u32 nwatch_cg = 0;
+const volatile __u64 watch_cg_id[MAX_WATCH_CG] = {};
+const volatile __u32 watch_cg_level[MAX_WATCH_CG] = {};
 const volatile __u32 attr_reserved = 0;
 const volatile __u32 attr_rows = 0;
 /* Bit c set: class c is background IO (memtable flush, compaction), whose presence in the
@@ -338,6 +342,20 @@ static __always_inline __u32 classify(const __u64 *comm, __u32 op, __u32 flags)
 			return rules[i].class_id;
 	}
 	return CLASS_NONE;
+}
+
+/* Bit i set: the current task's v2 cgroup is watch_cg_id[i] or under it. */
+static __always_inline __u64 in_watched_cgroups(void)
+{
+	__u64 m = 0;
+
+	for (int i = 0; i < MAX_WATCH_CG; i++) {
+		if (i >= nwatch_cg)
+			break;
+		if (bpf_get_current_ancestor_cgroup_id(watch_cg_level[i]) == watch_cg_id[i])
+			m |= 1ULL << i;
+	}
+	return m;
 }
 
 static __always_inline __u32 overflow_row(__u32 dev, __u32 op)

@@ -51,7 +51,8 @@
 #define NCOUNTERS 10
 
 /* Attribution ("who issued each IO"): classified at block_io_start from the submitting thread,
- * aggregated at completion per attribution key = (device, op, class, cgroup id, tgid). */
+ * aggregated at completion per attribution key = (device, op, class, cgroup id, tgid, and the
+ * watched v2 cgroups the submitting task was in). */
 #define MAX_RULES 64         /* thread-name rules (rodata, first match wins) */
 #define ATTR_KEYS 512        /* distinct keys beyond the reserved rows; resized in userspace */
 #define ATTR_SPARE 128       /* and beyond them, rows for keys without a process (tgid 0): IO
@@ -61,6 +62,7 @@
 #define MAX_CLASSES 32       /* class ids < 32: the background set is a 32-bit mask */
 #define SPLIT_OPS 2          /* read and write are split by background IO; other ops are not */
 #define SUB_WAYS 8           /* per-CPU submitter cache entries, indexed by pid */
+#define MAX_WATCH_CG 16      /* --cgroup targets of the v2 tree matched by the submitting task */
 
 /* rq_state.flags */
 #define RQ_BG 1              /* this request is background IO (its class is in bg_classes) */
@@ -130,8 +132,9 @@ struct attr_key {
 	__u16 class_id;
 	__u8 dev;
 	__u8 op;
-	__u64 task_cg;  /* the submitting task's cgroup in the v2 tree (bpf_get_current_cgroup_id),
-			 * only while a --cgroup there that IO is not charged to is watched; else 0 */
+	__u64 in_watched; /* bit i: the submitting task was inside the i-th watched cgroup of the v2
+			   * tree (watch_cg_id), checked by ancestor id at block_io_start; only
+			   * while such --cgroup targets are watched, else 0 */
 };
 
 /* Written once when a key gets its row: who it is, for userspace to name. */
@@ -149,14 +152,14 @@ struct attr_slot {
 };
 
 /* Per-CPU cache of the rows a submitter last used, SUB_WAYS entries indexed by pid. Exact:
- * an entry is used only when pid_tgid, thread name, cgroup (and the task's v2 cgroup, when
- * keyed by it) and device all equal the current ones, and those determine the attribution key
+ * an entry is used only when pid_tgid, thread name, cgroup (and the watched v2 cgroups the task
+ * is in, while some are watched) and device all equal the current ones, and those determine the attribution key
  * (class from name and op, cgroup, tgid). */
 struct sub_cache {
 	__u64 pid_tgid;
 	__u64 comm[2];
 	__u64 cgid;
-	__u64 task_cg;
+	__u64 in_watched;
 	__u32 dev;
 	__u32 row[8]; /* by op (8: masked with 7 for the verifier): row | class << 24; ~0 = none */
 };

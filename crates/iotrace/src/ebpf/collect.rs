@@ -147,8 +147,8 @@ pub struct AttrKey {
     pub class: u16,
     pub dev: u8,
     pub op: u8,
-    /// The submitting task's cgroup in the v2 tree (0 unless keyed by it).
-    pub task_cg: u64,
+    /// Bit i: the submitting task was inside the i-th watched v2 cgroup (0 unless some are).
+    pub in_watched: u64,
 }
 
 /// One attribution row read back, summed over CPUs.
@@ -293,14 +293,19 @@ pub fn read_attr(skel: &IotraceSkel<'_>, rows: &mut BTreeMap<u32, AttrRaw>, in_u
         {
             if let Some(info) = pod::<types::attr_info>(&b) {
                 let k = info.key;
-                if k.cgid != 0 || k.tgid != 0 || k.class_id != 0 || info.thread[0] != 0 {
+                if k.cgid != 0
+                    || k.tgid != 0
+                    || k.class_id != 0
+                    || k.in_watched != 0
+                    || info.thread[0] != 0
+                {
                     r.key = Some(AttrKey {
                         cgid: k.cgid,
                         tgid: k.tgid,
                         class: k.class_id,
                         dev: k.dev,
                         op: k.op,
-                        task_cg: k.task_cg,
+                        in_watched: k.in_watched,
                     });
                     r.thread = cstr(&info.thread);
                     r.process = cstr(&info.process);

@@ -52,8 +52,10 @@ pub struct LoadConfig<'a> {
     pub events: bool,
     /// Attribute IO to submitters (needs block_io_start, kernel 6.5+).
     pub attribution: bool,
-    /// Key attribution rows by the submitting task's v2 cgroup too (a watched --cgroup there).
-    pub task_cgroup: bool,
+    /// Cgroups of the v2 tree to key attribution rows by (level, id): whether the submitting task
+    /// is inside each (`--cgroup` targets there that IO is not charged to); at most
+    /// [`crate::attr::MAX_WATCH_CG`].
+    pub watch_cgroups: &'a [(u32, u64)],
 }
 
 /// Rows reserved for `unknown` and `capped`, one of each per device × op.
@@ -121,7 +123,19 @@ fn configure(
     ro.unix_offset_ns = cfg.unix_offset_ns;
     ro.emit_events = cfg.events;
     ro.attribution = cfg.attribution;
-    ro.task_cgroup = cfg.attribution && cfg.task_cgroup;
+    if cfg.attribution {
+        anyhow::ensure!(
+            cfg.watch_cgroups.len() <= crate::attr::MAX_WATCH_CG,
+            "at most {} cgroups of the v2 tree can be watched by their tasks, not {}",
+            crate::attr::MAX_WATCH_CG,
+            cfg.watch_cgroups.len()
+        );
+        ro.nwatch_cg = cfg.watch_cgroups.len() as u32;
+        for (i, &(level, id)) in cfg.watch_cgroups.iter().enumerate() {
+            ro.watch_cg_level[i] = level;
+            ro.watch_cg_id[i] = id;
+        }
+    }
     ro.drop_every = drop_every();
     let rules = crate::attr::rules();
     ro.nrules = rules.len() as u32;

@@ -51,8 +51,8 @@ pub struct Config {
     pub slot_ns: u64,
     pub events_file: Option<PathBuf>,
     pub attribution: bool,
-    /// Key rows by the submitting task's v2 cgroup too (see [`load::LoadConfig`]).
-    pub task_cgroup: bool,
+    /// Cgroups of the v2 tree (level, id) to key rows by (see [`load::LoadConfig`]).
+    pub watch_cgroups: Vec<(u32, u64)>,
 }
 
 /// Everything the session read, ready to become a TraceDoc.
@@ -205,7 +205,7 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
         unix_offset_ns: unix_offset_ns(),
         events: cfg.events_file.is_some(),
         attribution: cfg.attribution,
-        task_cgroup: cfg.task_cgroup,
+        watch_cgroups: &cfg.watch_cgroups,
     };
     let mut loaded = load::Loaded::new(&mut objs);
     if let Err(e) = loaded.load(&lc) {
@@ -224,8 +224,10 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
             return Err(anyhow!("attach failed"));
         }
     };
-    let ds_start = diskstats::read(&cfg.disks);
+    // The window opens as the programs attach: stamped before reading diskstats, which can take
+    // milliseconds on a busy machine while IOs already complete under the programs.
     let start_ns = unix_now_ns();
+    let ds_start = diskstats::read(&cfg.disks);
     let _ = phases.ready.send(Ok(flavour.name().to_string()));
     let reserved = load::attr_reserved(cfg.disks.len());
     let mut st = Drain::new(cfg.disks.len(), start_ns, cfg.slot_ns, reserved);

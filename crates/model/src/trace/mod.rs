@@ -43,10 +43,6 @@ pub struct TraceDoc {
     pub events_file: Option<String>,
 }
 
-fn is_zero(v: &u64) -> bool {
-    *v == 0
-}
-
 /// The process of a row whose processes came after the kernel's keys for processes ran out.
 pub const PAST_PROCESS_KEYS: &str = "(processes past the key cap)";
 
@@ -169,11 +165,11 @@ pub struct AttrRow {
     pub cgroup_id: u64,
     /// Its path relative to the hierarchy root (`/` = root), when found.
     pub cgroup: Option<String>,
-    /// The submitting task's cgroup in the cgroup v2 tree (its directory's inode number), kept
-    /// only while a `--cgroup` there is watched that IO is not charged to (the v2 tree of a
-    /// hybrid host, v2 without `io`); 0 otherwise.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub task_cgroup_id: u64,
+    /// The watched `--cgroup` targets of the cgroup v2 tree that IO is not charged to (the v2
+    /// tree of a hybrid host, v2 without `io`) whose tasks submitted this row's IO: the kernel
+    /// checks per IO whether the submitting task is inside each. Empty when none is watched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub submitter_in: Vec<String>,
     /// Submitting process (thread-group id); 0 when unknown.
     pub pid: u32,
     /// The process's name (its main thread's comm) and the first submitting thread seen.
