@@ -14,7 +14,9 @@ since() { echo "$((SECONDS - $1))s"; }
 
 packages=(clang libclang-dev libelf-dev zlib1g-dev libssl-dev pkg-config bpftool fio)
 if [[ -f scripts/setup-deps.txt ]]; then
-  while read -r p; do [[ -n "$p" && "$p" != \#* ]] && packages+=("$p"); done < scripts/setup-deps.txt
+  while read -r p; do
+    [[ -n "$p" && "$p" != \#* && " ${packages[*]} " != *" $p "* ]] && packages+=("$p")
+  done < scripts/setup-deps.txt
 fi
 
 missing=()
