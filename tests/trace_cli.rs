@@ -243,7 +243,7 @@ fn trace_alone_prints_the_summary_and_json() {
 }
 
 /// `--pid` names what the process issued in the plain output: a shell that becomes dd (same pid)
-/// writes 20 × 512 KiB with O_DIRECT while the tracer is attached (it waits for a file that the
+/// overwrites 20 × 512 KiB of a file with O_DIRECT while the tracer is attached (it waits for a file that the
 /// traced command makes, which iodig starts only after attaching, and the command lasts until
 /// dd has exited).
 #[test]
@@ -252,10 +252,21 @@ fn trace_names_what_a_watched_pid_issued() {
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let file = tmp.path().join("watched.dat");
     let go = tmp.path().join("go");
+    // Nothing but dd's writes is the process's to issue: the file is written and synced
+    // beforehand, so that dd overwrites blocks it already has (writing a new file, dd reads the
+    // file system's allocation metadata itself), and dd has run once, so that its program and
+    // libraries are in the page cache (after exec, their reads are the process's too; CI saw
+    // 2–3 such reads).
+    std::fs::write(&file, vec![1u8; 10 << 20]).unwrap();
+    std::fs::File::open(&file).unwrap().sync_all().unwrap();
+    let warm = std::process::Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "count=1", "status=none"])
+        .status();
+    assert!(warm.unwrap().success());
     let mut writer = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "while [ ! -e {} ]; do sleep 0.05; done; exec dd if=/dev/zero of={} bs=512k count=20 oflag=direct status=none",
+            "while [ ! -e {} ]; do sleep 0.05; done; exec dd if=/dev/zero of={} bs=512k count=20 oflag=direct conv=notrunc status=none",
             go.display(),
             file.display()
         ))
