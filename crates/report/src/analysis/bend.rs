@@ -8,6 +8,17 @@ pub const BEND_P99_FACTOR: f64 = 2.0;
 /// …while ops/s grows by less than this fraction.
 pub const BEND_OPS_GAIN: f64 = 0.10;
 
+/// A throughput change in percent with its sign, as the sweep's findings word it: "+35%",
+/// "-12%", and "0%" for a change that rounds to nothing (never "-0%").
+pub fn gain_pct(pct: f64) -> String {
+    let r = pct.round();
+    if r == 0.0 {
+        "0%".into()
+    } else {
+        format!("{r:+.0}%")
+    }
+}
+
 /// Where a sweep stops scaling.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bend {
@@ -53,4 +64,18 @@ pub fn find_bend(points: &[Point]) -> (Option<Bend>, Option<Bend>) {
         }
     }
     (bend, plateau)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gain_pct;
+
+    #[test]
+    fn a_gain_that_rounds_to_nothing_has_no_sign() {
+        assert_eq!(gain_pct(-0.3), "0%");
+        assert_eq!(gain_pct(0.4), "0%");
+        assert_eq!(gain_pct(-0.6), "-1%");
+        assert_eq!(gain_pct(35.2), "+35%");
+        assert_eq!(gain_pct(-12.0), "-12%");
+    }
 }

@@ -371,8 +371,8 @@ fn plateau(s: &WorkloadSweep) -> Vec<String> {
         .filter(|p| p.p9999_ratio >= 1.5)
         .map(|p| {
             format!(
-                "{}: throughput stops growing after {} threads ({:+.0}% at {}) while {} p99.99 grows {:.1}×.",
-                s.workload, p.before, p.ops_gain_pct, p.at, s.op.words(), p.p9999_ratio
+                "{}: throughput stops growing after {} threads ({} at {}) while {} p99.99 grows {:.1}×.",
+                s.workload, p.before, super::gain_pct(p.ops_gain_pct), p.at, s.op.words(), p.p9999_ratio
             )
         })
         .collect()
@@ -384,12 +384,12 @@ fn bend(s: &WorkloadSweep) -> Vec<String> {
         .iter()
         .map(|b| {
             format!(
-                "{}: latency bends at {} threads: {} p99 grows {:.1}× for {:+.0}% ops/s.",
+                "{}: latency bends at {} threads: {} p99 grows {:.1}× for {} ops/s.",
                 s.workload,
                 b.at,
                 s.op.words(),
                 b.p99_ratio,
-                b.ops_gain_pct
+                super::gain_pct(b.ops_gain_pct)
             )
         })
         .collect()

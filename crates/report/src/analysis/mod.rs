@@ -30,7 +30,7 @@ pub mod step;
 pub mod storage;
 pub mod sweep;
 
-pub use bend::{find_bend, Bend, BEND_OPS_GAIN, BEND_P99_FACTOR};
+pub use bend::{find_bend, gain_pct, Bend, BEND_OPS_GAIN, BEND_P99_FACTOR};
 pub use findings::{lat_ms, rate};
 pub use io::{io_rows, pow2_bin, IoLines, IoRow, OpBands, SizeHist};
 pub use levels::LevelRow;

@@ -156,12 +156,12 @@ fn peak_and_bend(doc: &mut Doc, s: &WorkloadSweep) {
     }
     match &s.bend {
         Some(b) => lines.push(format!(
-            "Latency bends at {} threads: {} p99 {:.1}× the {}-thread figure for {:+.0}% ops/s (rule: p99 > {}× while ops/s < +{}%).",
+            "Latency bends at {} threads: {} p99 {:.1}× the {}-thread figure for {} ops/s (rule: p99 > {}× while ops/s < +{}%).",
             b.at,
             s.op.words(),
             b.p99_ratio,
             b.before,
-            b.ops_gain_pct,
+            analysis::gain_pct(b.ops_gain_pct),
             analysis::BEND_P99_FACTOR,
             analysis::BEND_OPS_GAIN * 100.0
         )),
