@@ -1,6 +1,7 @@
 //! Turns what a session collected (kernel aggregates or diskstats samples) into the TraceDoc.
 
-use crate::attr::{self, Hierarchy, Target, Watch};
+use crate::attr;
+use crate::cgroups::{self, Hierarchy, Target, Watch};
 use crate::devices::{self, Disk};
 use crate::diskstats::Stat;
 use crate::ebpf::{AttrRaw, DevRaw, Raw, SplitRaw};
@@ -128,7 +129,7 @@ fn attr_size_bounds(i: usize) -> (u64, u64) {
 fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
     let mut paths = ctx.cgroups_at_start.clone();
     if let Some(h) = &ctx.hierarchy {
-        paths.extend(attr::cgroup_paths(h));
+        paths.extend(cgroups::cgroup_paths(h));
     }
     let slot_s = w.slot_ns as f64 / 1e9;
     let mut rows = Vec::new();
@@ -318,12 +319,12 @@ fn watched(t: &Target, rows: &[AttrRow]) -> Watched {
             )
         }
         Target::TaskCgroup { given, dir, .. } => {
-            let me = given.clone();
+            let target = given.clone();
             (
                 "--cgroup",
                 given,
                 format!("cgroup {} (by the submitting task's cgroup)", dir.display()),
-                Box::new(move |r: &AttrRow| r.submitter_in.contains(&me)),
+                Box::new(move |r: &AttrRow| r.submitter_in.contains(&target)),
             )
         }
         Target::Processes { given, dir, .. } => {

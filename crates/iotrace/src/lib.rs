@@ -4,6 +4,7 @@
 //! [`TraceSession::stop`] returns the [`TraceDoc`]. Dropping a session detaches its probes.
 
 pub mod attr;
+pub mod cgroups;
 pub mod devices;
 pub mod diskstats;
 mod doc;
@@ -136,9 +137,9 @@ pub struct TraceSession {
     slot_ms: u32,
     start_unix_ms: u64,
     events_file: Option<PathBuf>,
-    watch: attr::Watch,
+    watch: cgroups::Watch,
     attr_notes: Vec<String>,
-    hierarchy: Option<attr::Hierarchy>,
+    hierarchy: Option<cgroups::Hierarchy>,
     cgroups_at_start: std::collections::HashMap<u64, String>,
 }
 
@@ -289,12 +290,12 @@ pub fn prepare_watching(
 ) -> Result<PreparedTrace, TraceError> {
     check_slot_ms(opts.slot_ms).map_err(|e| anyhow::anyhow!(e))?;
     let (disks, auto_devices) = resolve_devices(&opts.devices)?;
-    let resolved = attr::resolve(&watch.cgroups, &watch.pids)
+    let resolved = cgroups::resolve(&watch.cgroups, &watch.pids)
         .map_err(|m| TraceError::Other(anyhow::Error::new(BadTarget(m))))?;
-    let hierarchy = attr::io_hierarchy();
+    let hierarchy = cgroups::io_hierarchy();
     let cgroups_at_start = hierarchy
         .as_ref()
-        .map(attr::cgroup_paths)
+        .map(cgroups::cgroup_paths)
         .unwrap_or_default();
     let mut s = TraceSession {
         watch: resolved,

@@ -24,7 +24,7 @@ struct TestCgroup {
 
 impl TestCgroup {
     fn new() -> Option<TestCgroup> {
-        let h = iodig_iotrace::attr::io_hierarchy()?;
+        let h = iodig_iotrace::cgroups::io_hierarchy()?;
         let dir = h
             .root
             .join(format!("iodig-test-{}-attr", std::process::id()));

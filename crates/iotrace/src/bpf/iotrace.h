@@ -152,9 +152,9 @@ struct attr_slot {
 };
 
 /* Per-CPU cache of the rows a submitter last used, SUB_WAYS entries indexed by pid. Exact:
- * an entry is used only when pid_tgid, thread name, cgroup (and the watched v2 cgroups the task
- * is in, while some are watched) and device all equal the current ones, and those determine the attribution key
- * (class from name and op, cgroup, tgid). */
+ * an entry is used only when pid_tgid, thread name, cgroup (and the watched v2 cgroups the
+ * task is in, while some are watched) and device all equal the current ones, and those
+ * determine the attribution key (class from name and op, cgroup, tgid, in_watched). */
 struct sub_cache {
 	__u64 pid_tgid;
 	__u64 comm[2];

@@ -54,7 +54,7 @@ pub struct LoadConfig<'a> {
     pub attribution: bool,
     /// Cgroups of the v2 tree to key attribution rows by (level, id): whether the submitting task
     /// is inside each (`--cgroup` targets there that IO is not charged to); at most
-    /// [`crate::attr::MAX_WATCH_CG`].
+    /// [`crate::cgroups::MAX_WATCH_CG`].
     pub watch_cgroups: &'a [(u32, u64)],
 }
 
@@ -125,9 +125,9 @@ fn configure(
     ro.attribution = cfg.attribution;
     if cfg.attribution {
         anyhow::ensure!(
-            cfg.watch_cgroups.len() <= crate::attr::MAX_WATCH_CG,
+            cfg.watch_cgroups.len() <= crate::cgroups::MAX_WATCH_CG,
             "at most {} cgroups of the v2 tree can be watched by their tasks, not {}",
-            crate::attr::MAX_WATCH_CG,
+            crate::cgroups::MAX_WATCH_CG,
             cfg.watch_cgroups.len()
         );
         ro.nwatch_cg = cfg.watch_cgroups.len() as u32;
