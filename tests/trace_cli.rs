@@ -242,10 +242,10 @@ fn trace_alone_prints_the_summary_and_json() {
     );
 }
 
-/// `--pid` names what the process issued in the plain output: a shell that becomes dd (same pid)
-/// overwrites 20 × 512 KiB of a file with O_DIRECT while the tracer is attached (it waits for a file that the
-/// traced command makes, which iodig starts only after attaching, and the command lasts until
-/// dd has exited).
+/// `--pid` names what the process issued in the plain output: a shell that becomes dd (same
+/// pid) overwrites 20 × 512 KiB of a file with O_DIRECT while the tracer is attached (it waits
+/// for a file that the traced command makes, which iodig starts only after attaching, and the
+/// command lasts until dd has exited).
 #[test]
 fn trace_names_what_a_watched_pid_issued() {
     let _serial = serial();
