@@ -13,6 +13,9 @@
 # Usage (root): scripts/profile-tracer.sh [SECS]
 #   IODIG=path/to/iodig (default target/release/iodig), BENCH_DIR=dir (default /var/tmp)
 #   TOP=N   lines shown per program (default 15)
+#   SYMBOLS=N  also the whole machine's N busiest symbols (perf report --sort sym): where the
+#              programs' dispatch, the kernel around them and the idle loop stand
+#   UNTRACED=1 the same job without the tracer (with SYMBOLS, the profile to compare against)
 set -euo pipefail
 source "$(dirname "$0")/bench_disk.sh"
 
@@ -24,7 +27,7 @@ DIR=${BENCH_DIR:-/var/tmp}
 for t in fio perf bpftool python3; do
     command -v $t >/dev/null || { echo "profile-tracer.sh: $t missing (apt-get install fio linux-perf bpftool)" >&2; exit 2; }
 done
-[[ -x $IODIG ]] || { echo "profile-tracer.sh: $IODIG not found; build with cargo build --release or set IODIG" >&2; exit 2; }
+[[ -n ${UNTRACED:-} || -x $IODIG ]] || { echo "profile-tracer.sh: $IODIG not found; build with cargo build --release or set IODIG" >&2; exit 2; }
 
 work=$(mktemp -d "$DIR/iodig-profile.XXXXXX")
 loopdev=""
@@ -35,14 +38,9 @@ cleanup() {
 trap cleanup EXIT
 loopdev=$(bench_loop_device cpu "$work/disk.img" 1024)
 
-"$IODIG" trace --device "${loopdev#/dev/}" --json -- \
-    fio --name=randread --filename="$loopdev" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio \
-    --direct=1 --time_based --runtime=$((SECS + 6)) --size=1024M --randrepeat=0 \
-    --output-format=json --output="$work/fio.json" > "$work/trace.json" &
-tracer=$!
-sleep 3
-perf record -a -q -o "$work/perf.data" -- sleep "$SECS" > /dev/null 2>&1
-# The programs are still loaded: dump each one's line table before the trace ends.
+# Each loaded program's line table, dumped while the trace runs: before sampling, so that a slow
+# perf (its write-out under load) cannot outlive the trace, and the dump is not in the profile.
+dump_line_tables() {
 progs=$(bpftool prog show | grep -o 'name rq_[a-z]*_btf' | cut -d' ' -f2 | sort -u)
 for p in $progs; do
     id=$(bpftool prog show name "$p" | awk -F: 'NR == 1 { print $1 }')
@@ -85,7 +83,33 @@ with open(sys.argv[2], 'w') as f:
             f.write(f"{addr - base} {insn}\n")
 PY
 done
-wait $tracer
+}
+
+symbols() {
+    [[ -n ${SYMBOLS:-} ]] || return 0
+    echo "the whole machine's $SYMBOLS busiest symbols:"
+    perf report -i "$work/perf.data" --sort sym --stdio 2> /dev/null | grep -v '^#' | grep -v '^$' \
+        | head -n "$SYMBOLS" || true
+}
+
+job=(fio --name=randread --filename="$loopdev" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio \
+    --direct=1 --time_based --runtime=$((SECS + 6)) --size=1024M --randrepeat=0 \
+    --output-format=json --output="$work/fio.json")
+if [[ -n ${UNTRACED:-} ]]; then
+    "${job[@]}" &
+else
+    "$IODIG" trace --device "${loopdev#/dev/}" --json -- "${job[@]}" > "$work/trace.json" &
+fi
+job_pid=$!
+sleep 3
+[[ -n ${UNTRACED:-} ]] || dump_line_tables
+perf record -a -q -o "$work/perf.data" -- sleep "$SECS" > /dev/null 2>&1
+wait $job_pid
+if [[ -n ${UNTRACED:-} ]]; then
+    echo "fio untraced: $(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$work/fio.json") IOPS"
+    symbols
+    exit 0
+fi
 perf script -i "$work/perf.data" -F ip,sym,symoff 2> /dev/null | grep -o 'rq_[a-z]*_btf+0x[0-9a-f]*' \
     > "$work/samples.txt" || true
 all=$(perf script -i "$work/perf.data" -F ip 2> /dev/null | wc -l)
@@ -118,3 +142,4 @@ for p in progs:
     for line, k in by_line.most_common(top):
         print(f"  {100 * k / max(n, 1):5.1f} %  {line}")
 PY
+symbols
