@@ -4,6 +4,8 @@
 mod common;
 #[path = "cassandra/observed_faults.rs"]
 mod observed_faults;
+#[path = "cassandra/observed_story.rs"]
+mod observed_story;
 
 use common::*;
 use std::path::Path;
@@ -31,7 +33,15 @@ fn workloads_a_to_f_run_against_a_real_node() {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().unwrap();
-    let nodes = tmp.path().join("nodes");
+    // The node's data and commit log on a device of their own, iodig's run directory on the
+    // VM's disk, as a database server and its load generator are in the briefs. Declared
+    // first, so it is unmounted after the node's guard has stopped the node.
+    assert!(
+        is_root(),
+        "the node's own device is a loop device: run the tests as root"
+    );
+    let disk = loopfs::LoopFs::new(tmp.path(), "3G");
+    let nodes = disk.mnt.join("nodes");
     let out = tmp.path().join("runs");
     let _guard = Nodes(&nodes);
     let up = run_iodig(&[
@@ -173,6 +183,11 @@ fn workloads_a_to_f_run_against_a_real_node() {
         (owns - 100.0).abs() < 0.5,
         "ownership sums to {owns}% for RF 1"
     );
+    observed_story::the_story_is_the_nodes_device(disk.name(), |args: IodigArgs| {
+        args.db("cassandra")
+            .props(&["hosts=127.0.0.1", "recordcount=2000"])
+            .out(&out)
+    });
     observed_faults::a_killed_iodig_leaves_no_cap_on_an_observed_node(&nodes, on_the_node);
     observed_faults::faults_reach_a_node_on_an_observed_host(&nodes, on_the_node);
 }

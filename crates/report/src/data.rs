@@ -21,6 +21,12 @@ pub struct StepData {
     pub summary: StepSummary,
     /// The step's directory (run directory joined with the summary's `dir`).
     pub dir: PathBuf,
+    /// Where the IO files below (`trace`, `sys`, `events`, `device_stats`) were measured: the
+    /// client host as read, a database node in [`StepData::at_node`]'s view.
+    pub place: Place,
+    /// The directory of those IO files (the per-IO event stream is read from it): `dir` for
+    /// the client host, `nodes/HOST/` under it for a node.
+    pub io_dir: PathBuf,
     /// Per-second client samples (`timeseries.json`); empty when the file is missing.
     pub timeseries: Vec<Sample>,
     /// The step's exact HDR latency histograms per series (`histograms.json`), when written.
@@ -44,6 +50,8 @@ pub struct StepData {
 pub struct NodeData {
     /// The host's entry in the step's `nodes` of run.json (its directory, clock samples, offset).
     pub step: iodig_model::cluster::NodeStep,
+    /// Its files' directory: the run directory joined with `step.dir`.
+    pub dir: PathBuf,
     /// The host's block-IO trace (`trace.json`), when it wrote one.
     pub trace: Option<TraceDoc>,
     /// The host's CPU and memory samples (`sys.json`), when written.
@@ -55,7 +63,68 @@ pub struct NodeData {
     pub device_stats: Option<DeviceStatsDoc>,
 }
 
+/// Where a step's IO was measured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Place {
+    /// The machine iodig ran on: the database's too when it is embedded or its nodes run here
+    /// unobserved.
+    #[default]
+    ClientHost,
+    /// A host observed over SSH (`--observe`) and the database node found there.
+    Node {
+        /// The host as given to `--observe`.
+        host: String,
+        /// The node's client address (`127.0.0.3:9042`), when one was found.
+        node: Option<String>,
+    },
+}
+
+impl Place {
+    /// How findings and headings name it: the node's IP (`127.0.0.3`, as the briefs name
+    /// nodes), else the host, or "the client host".
+    pub fn name(&self) -> String {
+        match self {
+            Place::ClientHost => "the client host".into(),
+            Place::Node {
+                node: Some(addr), ..
+            } => addr
+                .parse::<std::net::SocketAddr>()
+                .map_or_else(|_| addr.clone(), |a| a.ip().to_string()),
+            Place::Node { host, .. } => host.clone(),
+        }
+    }
+
+    /// True for a database node on an observed host.
+    pub fn is_node(&self) -> bool {
+        matches!(self, Place::Node { .. })
+    }
+}
+
 impl StepData {
+    /// The step as seen on observed host `i` (in `nodes` order): the client's series and
+    /// summary as they are, the host's trace, samples, events and drive statistics in place of
+    /// the client host's. Every analysis of a step then runs unchanged on a node: one code
+    /// path for the database here and the database elsewhere.
+    pub fn at_node(&self, i: usize, node: Option<String>) -> StepData {
+        let n = &self.nodes[i];
+        StepData {
+            summary: self.summary.clone(),
+            dir: self.dir.clone(),
+            place: Place::Node {
+                host: n.step.host.clone(),
+                node,
+            },
+            io_dir: n.dir.clone(),
+            timeseries: self.timeseries.clone(),
+            histograms: self.histograms.clone(),
+            trace: n.trace.clone(),
+            device_stats: n.device_stats.clone(),
+            sys: n.sys.clone(),
+            events: n.events.clone(),
+            nodes: Vec::new(),
+        }
+    }
+
     /// Streams the client's per-second histograms of the series `want` accepts from
     /// `latency.hlog`: `f(start_unix_ms, end_unix_ms, series, histogram)`, one at a time (a long step holds
     /// thousands; the caller merges what it needs). `Ok(false)` when the step has no log.
@@ -231,6 +300,7 @@ pub fn load_run(path: &Path) -> Result<RunData> {
             let nd = path.join(&n.dir);
             nodes.push(NodeData {
                 step: n.clone(),
+                dir: nd.clone(),
                 trace: read_optional(&nd.join(files::TRACE))?,
                 sys: read_optional(&nd.join(files::SYSSTAT))?,
                 events: read_optional(&nd.join(files::EVENTS))?.unwrap_or_default(),
@@ -245,6 +315,8 @@ pub fn load_run(path: &Path) -> Result<RunData> {
             sys: read_optional(&dir.join(files::SYSSTAT))?,
             events: read_optional(&dir.join(files::EVENTS))?.unwrap_or_default(),
             timeseries,
+            place: Place::ClientHost,
+            io_dir: dir.clone(),
             dir,
             nodes,
         });

@@ -70,6 +70,16 @@ impl Chart {
         }
     }
 
+    fn title_mut(&mut self) -> &mut String {
+        match self {
+            Chart::Line(c) => &mut c.title,
+            Chart::Bar(c) => &mut c.title,
+            Chart::TwoAxis(c) => &mut c.title,
+            Chart::Heat(c) => &mut c.title,
+            Chart::Scatter(c) => &mut c.title,
+        }
+    }
+
     /// The chart as a standalone SVG document (inlined in HTML, or written as a file).
     pub fn svg(&self) -> String {
         match self {
@@ -106,6 +116,9 @@ pub struct Doc {
     pub title: String,
     /// The content, in reading order.
     pub blocks: Vec<Block>,
+    /// Levels added to every heading, and the place named before every chart's title, while
+    /// [`Doc::nested`] lays out one place's sections (a node's inside its step).
+    nesting: Vec<String>,
 }
 
 impl Doc {
@@ -114,11 +127,28 @@ impl Doc {
         Doc {
             title: title.into(),
             blocks: Vec::new(),
+            nesting: Vec::new(),
         }
+    }
+    /// Lays out `f`'s sections one heading level down, every chart's title starting with
+    /// `place` ("127.0.0.3: Write throughput"), so one place's sections read as a part of the
+    /// section they sit in and its charts say whose they are.
+    pub fn nested(&mut self, place: &str, f: impl FnOnce(&mut Doc)) {
+        self.nesting.push(place.to_string());
+        f(self);
+        self.nesting.pop();
     }
     /// Adds a heading of `level` (2 for a section, 3 and 4 below).
     pub fn h(&mut self, level: u8, text: impl Into<String>) {
+        let level = level.saturating_add(self.nesting.len() as u8).min(6);
         self.blocks.push(Block::Heading(level, text.into()));
+    }
+    fn chart(&mut self, mut c: Chart) {
+        if let Some(place) = self.nesting.last() {
+            let title = c.title_mut();
+            *title = format!("{place}: {title}");
+        }
+        self.blocks.push(Block::Chart(Box::new(c)));
     }
     /// Adds a paragraph.
     pub fn p(&mut self, text: impl Into<String>) {
@@ -139,31 +169,31 @@ impl Doc {
     /// Adds a line chart; nothing when it has no points to draw.
     pub fn line_chart(&mut self, c: LineChart) {
         if !c.is_empty() {
-            self.blocks.push(Block::Chart(Box::new(Chart::Line(c))));
+            self.chart(Chart::Line(c));
         }
     }
     /// Adds a bar chart; nothing when it has no categories.
     pub fn bar_chart(&mut self, c: BarChart) {
         if !c.categories.is_empty() {
-            self.blocks.push(Block::Chart(Box::new(Chart::Bar(c))));
+            self.chart(Chart::Bar(c));
         }
     }
     /// Adds a scatter; nothing when it has no dots.
     pub fn scatter(&mut self, c: Scatter) {
         if !c.is_empty() {
-            self.blocks.push(Block::Chart(Box::new(Chart::Scatter(c))));
+            self.chart(Chart::Scatter(c));
         }
     }
     /// Adds a heat map; nothing when it has no cells.
     pub fn heat_map(&mut self, c: HeatMap) {
         if !c.is_empty() {
-            self.blocks.push(Block::Chart(Box::new(Chart::Heat(c))));
+            self.chart(Chart::Heat(c));
         }
     }
     /// Adds a two-axis chart; nothing when it has no points to draw.
     pub fn two_axis_chart(&mut self, c: TwoAxisChart) {
         if !c.is_empty() {
-            self.blocks.push(Block::Chart(Box::new(Chart::TwoAxis(c))));
+            self.chart(Chart::TwoAxis(c));
         }
     }
 

@@ -154,7 +154,21 @@ fn html_is_self_contained_with_labelled_charts() {
         .matches(r#"aria-label="Device latency of every "#)
         .count();
     assert!(heat_maps >= 6 * 2, "{heat_maps} heat maps");
-    assert_eq!(html.matches("<svg ").count(), 2 + 6 * 10 + heat_maps);
+    // The front page draws one chart per headline that has one (a sweep's curve, a step's
+    // IO), and the size mix as a table.
+    let run = iodig_report::data::load_run(&dir).unwrap();
+    let report = iodig_report::analysis::analyse(&run);
+    use iodig_report::analysis::headlines::Topic;
+    let headline_charts = report
+        .headlines
+        .iter()
+        .filter(|h| !matches!(h.topic, Topic::SizeMix | Topic::NotStorageBound))
+        .count();
+    assert!(headline_charts >= 1, "{:?}", report.headlines);
+    assert_eq!(
+        html.matches("<svg ").count(),
+        headline_charts + 2 + 6 * 10 + heat_maps
+    );
     for svg in html.split("<svg ").skip(1) {
         let svg = &svg[..svg.find("</svg>").unwrap()];
         assert!(

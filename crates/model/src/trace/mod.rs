@@ -504,6 +504,22 @@ impl TraceDoc {
         }
     }
 
+    /// The trace without the devices `drop` names: how the client host's own disks are told
+    /// apart from a database node's that share its kernel (a node observed on this machine).
+    /// Attribution rows, checks and splits of those devices go with them; the diskstats
+    /// self-check of the devices kept stays as it was.
+    #[must_use]
+    pub fn without_devices(&self, drop: &impl Fn(&str) -> bool) -> TraceDoc {
+        let mut t = self.clone();
+        t.devices.retain(|d| !drop(&d.name));
+        if let Some(a) = &mut t.self_check.attribution {
+            a.rows.retain(|r| !drop(&r.device));
+            a.check.retain(|c| !drop(&c.device));
+            a.splits.retain(|s| !drop(&s.device));
+        }
+        t
+    }
+
     /// IOs and bytes of `op` summed over devices.
     pub fn op_totals(&self, op: &str) -> (u64, u64) {
         self.devices

@@ -57,6 +57,11 @@ pub(super) fn step_findings(step: &StepData, v: &StepView) -> Vec<String> {
     STEP_RULES.iter().flat_map(|rule| rule(step, v)).collect()
 }
 
+/// A sweep's findings (its peak, plateau and bend), the front page's sweep headlines too.
+pub(super) fn sweep_headlines(s: &WorkloadSweep) -> Vec<String> {
+    sweep_findings(s)
+}
+
 fn sweep_findings(s: &WorkloadSweep) -> Vec<String> {
     SWEEP_RULES.iter().flat_map(|rule| rule(s)).collect()
 }
@@ -165,8 +170,10 @@ fn bursts_in_db_events(step: &StepData, mb_s_max: &[(f64, f64)], peak: f64) -> S
     }
 }
 
-/// Queue depth: the peak against the mean, on the device with the highest peak.
-fn queue_depth_peak(step: &StepData, _: &StepView) -> Vec<String> {
+/// Queue depth: the peak against the mean, on the device with the highest peak, the second it
+/// was reached in and how long reads waited in the OS queue then (the blog's "the queues are
+/// filling up fast during the memtable flush, and the system is piling on").
+fn queue_depth_peak(step: &StepData, v: &StepView) -> Vec<String> {
     let Some(trace) = &step.trace else {
         return Vec::new();
     };
@@ -189,8 +196,24 @@ fn queue_depth_peak(step: &StepData, _: &StepView) -> Vec<String> {
         } else {
             String::new()
         };
+        let when = d
+            .seconds
+            .iter()
+            .find(|s| s.qd_max == Some(max))
+            .map(|s| {
+                // Per-second lines are drawn at the middle of their second.
+                let mid = (s.unix_ms + 500) as f64;
+                let queued =
+                    v.io.get("read")
+                        .and_then(|l| l.os_p99_ms.iter().find(|p| p.0 == mid))
+                        .filter(|p| p.1 > 0.0)
+                        .map(|p| format!(", when reads queued {} at p99 in the OS", lat_ms(p.1)))
+                        .unwrap_or_default();
+                format!(" at {}{queued}", crate::svg::clock(mid))
+            })
+            .unwrap_or_default();
         f.push(format!(
-            "Queue depth on {}{of} peaks at {max} against a mean of {mean:.1}.",
+            "Queue depth on {}{of} peaks at {max}{when} against a mean of {mean:.1}.",
             d.name
         ));
     }

@@ -3,7 +3,9 @@
 //!
 //! - [`sweep`]: per-workload curves over thread counts (repetitions merged exactly) and the peak;
 //! - [`bend`]: where a sweep stops scaling (the latency bend, the plateau);
-//! - [`step`]: one step's series on one unix-ms time axis;
+//! - [`step`]: one step's series on one unix-ms time axis, its IO as measured at one place;
+//! - [`story`]: whose IO tells the step's story (each database node's view, the cluster
+//!   roll-up, the client host apart);
 //! - [`io`]: the block-IO profile of a step (rates, latency, queue depth, IO summary, sizes);
 //! - [`attribution`]: who issued the IO (activity classes, nodes) and what background writes
 //!   did to the reads' per-second device latency;
@@ -22,12 +24,14 @@ pub mod bend;
 pub mod cluster;
 pub mod device_stats;
 pub mod findings;
+pub mod headlines;
 pub mod io;
 pub mod levels;
 pub mod op;
 pub mod per_io;
 pub mod step;
 pub mod storage;
+pub mod story;
 pub mod sweep;
 
 pub use bend::{find_bend, gain_pct, Bend, BEND_OPS_GAIN, BEND_P99_FACTOR};
@@ -101,6 +105,9 @@ pub struct Report {
     pub steps: Vec<StepView>,
     /// The database's nodes, when the run read cluster facts or observed hosts.
     pub cluster: Option<cluster::ClusterView>,
+    /// The front page: at most eight headline findings, each the worst case of its topic with
+    /// the node and step where it is worst.
+    pub headlines: Vec<headlines::Headline>,
     /// Run-level findings: the steps' warnings (failed operations), the sweeps', then each
     /// step's (short runs only), prefixed with the step.
     pub findings: Vec<String>,
@@ -121,7 +128,11 @@ pub fn analyse(run: &RunData) -> Report {
 /// Computes the report of a run, its sweeps drawn with `op`'s latency.
 pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
     let sweeps = sweeps_of(run, op);
-    let mut steps: Vec<StepView> = run.steps.iter().map(step::step_view).collect();
+    let mut steps: Vec<StepView> = run
+        .steps
+        .iter()
+        .map(|s| story::step_story(run, s))
+        .collect();
     for (v, s) in steps.iter_mut().zip(&run.steps) {
         v.cluster_nodes = cluster::step_nodes(run, s);
         v.findings.extend(cluster::node_findings(&v.cluster_nodes));
@@ -157,6 +168,7 @@ pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
         );
     }
     Report {
+        headlines: headlines::headlines(&steps, &sweeps),
         run_name: run.name(),
         op: op.clone(),
         notes: notes(run, &sweeps),
@@ -178,10 +190,15 @@ fn notes(run: &RunData, sweeps: &[WorkloadSweep]) -> Vec<String> {
         );
     }
     for s in &run.steps {
-        if let Some(t) = &s.trace {
+        let here = s.trace.iter().map(|t| (String::new(), t));
+        let there = s
+            .nodes
+            .iter()
+            .filter_map(|n| Some((format!(" on {}", n.step.host), n.trace.as_ref()?)));
+        for (place, t) in here.chain(there) {
             if t.self_check.lost_events > 0 {
                 notes.push(format!(
-                    "{}: the tracer lost {} raw events (ring buffer full); totals are unaffected.",
+                    "{}: the tracer{place} lost {} raw events (ring buffer full); totals are unaffected.",
                     findings::capitalise(&s.label()),
                     t.self_check.lost_events
                 ));

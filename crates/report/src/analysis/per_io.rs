@@ -72,7 +72,7 @@ pub struct IoPoint {
 /// The step's per-IO stream summarised, when its trace names one that exists.
 pub fn per_io(step: &StepData) -> Option<PerIo> {
     let name = step.trace.as_ref()?.events_file.clone()?;
-    let file = std::fs::File::open(step.dir.join(&name)).ok()?;
+    let file = std::fs::File::open(step.io_dir.join(&name)).ok()?;
     let mut summary = summarise(std::io::BufReader::with_capacity(1 << 20, file));
     summary.file = name;
     Some(summary)

@@ -11,9 +11,24 @@ use crate::outcome::Outcome;
 use iodig_model::sys::{ProcState, SysDoc};
 use std::collections::BTreeMap;
 
-/// Everything shown for one step.
-#[derive(Debug, Clone)]
+/// Everything shown for one step, its IO as measured at one place ([`StepView::place`]). A step
+/// whose database nodes were observed on their own hosts holds each node's view in
+/// `node_views`; its own IO fields are then the client host's, shown apart.
+#[derive(Debug, Clone, Default)]
 pub struct StepView {
+    /// Where the IO fields below were measured: the client host, or a database node.
+    pub place: crate::data::Place,
+    /// Each database node's view of the step (its own trace, events, samples and drive
+    /// statistics, beside the same client series); empty when the database's IO is the
+    /// client host's (embedded, managed nodes not observed) or its hosts were not observed.
+    pub node_views: Vec<StepView>,
+    /// The nodes summed, with the worst node for every peak; none without node views.
+    pub rollup: Option<super::story::Rollup>,
+    /// With node views, the client host's own findings, kept apart from the database's
+    /// (`findings` then holds the nodes'); empty otherwise.
+    pub host_findings: Vec<String>,
+    /// The traced window's length, ms; 0 without a trace.
+    pub trace_window_ms: u64,
     /// Position in the run, from 0 (a load step comes first).
     pub index: usize,
     /// Section heading ([`StepData::title`]): `Step 3: workloada × 8 threads`.
@@ -179,6 +194,14 @@ pub(super) fn step_view(step: &StepData) -> StepView {
     let outcome = Outcome::of(sum);
     let attribution = step.trace.as_ref().and_then(|t| t.attribution());
     let mut v = StepView {
+        place: step.place.clone(),
+        node_views: Vec::new(),
+        rollup: None,
+        host_findings: Vec::new(),
+        trace_window_ms: step
+            .trace
+            .as_ref()
+            .map_or(0, |t| t.end_unix_ms.saturating_sub(t.start_unix_ms)),
         index: sum.index,
         title: step.title(),
         label: step.label(),

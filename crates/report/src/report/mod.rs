@@ -16,6 +16,7 @@ mod per_io;
 mod per_second;
 mod step;
 mod steps_table;
+mod summary;
 mod sweep;
 mod system;
 
@@ -119,14 +120,17 @@ pub(crate) fn measured_list(ops: &[&str]) -> String {
 /// The whole report as a document, section by section.
 pub fn report_doc(run: &RunData, report: &Report) -> Doc {
     let mut doc = Doc::new(&format!("iodig report: {}", report.run_name));
+    // A brief's order: the headlines with their charts, the sweeps' tables and curves, then
+    // every finding, the cluster, and each step's detail node by node.
     header::section(&mut doc, run, report);
-    findings::section(&mut doc, report);
+    summary::section(&mut doc, report);
     integrity::section(&mut doc, run);
-    cluster::section(&mut doc, report);
     steps_table::section(&mut doc, report);
     for s in &report.sweeps {
         sweep::section(&mut doc, s);
     }
+    findings::section(&mut doc, report);
+    cluster::section(&mut doc, report);
     for s in &report.steps {
         step::section(&mut doc, s);
     }

@@ -7,6 +7,7 @@ use super::{
     system,
 };
 use crate::analysis::StepView;
+use crate::data::Place;
 use crate::doc::Doc;
 use crate::svg::{Band, HeatMap, LineChart, Scatter, Series, XKind};
 
@@ -15,22 +16,52 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
     intro(doc, s);
     let t = Timeline::of(s);
     client::charts(doc, s, &t);
-    block_io::charts(doc, s, &t);
+    if s.node_views.is_empty() {
+        io_sections(doc, s, &t);
+        cluster::step_nodes(doc, s, &t);
+        return;
+    }
+    // The database's nodes tell the story: the roll-up first, then each node's IO on its own
+    // time line (its flushes and compactions shaded), then the client host apart.
+    cluster::step_nodes(doc, s, &t);
+    for n in &s.node_views {
+        let name = n.place.name();
+        let host = match &n.place {
+            Place::Node { host, .. } if *host != name => format!(" (host {host})"),
+            _ => String::new(),
+        };
+        doc.h(3, format!("Node {name}{host}"));
+        doc.list(place_facts(n));
+        let nt = Timeline::of(n);
+        doc.nested(&name, |doc| io_sections(doc, n, &nt));
+    }
+    doc.h(3, "The client host (not the database's IO)");
+    let mut facts = vec![
+        "iodig's own machine: its disks are not the database's, whose IO is the nodes' above."
+            .to_string(),
+    ];
+    facts.extend(place_facts(s));
+    facts.extend(s.host_findings.iter().cloned());
+    doc.list(facts);
+    doc.nested("client host", |doc| io_sections(doc, s, &t));
+}
+
+/// Every IO section of one place: block-IO charts, the drive's own statistics, every IO by
+/// size, system charts, per-second figures, the IO summary and who issued the IO.
+fn io_sections(doc: &mut Doc, s: &StepView, t: &Timeline) {
+    block_io::charts(doc, s, t);
     device_stats::section(doc, s);
-    per_io::section(doc, s, &t);
-    system::charts(doc, s, &t);
+    per_io::section(doc, s, t);
+    system::charts(doc, s, t);
     per_second::table(doc, s);
     io_summary::tables(doc, s);
     attribution::tables(doc, s);
-    cluster::step_nodes(doc, s, &t);
 }
 
-/// When the step was measured and how it was traced, its database events, its findings.
-fn intro(doc: &mut Doc, s: &StepView) {
+/// How a place was traced, its self-check and its database events.
+fn place_facts(s: &StepView) -> Vec<String> {
     let mut facts = vec![format!(
-        "Measured {} → {} UTC; trace mode {}{}.",
-        crate::svg::clock(s.start_ms),
-        crate::svg::clock(s.end_ms),
+        "Trace mode {}{}.",
         s.trace_mode,
         s.trace_note
             .as_ref()
@@ -39,6 +70,35 @@ fn intro(doc: &mut Doc, s: &StepView) {
     )];
     facts.extend(s.diskstats_check.clone());
     facts.extend(events::sentence(s));
+    facts
+}
+
+/// When the step was measured and how it was traced, its database events, its findings.
+fn intro(doc: &mut Doc, s: &StepView) {
+    let mut facts = vec![format!(
+        "Measured {} → {} UTC{}.",
+        crate::svg::clock(s.start_ms),
+        crate::svg::clock(s.end_ms),
+        if s.node_views.is_empty() {
+            format!(
+                "; trace mode {}{}",
+                s.trace_mode,
+                s.trace_note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            )
+        } else {
+            format!(
+                "; the database's IO measured on its {} node(s), each below",
+                s.node_views.len()
+            )
+        }
+    )];
+    if s.node_views.is_empty() {
+        facts.extend(s.diskstats_check.clone());
+        facts.extend(events::sentence(s));
+    }
     doc.list(facts);
     if !s.warnings.is_empty() || !s.findings.is_empty() {
         doc.h(3, "Findings");
@@ -55,7 +115,7 @@ pub(super) struct Timeline {
 }
 
 impl Timeline {
-    fn of(s: &StepView) -> Self {
+    pub(super) fn of(s: &StepView) -> Self {
         let (bands, legend) = events::bands(s);
         Timeline {
             bands,

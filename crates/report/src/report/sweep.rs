@@ -22,7 +22,7 @@ pub(super) fn section(doc: &mut Doc, s: &WorkloadSweep) {
 }
 
 /// Latency against throughput over the thread counts: where the database stops scaling.
-fn curve(doc: &mut Doc, s: &WorkloadSweep) {
+pub(super) fn curve(doc: &mut Doc, s: &WorkloadSweep) {
     let mut chart = LineChart::new(
         &format!(
             "{}: ops/s vs {} latency across thread counts (points labelled with threads)",

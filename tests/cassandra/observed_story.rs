@@ -1,0 +1,136 @@
+//! The database's IO is the story: a real Cassandra node whose data and commit log live on a
+//! loop device of their own, observed over a real sshd as a host of its own, while iodig and
+//! its run directory sit on the VM's disk. Part of the test that has a node running
+//! (`cassandra_cli::workloads_a_to_f_run_against_a_real_node`).
+
+use crate::common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The rows of the first `| op | block size | total GB | … | IOs |` table after `heading` in
+/// `md`: op → (IOs, GB as printed).
+fn io_summary_after(md: &str, heading: &str) -> BTreeMap<String, (u64, String)> {
+    let at = md
+        .find(heading)
+        .unwrap_or_else(|| panic!("{heading} not in:\n{md}"));
+    let rest = &md[at..];
+    let table = &rest[rest
+        .find("| op | block size | total GB")
+        .expect("an IO summary")..];
+    table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split('|').map(str::trim).collect();
+            (
+                cells[0].to_string(),
+                (
+                    cells[5].replace(',', "").parse().unwrap(),
+                    cells[2].to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Per op, the IOs and bytes of a trace.json, summed over its devices.
+fn trace_totals(trace: &Value) -> BTreeMap<String, (u64, u64)> {
+    let mut m = BTreeMap::new();
+    for d in trace["devices"].as_array().unwrap() {
+        for (op, o) in d["ops"].as_object().unwrap() {
+            let e: &mut (u64, u64) = m.entry(op.clone()).or_default();
+            e.0 += o["ios"].as_u64().unwrap();
+            e.1 += o["bytes"].as_u64().unwrap();
+        }
+    }
+    m.retain(|_, v| v.0 > 0);
+    m
+}
+
+/// A traced step observing the node over SSH: the node's section tells its loop device's IO,
+/// equal to the node's trace.json; the client host is shown apart, without that device.
+pub fn the_story_is_the_nodes_device(
+    node_device: &str,
+    on_the_node: impl Fn(IodigArgs) -> IodigArgs,
+) {
+    let sshd = sshd::Sshd::start(&["127.0.0.1"]);
+    // Longer than the node's 10 s periodic commit-log sync, so the node writes in the step.
+    let run = IodigArgs::run()
+        .no_load()
+        .workload("workloads/workloada")
+        .props(&["operationcount=100000000", &sshd.property()])
+        .observe("127.0.0.1")
+        .threads("8")
+        .duration("12s")
+        .warmup("0s");
+    let r = on_the_node(run).output();
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let observed = &run["cluster"]["observed"][0];
+    assert_eq!(observed["node"]["address"], "127.0.0.1:9042", "{observed}");
+    let devices: Vec<&str> = observed["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        devices,
+        [node_device],
+        "the node's data and commit log device"
+    );
+    let step = &run["steps"][0];
+    let node_dir = r.run_dir().join(step["nodes"][0]["dir"].as_str().unwrap());
+    let node_trace = read_json(&node_dir.join("trace.json"));
+    assert_eq!(node_trace["mode"], "ebpf", "{node_trace:#}");
+    let node_io = trace_totals(&node_trace);
+    assert!(
+        node_io.get("write").is_some_and(|w| w.0 > 0),
+        "the node wrote its commit log in 12 s: {node_io:?}"
+    );
+
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    let section = findings::run_step_section(&md);
+    let node_heading = "### Node 127.0.0.1";
+    let host_heading = "### The client host (not the database's IO)";
+    assert!(
+        section.find(node_heading) < section.find(host_heading),
+        "the node's part, then the client host's apart:\n{section}"
+    );
+    // The node's IO summary is its own trace's, op by op: IOs exactly, GB as printed.
+    let shown = io_summary_after(section, node_heading);
+    let want: BTreeMap<String, (u64, String)> = node_io
+        .iter()
+        .map(|(op, (ios, bytes))| (op.clone(), (*ios, format!("{:.2}", *bytes as f64 / 1e9))))
+        .collect();
+    assert_eq!(shown, want, "{section}");
+    // The client host's part names none of the node's device.
+    let host_part = &section[section.find(host_heading).unwrap()..];
+    assert!(
+        !host_part.contains(node_device),
+        "the node's {node_device} is not the client host's IO:\n{host_part}"
+    );
+    // Every IO finding of the step names the node it is about.
+    let findings = &section[..section.find(node_heading).unwrap()];
+    let unnamed: Vec<&str> = findings
+        .lines()
+        .filter(|l| {
+            ["Write bursts", "Queue depth", "Device read", "Device write"]
+                .iter()
+                .any(|w| l.contains(w))
+        })
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "IO findings without their node: {unnamed:?}"
+    );
+    // The front page names the node and step of each IO headline it draws.
+    let summary = &md[md.find("## Summary").expect("a summary")..md.find("## Steps").unwrap()];
+    for line in summary
+        .lines()
+        .filter(|l| l.contains("bursts") || l.contains("queue depth"))
+    {
+        assert!(line.starts_with("127.0.0.1 in step"), "{line}");
+    }
+}
