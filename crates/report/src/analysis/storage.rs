@@ -19,6 +19,60 @@ pub struct StorageBound {
     pub page_cache_max_bytes: Option<u64>,
     /// The host's memory (MemTotal), bytes; none when unknown.
     pub memory_bytes: Option<u64>,
+    /// On a database node: its share of the dataset and how it is known; none on the client
+    /// host, whose memory is not the database's when the database runs elsewhere.
+    pub node_share: Option<NodeShare>,
+}
+
+/// A node's share of the dataset.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeShare {
+    /// Bytes.
+    pub bytes: u64,
+    /// How they are known: "its data directories at the start" (measured on the host) or
+    /// "25.0 % effective ownership of the 2.000 GB logical dataset".
+    pub how: String,
+}
+
+/// The dataset's logical size: records × fields × field length (YCSB's defaults 10 × 100 B
+/// where not set); none without a record count. Not the size on disk (compression, keys and
+/// the database's own overhead change that).
+pub fn logical_dataset_bytes(props: &std::collections::BTreeMap<String, String>) -> Option<u64> {
+    let num = |k: &str, d: u64| {
+        props
+            .get(k)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(d)
+    };
+    let records = props.get("recordcount")?.trim().parse::<u64>().ok()?;
+    Some(
+        records
+            .saturating_mul(num("fieldcount", 10))
+            .saturating_mul(num("fieldlength", 100)),
+    )
+}
+
+/// A node's share of the dataset against its memory, when both are known: whether the node
+/// can hold its share in memory is what makes its reads storage-bound or not.
+pub(super) fn node_share_finding(s: &StorageBound) -> Option<String> {
+    let share = s.node_share.as_ref()?;
+    let mem = s.memory_bytes?;
+    let ratio = share.bytes as f64 / mem as f64;
+    let verdict = if ratio >= 1.0 {
+        format!("{ratio:.1}× its memory: its reads must reach the device")
+    } else {
+        format!(
+            "{:.0} % of its memory: its share fits in memory, so its reads can be served from its page cache and caches",
+            100.0 * ratio
+        )
+    };
+    Some(format!(
+        "Holds {:.3} GB of the dataset ({}) against {:.1} GiB of memory, {verdict}; {:.3} device reads per database read on this node.",
+        share.bytes as f64 / 1e9,
+        share.how,
+        mem as f64 / (1u64 << 30) as f64,
+        s.ratio()
+    ))
 }
 
 impl StorageBound {
@@ -58,6 +112,7 @@ pub(super) fn storage_bound(step: &StepData) -> Option<StorageBound> {
             .as_ref()
             .map(|s| s.host.mem_total_bytes)
             .filter(|m| *m > 0),
+        node_share: None,
     })
 }
 
@@ -98,6 +153,7 @@ mod tests {
             page_cache_mean_bytes: Some(3.0 * (1u64 << 30) as f64),
             page_cache_max_bytes: Some(3 << 30),
             memory_bytes: Some(16 << 30),
+            node_share: None,
         }
     }
 
@@ -111,6 +167,25 @@ mod tests {
             f[0]
         );
         assert!(f[0].contains("page cache 3.0 GiB on average of 16.0 GiB memory"));
+    }
+
+    #[test]
+    fn a_nodes_share_is_weighed_against_its_own_memory() {
+        let mut s = sb(100_000, 50_000);
+        assert_eq!(node_share_finding(&s), None, "the client host has no share");
+        s.node_share = Some(NodeShare {
+            bytes: 32 << 30,
+            how: "its data directories at the start".into(),
+        });
+        let f = node_share_finding(&s).unwrap();
+        assert!(
+            f.starts_with("Holds 34.360 GB of the dataset (its data directories at the start) against 16.0 GiB of memory, 2.0× its memory: its reads must reach the device; 0.500 device reads"),
+            "{f}"
+        );
+        s.node_share.as_mut().unwrap().bytes = 4 << 30;
+        assert!(node_share_finding(&s)
+            .unwrap()
+            .contains("25 % of its memory: its share fits"));
     }
 
     #[test]

@@ -63,7 +63,11 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
     v.node_views = nodes
         .into_iter()
         .map(|(i, addr)| {
-            let mut nv = step_view(&step.at_node(i, Some(addr)));
+            let mut nv = step_view(&step.at_node(i, Some(addr.clone())));
+            if let Some(sb) = nv.storage.as_mut() {
+                sb.node_share = node_share(run, &addr);
+                nv.findings.extend(super::storage::node_share_finding(sb));
+            }
             let name = nv.place.name();
             nv.findings = nv.findings.iter().map(|f| named(&name, f)).collect();
             nv
@@ -78,6 +82,38 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
         .collect();
     v.rollup = Some(rollup);
     v
+}
+
+/// A node's share of the dataset: the bytes under its data directories at the start (measured
+/// on its host), else its effective ownership of the logical dataset.
+fn node_share(run: &RunData, addr: &str) -> Option<super::storage::NodeShare> {
+    let c = run.doc.cluster.as_ref()?;
+    let ip = |a: &str| a.split(':').next().unwrap_or(a).to_string();
+    let measured = c
+        .observed
+        .iter()
+        .filter_map(|h| h.node.as_ref())
+        .find(|n| n.address == addr)
+        .and_then(|n| n.data_bytes);
+    if let Some(bytes) = measured.filter(|b| *b > 0) {
+        return Some(super::storage::NodeShare {
+            bytes,
+            how: "its data directories at the start".into(),
+        });
+    }
+    let owns = c
+        .nodes
+        .iter()
+        .find(|n| ip(&n.address) == ip(addr))?
+        .owns_pct?;
+    let logical = super::storage::logical_dataset_bytes(&run.doc.config.properties)?;
+    Some(super::storage::NodeShare {
+        bytes: (logical as f64 * owns / 100.0) as u64,
+        how: format!(
+            "{owns:.1} % effective ownership of the {:.3} GB logical dataset",
+            logical as f64 / 1e9
+        ),
+    })
 }
 
 /// "127.0.0.3: write bursts reach …": a finding named after its place, its first word

@@ -288,9 +288,18 @@ fn dataset_fact(run: &RunData) -> Option<Fact> {
     };
     let records = p.get("recordcount")?.trim().parse::<u64>().ok()?;
     let (fields, len) = (num("fieldcount", 10), num("fieldlength", 100));
-    let bytes = records.saturating_mul(fields).saturating_mul(len);
+    let bytes = crate::analysis::storage::logical_dataset_bytes(p)?;
+    let observed_nodes = run
+        .doc
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.observed.iter().any(|h| h.node.is_some()));
     let mem = run.doc.environment.memory_bytes;
-    let vs = if mem > 0 {
+    // The client's memory says nothing of a database that runs elsewhere: each node weighs its
+    // own share against its own memory in its storage-bound section.
+    let vs = if observed_nodes {
+        "; each node's share against its own memory is in its step sections".to_string()
+    } else if mem > 0 {
         format!(
             " against {:.1} GiB memory ({:.2}×)",
             mem as f64 / (1u64 << 30) as f64,

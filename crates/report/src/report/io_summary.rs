@@ -49,7 +49,7 @@ fn summary(doc: &mut Doc, s: &StepView) {
 fn storage_bound(doc: &mut Doc, sb: &crate::analysis::storage::StorageBound) {
     doc.h(3, "Storage-bound or not");
     let gib = |b: f64| format!("{:.2}", b / (1u64 << 30) as f64);
-    let mut t = Table::new(&[
+    let mut headers = vec![
         "database reads",
         "device reads",
         "device reads per database read",
@@ -57,9 +57,14 @@ fn storage_bound(doc: &mut Doc, sb: &crate::analysis::storage::StorageBound) {
         "page cache mean GiB",
         "page cache max GiB",
         "memory GiB",
-    ]);
+    ];
+    // A node weighs its own share of the dataset against its own memory.
+    if sb.node_share.is_some() {
+        headers.push("the node's share of the dataset GB");
+    }
+    let mut t = Table::new(&headers);
     let or_dash = |v: Option<String>| v.unwrap_or_else(|| "–".into());
-    t.row(vec![
+    let mut row = vec![
         thousands(sb.db_reads as f64),
         thousands(sb.device_reads as f64),
         format!("{:.3}", sb.ratio()),
@@ -67,7 +72,11 @@ fn storage_bound(doc: &mut Doc, sb: &crate::analysis::storage::StorageBound) {
         or_dash(sb.page_cache_mean_bytes.map(gib)),
         or_dash(sb.page_cache_max_bytes.map(|b| gib(b as f64))),
         or_dash(sb.memory_bytes.map(|b| gib(b as f64))),
-    ]);
+    ];
+    if let Some(n) = &sb.node_share {
+        row.push(format!("{:.3} ({})", n.bytes as f64 / 1e9, n.how));
+    }
+    t.row(row);
     doc.table(t);
 }
 
