@@ -56,16 +56,21 @@ pub fn the_story_is_the_nodes_device(
 ) {
     let sshd = sshd::Sshd::start(&["127.0.0.1"]);
     // Longer than the node's 10 s periodic commit-log sync, so the node writes in the step.
-    let run = IodigArgs::run()
-        .no_load()
-        .workload("workloads/workloada")
-        .props(&["operationcount=100000000", &sshd.property()])
-        .observe("127.0.0.1")
-        .threads("8")
-        .duration("12s")
-        .warmup("0s");
-    let r = on_the_node(run).output();
-    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let observed_run = |extra: &[&str]| {
+        let run = IodigArgs::run()
+            .no_load()
+            .workload("workloads/workloada")
+            .props(&["operationcount=100000000", &sshd.property()])
+            .observe("127.0.0.1")
+            .threads("8")
+            .duration("12s")
+            .warmup("0s")
+            .args(extra);
+        let r = on_the_node(run).output();
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        r
+    };
+    let r = observed_run(&[]);
     let run = r.run_json();
     let observed = &run["cluster"]["observed"][0];
     assert_eq!(observed["node"]["address"], "127.0.0.1:9042", "{observed}");
@@ -132,5 +137,52 @@ pub fn the_story_is_the_nodes_device(
         .filter(|l| l.contains("bursts") || l.contains("queue depth"))
     {
         assert!(line.starts_with("127.0.0.1 in step"), "{line}");
+    }
+
+    // The briefs' drive comparison: the same step with the node's device capped, compared;
+    // the nodes' IO stands side by side, each run's figures its node's own trace's.
+    let slowed = observed_run(&["--fault", "0s:cap=4MB/s:127.0.0.1"]);
+    let cmp = r.run_dir().parent().unwrap().join("comparison");
+    let c = run_iodig(&[
+        "compare",
+        r.run_dir().to_str().unwrap(),
+        slowed.run_dir().to_str().unwrap(),
+        "--out",
+        cmp.to_str().unwrap(),
+    ]);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap();
+    let side = &md[md
+        .find("## The database's IO, side by side")
+        .unwrap_or_else(|| panic!("no IO section:\n{md}"))..];
+    let row = |measure: &str| -> Vec<String> {
+        side.lines()
+            .find(|l| l.starts_with(&format!("| 8 | {measure} |")))
+            .unwrap_or_else(|| panic!("{measure} not in:\n{side}"))
+            .trim_matches('|')
+            .split('|')
+            .skip(2)
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let gb = |run: &Run| {
+        let run_json = run.run_json();
+        let dir = run
+            .run_dir()
+            .join(run_json["steps"][0]["nodes"][0]["dir"].as_str().unwrap());
+        let io = trace_totals(&read_json(&dir.join("trace.json")));
+        let bytes = |op: &str| io.get(op).map_or(0, |v| v.1) as f64 / 1e9;
+        format!("{:.2} / {:.2}", bytes("read"), bytes("write"))
+    };
+    assert_eq!(row("GB read / written"), [gb(&r), gb(&slowed)], "{side}");
+    for measure in [
+        "peak queue depth",
+        "write burst, busiest slot",
+        "client ops/s",
+    ] {
+        assert!(
+            row(measure).iter().all(|v| v != "–"),
+            "{measure} for both runs:\n{side}"
+        );
     }
 }

@@ -47,6 +47,9 @@ fn client_host_apart(run: &RunData, step: &StepData, nodes: &[(usize, String)]) 
     if let Some(t) = &step.trace {
         apart.trace = Some(t.without_devices(&|d| nodes_devices.contains(d)));
     }
+    if let Some(ds) = &mut apart.device_stats {
+        ds.devices.retain(|d| !nodes_devices.contains(&d.device));
+    }
     apart
 }
 

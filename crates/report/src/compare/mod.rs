@@ -13,6 +13,7 @@ mod header;
 mod max_perf;
 mod ratio;
 mod regression;
+mod storage_io;
 mod workload;
 
 pub use ratio::{better, lower, significance};
@@ -167,6 +168,7 @@ pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Co
     for w in runs.base_sweeps() {
         workload::section(&mut doc, &runs, w, &mut summary);
     }
+    storage_io::section(&mut doc, &runs);
     let check = fail_pct
         .map(|pct| regression::section(&mut doc, &runs, pct, &mut summary))
         .unwrap_or_default();
