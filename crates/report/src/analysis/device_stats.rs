@@ -47,6 +47,8 @@ pub struct BucketRow {
     pub op: String,
     /// The bucket's latencies: `5–10 ms`, `≥ 100 ms`.
     pub range: String,
+    /// Its lower bound, ms.
+    pub from_ms: u64,
     /// Commands the device counted in the bucket during the step (a lower bound when
     /// `saturated`).
     pub device: u64,
@@ -144,6 +146,7 @@ fn view(d: &DeviceStats, traced: &[DeviceTrace]) -> DeviceStatsView {
                         Some(to) => format!("{}–{to} ms", b.from_ms),
                         None => format!("≥ {} ms", b.from_ms),
                     },
+                    from_ms: u64::from(b.from_ms),
                     device,
                     saturated: b.saturated,
                     trace: traced.and_then(|t| timed_between(t, trace_op, b.from_ms, b.to_ms)),

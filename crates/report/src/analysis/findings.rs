@@ -247,9 +247,38 @@ fn device_latency_outliers(step: &StepData, _: &StepView) -> Vec<String> {
     f
 }
 
-/// Where reads' and writes' worst per-second p99 lives: in the OS queue or on the device.
-fn system_vs_device(_: &StepData, v: &StepView) -> Vec<String> {
-    super::levels::findings(&v.levels)
+/// Where reads' and writes' worst per-second p99 lives: in the OS queue or on the device, and
+/// what the drive's own latency log or its scheduler adds to that verdict.
+fn system_vs_device(step: &StepData, v: &StepView) -> Vec<String> {
+    let schedulers: Vec<(String, String)> = step
+        .trace
+        .iter()
+        .flat_map(|t| &t.devices)
+        .filter_map(|d| {
+            let s = d.info.as_ref()?.scheduler.as_deref()?;
+            // "none [mq-deadline]" names the one in effect in brackets; a lone word is it.
+            let active = s
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+                .unwrap_or(s);
+            Some((d.name.clone(), active.to_string()))
+        })
+        .collect();
+    let worded = super::levels::findings(&v.levels);
+    let shown = v
+        .levels
+        .iter()
+        .filter(|r| r.worst_os_ms.max(r.worst_device_ms) >= 1.0);
+    worded
+        .into_iter()
+        .zip(shown)
+        .map(
+            |(f, r)| match super::levels::drive_evidence(r, &v.device_stats, &schedulers) {
+                Some(e) => format!("{f} {e}"),
+                None => f,
+            },
+        )
+        .collect()
 }
 
 /// Reads mostly served from memory: few device reads per database read.

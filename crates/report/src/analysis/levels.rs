@@ -90,6 +90,66 @@ pub(super) fn findings(rows: &[LevelRow]) -> Vec<String> {
         .collect()
 }
 
+/// What the drive's own evidence adds to an op's verdict, as the blog reasoned ("the SSD
+/// reports no latency outliers > 5 ms: these latencies are system level"): the drive's latency
+/// monitor counts each command from the moment the drive takes it, so commands the trace timed
+/// over 5 ms "on the device" that the drive never counted that slow waited before the drive
+/// took them — in the driver's and the device's submission queues, which with the scheduler
+/// `none` of an NVMe disk are the only queue there is. `drives` are the step's traced disks'
+/// statistics, `schedulers` each traced disk's scheduler in effect.
+pub(super) fn drive_evidence(
+    r: &LevelRow,
+    drives: &[super::device_stats::DeviceStatsView],
+    schedulers: &[(String, String)],
+) -> Option<String> {
+    use super::findings::lat_ms;
+    const OUTLIER_MS: u64 = 5;
+    let monitored: Vec<_> = drives.iter().filter(|d| !d.buckets.is_empty()).collect();
+    let slow_on_device = r.device_peak_ms >= OUTLIER_MS as f64;
+    if !monitored.is_empty() {
+        let counted: u64 = monitored
+            .iter()
+            .flat_map(|d| &d.buckets)
+            .filter(|b| b.op == r.op && b.from_ms >= OUTLIER_MS)
+            .map(|b| b.device)
+            .sum();
+        let names = monitored
+            .iter()
+            .map(|d| d.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Some(match (counted, slow_on_device) {
+            (0, true) => format!(
+                "The drive's own latency monitor ({names}) counted no {op} command over {OUTLIER_MS} ms while the trace timed {op}s up to {} on the device: that time was spent before the drive took the commands (queued in the driver and the device's submission queues), so it is system level, not the drive's.",
+                lat_ms(r.device_peak_ms),
+                op = r.op
+            ),
+            (0, false) => format!(
+                "The drive's own latency monitor ({names}) counted no {} command over {OUTLIER_MS} ms either.",
+                r.op
+            ),
+            (n, _) => format!(
+                "The drive's own latency monitor ({names}) counted {n} {} commands over {OUTLIER_MS} ms: the drive itself was slow (device level).",
+                r.op
+            ),
+        });
+    }
+    let none: Vec<&str> = schedulers
+        .iter()
+        .filter(|(_, s)| s == "none")
+        .map(|(d, _)| d.as_str())
+        .collect();
+    if r.level() != "system level" && !none.is_empty() {
+        return Some(format!(
+            "With the scheduler none on {}, a request is not held in an OS queue once it has a tag: it waits in the device's own queue, which the trace counts as device time, so \"device level\" here means past the OS's queue, not necessarily in the drive; no latency log of the drive's own tells which.",
+            none.join(", ")
+        ));
+    }
+    (slow_on_device && !drives.is_empty()).then(|| {
+        "No drive here keeps a latency log of its own (see the drive's own statistics): the verdict rests on the trace alone.".to_string()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +191,56 @@ mod tests {
             f[0]
         );
         assert!(f[0].contains("38.0 ms in the OS queue") && f[0].contains("1.2 ms on the device"));
+    }
+
+    fn drive(op: &str, from_ms: u64, device: u64) -> super::super::device_stats::DeviceStatsView {
+        super::super::device_stats::DeviceStatsView {
+            label: "nvme0n1 (NVMe controller nvme0)".into(),
+            host: None,
+            unavailable: None,
+            latency_monitor_unavailable: None,
+            seconds: 10.0,
+            counts: Vec::new(),
+            buckets: vec![super::super::device_stats::BucketRow {
+                op: op.into(),
+                range: format!("{from_ms}–10 ms"),
+                from_ms,
+                device,
+                saturated: false,
+                trace: None,
+                recorded_ms: None,
+            }],
+            notes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_drives_own_log_decides_where_device_time_was_spent() {
+        let r = &levels(&io(&[(500.0, 0.5)], &[(500.0, 40.0)]))[0];
+        assert_eq!(r.level(), "device level", "by the trace alone");
+        let quiet = drive_evidence(r, &[drive("read", 5, 0)], &[]).unwrap();
+        assert!(
+            quiet.contains(
+                "counted no read command over 5 ms while the trace timed reads up to 40.0 ms"
+            ) && quiet.contains("system level, not the drive's"),
+            "{quiet}"
+        );
+        let slow = drive_evidence(r, &[drive("read", 5, 12)], &[]).unwrap();
+        assert!(
+            slow.contains("counted 12 read commands over 5 ms: the drive itself was slow"),
+            "{slow}"
+        );
+        let writes_only = drive_evidence(r, &[drive("write", 5, 9)], &[]).unwrap();
+        assert!(
+            writes_only.contains("counted no read command"),
+            "{writes_only}"
+        );
+        let none = drive_evidence(r, &[], &[("nvme0n1".into(), "none".into())]).unwrap();
+        assert!(none.contains("scheduler none on nvme0n1"), "{none}");
+        assert_eq!(
+            drive_evidence(r, &[], &[("sda".into(), "mq-deadline".into())]),
+            None
+        );
     }
 
     #[test]
