@@ -44,6 +44,10 @@ pub enum CassandraCommand {
         /// Seconds to wait for each node to accept CQL.
         #[arg(long, default_value_t = 300)]
         timeout: u64,
+        /// Memtable space per node (cassandra.yaml's memtable_heap_space, e.g. 16MiB): small
+        /// memtables flush and compact within a short step. Default: Cassandra's (1/4 heap).
+        #[arg(long, value_parser = parse_memtable_space)]
+        memtable_space: Option<String>,
     },
     /// Stop the nodes `up` started in DIR, by pid (SIGTERM, then SIGKILL after the grace time).
     Down {
@@ -118,6 +122,7 @@ fn run_command(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
             password_auth,
             tls,
             timeout,
+            memtable_space,
         } => {
             let opts = UpOptions {
                 nodes: *nodes,
@@ -128,6 +133,7 @@ fn run_command(args: &CassandraArgs) -> anyhow::Result<ExitCode> {
                 password_auth: *password_auth,
                 tls: *tls,
                 ready_timeout: Duration::from_secs(*timeout),
+                memtable_space: memtable_space.clone(),
             };
             let started = std::time::Instant::now();
             let cluster = iodig_cassandra::up(&opts).context("iodig cassandra up")?;
@@ -267,6 +273,18 @@ fn nodes_dir_of(command: &CassandraCommand) -> Option<&std::path::Path> {
     }
 }
 
+/// `--memtable-space`: a whole number of MiB or GiB as cassandra.yaml takes it (`16MiB`,
+/// `1GiB`); anything else would only fail at the node's start, a minute later.
+fn parse_memtable_space(v: &str) -> Result<String, String> {
+    let (num, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    match (num.parse::<u64>(), unit) {
+        (Ok(n), "MiB" | "GiB") if n > 0 => Ok(v.to_string()),
+        _ => Err(format!(
+            "{v:?} is not a memtable size; give whole MiB or GiB as cassandra.yaml spells them, e.g. 16MiB"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,6 +300,16 @@ mod tests {
             rack: "?".into(),
             pid: Some(42),
             running,
+        }
+    }
+
+    #[test]
+    fn memtable_space_takes_whole_mib_or_gib_only() {
+        assert_eq!(parse_memtable_space("16MiB").unwrap(), "16MiB");
+        assert_eq!(parse_memtable_space("1GiB").unwrap(), "1GiB");
+        for bad in ["16", "16MB", "0MiB", "MiB", "1.5GiB", ""] {
+            let e = parse_memtable_space(bad).unwrap_err();
+            assert!(e.contains("e.g. 16MiB"), "{bad}: {e}");
         }
     }
 

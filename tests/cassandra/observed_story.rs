@@ -95,8 +95,52 @@ pub fn the_story_is_the_nodes_device(
         "the node wrote its commit log in 12 s: {node_io:?}"
     );
 
+    // The node's memtables flushed in the step (8 MiB memtables), by its real threads: the
+    // kernel attributes the flush writes to cassandra.flush on the node's own trace, and the
+    // node's log, read by the agent on the host, puts each flush on its time line.
+    let events = read_json(&node_dir.join("db-events.json"));
+    let flushes = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "flush")
+        .count();
+    assert!(flushes > 0, "the node flushed in 12 s: {events:#}");
+    let mut class_writes = BTreeMap::<String, u64>::new();
+    for row in node_trace["self_check"]["attribution"]["rows"]
+        .as_array()
+        .unwrap()
+    {
+        if row["op"] == "write" {
+            *class_writes
+                .entry(row["class"].as_str().unwrap().to_string())
+                .or_default() += row["bytes"].as_u64().unwrap();
+        }
+    }
+    assert!(
+        class_writes.get("cassandra.flush").is_some_and(|b| *b > 0),
+        "the flush writes are the node's MemtableFlushWriter's: {class_writes:?}"
+    );
+    let compactions = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "compaction")
+        .count();
+    if compactions > 0 {
+        assert!(
+            class_writes.contains_key("cassandra.compaction"),
+            "{compactions} compactions logged, none attributed: {class_writes:?}"
+        );
+    }
+
     let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
     let section = findings::run_step_section(&md);
+    let node_part = &section[section.find("### Node 127.0.0.1").unwrap()..];
+    assert!(
+        node_part.contains("cassandra.flush") && node_part.contains(&format!("{flushes} flushes")),
+        "the node's section names its flushes and who wrote them:\n{node_part}"
+    );
     let node_heading = "### Node 127.0.0.1";
     let host_heading = "### The client host (not the database's IO)";
     assert!(
@@ -138,6 +182,25 @@ pub fn the_story_is_the_nodes_device(
     {
         assert!(line.starts_with("127.0.0.1 in step"), "{line}");
     }
+
+    // The node's configuration as the briefs print it, read by its agent on its host.
+    let config = &md[md
+        .find("### Each node's configuration")
+        .unwrap_or_else(|| panic!("no configuration table:\n{md}"))..];
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    for row in [
+        format!("| kernel | {} |", kernel.trim()),
+        "| memtable_heap_space | 8MiB |".to_string(),
+        "| commitlog_sync | periodic |".to_string(),
+        "| jvm.heap | 1G |".to_string(),
+        format!("| data drive | {node_device} (no model reported) |"),
+    ] {
+        assert!(config.contains(&row), "{row} not in:\n{config}");
+    }
+    assert!(
+        config.contains("| vm.max_map_count |") && config.contains("| limits.open_files |"),
+        "{config}"
+    );
 
     // The briefs' drive comparison: the same step with the node's device capped, compared;
     // the nodes' IO stands side by side, each run's figures its node's own trace's.

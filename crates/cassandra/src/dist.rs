@@ -272,7 +272,7 @@ authorizer: {authorizer}
 role_manager: {role_manager}
 # Snapshots on TRUNCATE/DROP would keep dropped benchmark data on disk.
 auto_snapshot: false
-{tls}"#,
+{memtable}{tls}"#,
         tokens = opts.num_tokens,
         storage = STORAGE_PORT,
         cql = CQL_PORT,
@@ -281,6 +281,11 @@ auto_snapshot: false
         saved = d("saved_caches"),
         hints = d("hints"),
         cdc = d("cdc_raw"),
+        memtable = opts
+            .memtable_space
+            .as_ref()
+            .map(|m| format!("memtable_heap_space: {m}\n"))
+            .unwrap_or_default(),
         tls = if opts.tls {
             crate::tls::yaml_block(&opts.dir)
         } else {

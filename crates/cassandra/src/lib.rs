@@ -103,6 +103,11 @@ pub struct UpOptions {
     pub tls: bool,
     /// How long to wait for each node to accept CQL.
     pub ready_timeout: Duration,
+    /// `memtable_heap_space` as cassandra.yaml spells it (`16MiB`); none keeps Cassandra's
+    /// default (a quarter of the heap). Small memtables flush, and so compact, within a short
+    /// step: the briefs' flush bursts in seconds instead of minutes.
+    #[serde(default)]
+    pub memtable_space: Option<String>,
 }
 
 impl Default for UpOptions {
@@ -116,6 +121,7 @@ impl Default for UpOptions {
             password_auth: false,
             tls: false,
             ready_timeout: Duration::from_secs(300),
+            memtable_space: None,
         }
     }
 }

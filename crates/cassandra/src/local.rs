@@ -4,6 +4,7 @@
 //! events. This is what iodig's observer on another host runs there; iodig need not have
 //! started the node.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,9 @@ pub struct LocalNode {
     pub commitlog_dir: Option<PathBuf>,
     /// Its log directory, from `-Dcassandra.logdir`; None means no flush or compaction events.
     pub log_dir: Option<PathBuf>,
+    /// What shapes its IO ([`io_settings`]): the yaml's memtable, commit log, compaction and
+    /// concurrency settings, the JVM's heap and collector, the process's limits.
+    pub settings: BTreeMap<String, String>,
 }
 
 impl LocalNode {
@@ -149,7 +153,82 @@ fn describe(pid: u32, address: &str, args: &[String]) -> LocalNode {
         data_dirs,
         commitlog_dir,
         log_dir: prop("cassandra.logdir").map(PathBuf::from),
+        settings: io_settings(
+            &yaml,
+            args,
+            &std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default(),
+        ),
     }
+}
+
+/// The cassandra.yaml settings that shape a node's IO, as the briefs list them; a setting the
+/// file leaves out reads `unset` (Cassandra's default applies).
+pub const IO_SETTINGS: [&str; 15] = [
+    "num_tokens",
+    "memtable_allocation_type",
+    "memtable_heap_space",
+    "memtable_offheap_space",
+    "memtable_flush_writers",
+    "commitlog_sync",
+    "commitlog_sync_period",
+    "commitlog_segment_size",
+    "commitlog_compression",
+    "compaction_throughput",
+    "concurrent_compactors",
+    "concurrent_reads",
+    "concurrent_writes",
+    "disk_access_mode",
+    "disk_optimization_strategy",
+];
+
+/// What shapes a node's IO: [`IO_SETTINGS`] from its yaml (older spellings such as
+/// `commitlog_sync_period_in_ms` are read too), its JVM's heap (`-Xms`/`-Xmx`) and collector
+/// from its command line, and the limits of its process (`/proc/PID/limits`) that the briefs
+/// raise (open files, processes, locked memory, address space).
+pub fn io_settings(yaml: &str, args: &[String], limits: &str) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for key in IO_SETTINGS {
+        let old = |suffix: &str| yaml_scalar(yaml, &format!("{key}{suffix}"));
+        let v = yaml_scalar(yaml, key)
+            .or_else(|| old("_in_ms").map(|v| format!("{v}ms")))
+            .or_else(|| old("_in_mb").map(|v| format!("{v}MiB")))
+            .or_else(|| old("_in_mb_per_sec").map(|v| format!("{v}MiB/s")));
+        m.insert(key.to_string(), v.unwrap_or_else(|| "unset".into()));
+    }
+    let flag = |prefix: &str| {
+        args.iter()
+            .rev()
+            .find_map(|a| a.strip_prefix(prefix).map(str::to_string))
+    };
+    let heap = match (flag("-Xms"), flag("-Xmx")) {
+        (Some(a), Some(b)) if a == b => Some(b),
+        (Some(a), Some(b)) => Some(format!("{a} to {b}")),
+        (None, Some(b)) => Some(format!("up to {b}")),
+        (Some(a), None) => Some(format!("from {a}")),
+        (None, None) => None,
+    };
+    m.extend(heap.map(|h| ("jvm.heap".to_string(), h)));
+    let gc: Vec<&str> = args
+        .iter()
+        .filter_map(|a| a.strip_prefix("-XX:+Use")?.strip_suffix("GC"))
+        .filter(|g| !g.is_empty() && !g.contains("Adaptive"))
+        .collect();
+    if let Some(g) = gc.last() {
+        m.insert("jvm.gc".into(), format!("{g}GC"));
+    }
+    for (name, key) in [
+        ("Max open files", "limits.open_files"),
+        ("Max processes", "limits.processes"),
+        ("Max locked memory", "limits.locked_memory"),
+        ("Max address space", "limits.address_space"),
+    ] {
+        // "Max open files            1048576              1048576              files"
+        if let Some(rest) = limits.lines().find_map(|l| l.strip_prefix(name)) {
+            let soft = rest.split_whitespace().next().unwrap_or("?");
+            m.insert(key.into(), soft.to_string());
+        }
+    }
+    m
 }
 
 /// `key: value` at the top level of a yaml file (quotes removed).
@@ -198,6 +277,31 @@ mod tests {
     use super::*;
 
     const YAML: &str = "cluster_name: x\ndata_file_directories:\n  - /a/data\n  - \"/b/data\"\ncommitlog_directory: /a/commitlog\nsaved_caches_directory: /a/saved\n";
+
+    #[test]
+    fn io_settings_read_the_yaml_the_jvm_and_the_limits() {
+        let yaml = "num_tokens: 256\ncommitlog_sync: periodic\ncommitlog_sync_period_in_ms: 10000\nconcurrent_writes: 128\n";
+        let args: Vec<String> = [
+            "-Xms31G",
+            "-Xmx31G",
+            "-XX:+UseAdaptiveSizePolicy",
+            "-XX:+UseG1GC",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\nMax open files            1048576              1048576              files\nMax locked memory         unlimited            unlimited            bytes\n";
+        let m = io_settings(yaml, &args, limits);
+        assert_eq!(m["num_tokens"], "256");
+        assert_eq!(m["commitlog_sync_period"], "10000ms", "the old spelling");
+        assert_eq!(m["concurrent_writes"], "128");
+        assert_eq!(m["memtable_heap_space"], "unset");
+        assert_eq!(m["jvm.heap"], "31G");
+        assert_eq!(m["jvm.gc"], "G1GC");
+        assert_eq!(m["limits.open_files"], "1048576");
+        assert_eq!(m["limits.locked_memory"], "unlimited");
+        assert!(!m.contains_key("limits.processes"));
+    }
 
     #[test]
     fn directories_are_read_from_the_yaml() {

@@ -78,6 +78,11 @@ pub struct ObservedHost {
     /// Fallbacks and limits on that host, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The host as its agent describes it (OS, kernel, CPU, memory, the storage under the
+    /// node's data directory, kernel settings), as run.json's `environment` describes this
+    /// machine; none from agents before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<crate::run::Environment>,
 }
 
 /// A database node found running on an observed host, from the process itself.
@@ -103,6 +108,13 @@ pub struct HostNode {
     /// Bytes under the data directories when the run started (the node's load).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_bytes: Option<u64>,
+    /// What shapes the node's IO, as the briefs tabulate it: its configuration's memtable,
+    /// commit log, compaction and concurrency settings (`memtable_heap_space`, …, `unset`
+    /// when the file leaves Cassandra's default), its JVM's heap and collector (`jvm.heap`,
+    /// `jvm.gc`) and its process limits (`limits.open_files`, …); empty from agents before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub settings: std::collections::BTreeMap<String, String>,
 }
 
 /// One clock comparison with an observed host over the SSH channel: the best of a few pings.

@@ -81,12 +81,16 @@ pub struct RunConfig {
 }
 
 /// The machine and storage the run measured.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     /// The machine's name (`/proc/sys/kernel/hostname`); empty when unreadable.
     pub hostname: String,
     /// Kernel release (`/proc/sys/kernel/osrelease`, e.g. `6.1.0-18-amd64`).
     pub kernel: String,
+    /// The operating system as `/etc/os-release` names it (`AlmaLinux 8.7 (Stone Smilodon)`);
+    /// absent when unreadable (and in run.json files from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
     /// The first `model name` of /proc/cpuinfo; empty where it has none (many ARM machines).
     pub cpu_model: String,
     /// CPUs iodig could use (CPU affinity and cgroup quota applied); 0 when unknown.
@@ -117,7 +121,7 @@ pub struct Environment {
 }
 
 /// The file system and block device under the data directory.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StorageInfo {
     /// Mount point of the file system holding the data directory.
     pub mount_point: String,

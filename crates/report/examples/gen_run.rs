@@ -143,6 +143,7 @@ fn observed_nodes(
                     }),
                     devices: vec![format!("nvme{i}n1")],
                     notes: Vec::new(),
+                    environment: None,
                 })
                 .collect(),
             notes: Vec::new(),

@@ -21,6 +21,9 @@ pub fn describe(data_dir: Option<&Path>) -> Environment {
     Environment {
         hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
         kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        os: std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|r| os_name(&r)),
         cpu_model: cpuinfo
             .lines()
             .find_map(|l| {
@@ -50,7 +53,8 @@ pub fn describe(data_dir: Option<&Path>) -> Environment {
 }
 
 /// The vm and transparent-huge-page settings that shape storage IO (see
-/// [`Environment::kernel_settings`]), read under `vm` (/proc/sys/vm) and `mm` (/sys/kernel/mm).
+/// [`Environment::kernel_settings`], and `vm.max_map_count`, which Cassandra's mmapped
+/// sstables need raised), read under `vm` (/proc/sys/vm) and `mm` (/sys/kernel/mm).
 pub fn kernel_settings(vm: &Path, mm: &Path) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     for key in [
@@ -61,6 +65,7 @@ pub fn kernel_settings(vm: &Path, mm: &Path) -> BTreeMap<String, String> {
         "dirty_expire_centisecs",
         "dirty_writeback_centisecs",
         "swappiness",
+        "max_map_count",
     ] {
         if let Some(v) = read_trim(vm.join(key)) {
             m.insert(format!("vm.{key}"), v);
@@ -73,6 +78,23 @@ pub fn kernel_settings(vm: &Path, mm: &Path) -> BTreeMap<String, String> {
         }
     }
     m
+}
+
+/// The system's name from `/etc/os-release`: `PRETTY_NAME`, else `NAME VERSION_ID`.
+fn os_name(release: &str) -> Option<String> {
+    let field = |k: &str| {
+        release.lines().find_map(|l| {
+            let v = l.strip_prefix(k)?.strip_prefix('=')?;
+            Some(v.trim().trim_matches('"').to_string()).filter(|v| !v.is_empty())
+        })
+    };
+    field("PRETTY_NAME").or_else(|| {
+        let name = field("NAME")?;
+        Some(match field("VERSION_ID") {
+            Some(v) => format!("{name} {v}"),
+            None => name,
+        })
+    })
 }
 
 /// The bracketed choice of a sysfs list (`none [mq-deadline] kyber` → `mq-deadline`).
@@ -190,6 +212,20 @@ mod tests {
         let s = storage_of(&std::env::temp_dir()).expect("the temp dir is on some mount");
         assert!(s.mount_point.starts_with('/'));
         assert!(!s.fs_type.is_empty());
+    }
+
+    #[test]
+    fn the_os_is_named_as_os_release_names_it() {
+        let alma = "NAME=\"AlmaLinux\"\nVERSION=\"8.7 (Stone Smilodon)\"\nVERSION_ID=\"8.7\"\nPRETTY_NAME=\"AlmaLinux 8.7 (Stone Smilodon)\"\n";
+        assert_eq!(
+            os_name(alma).as_deref(),
+            Some("AlmaLinux 8.7 (Stone Smilodon)")
+        );
+        assert_eq!(
+            os_name("NAME=Debian\nVERSION_ID=12\n").as_deref(),
+            Some("Debian 12")
+        );
+        assert_eq!(os_name("ID=x\n"), None);
     }
 
     #[test]

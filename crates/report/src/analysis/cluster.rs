@@ -70,6 +70,167 @@ pub struct ClusterView {
     /// How the facts were read and what could not be, each host's fallbacks (prefixed with the
     /// host), and a warning when observed hosts share one kernel.
     pub notes: Vec<String>,
+    /// Each observed node's configuration as the briefs print it: one column per node (its
+    /// name first), one row per setting; empty when no agent described its host.
+    pub config: NodeConfig,
+}
+
+/// The nodes' configuration table: the briefs' "test configuration" per database server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeConfig {
+    /// The nodes, in `--observe` order ([`crate::data::Place::name`]).
+    pub nodes: Vec<String>,
+    /// (setting, one value per node); `–` where a node's agent could not tell.
+    pub rows: Vec<(String, Vec<String>)>,
+}
+
+/// The configuration table of the observed hosts that hold a node.
+fn node_config(run: &RunData) -> NodeConfig {
+    let Some(c) = &run.doc.cluster else {
+        return NodeConfig::default();
+    };
+    let hosts: Vec<&ObservedHost> = c
+        .observed
+        .iter()
+        .filter(|h| h.node.is_some() && h.environment.is_some())
+        .collect();
+    if hosts.is_empty() {
+        return NodeConfig::default();
+    }
+    let ip = |a: &str| a.rsplit_once(':').map_or(a, |(ip, _)| ip).to_string();
+    type Fact = (&'static str, fn(&ObservedHost) -> Option<String>);
+    let facts: [Fact; 14] = [
+        ("host", |h| Some(h.hostname.clone())),
+        ("OS", |h| h.environment.as_ref()?.os.clone()),
+        ("kernel", |h| Some(h.environment.as_ref()?.kernel.clone())),
+        ("CPU", |h| {
+            let e = h.environment.as_ref()?;
+            Some(format!("{} × {}", e.cpus, e.cpu_model))
+        }),
+        ("RAM", |h| {
+            Some(format!(
+                "{:.1} GiB",
+                h.environment.as_ref()?.memory_bytes as f64 / (1u64 << 30) as f64
+            ))
+        }),
+        ("data drive", |h| {
+            let s = h.environment.as_ref()?.storage.as_ref()?;
+            Some(format!(
+                "{} ({})",
+                s.device.clone().unwrap_or_else(|| s.source.clone()),
+                s.model
+                    .clone()
+                    .unwrap_or_else(|| "no model reported".into())
+            ))
+        }),
+        ("firmware", |h| {
+            h.environment.as_ref()?.storage.as_ref()?.firmware.clone()
+        }),
+        ("capacity", |h| {
+            let b = h.environment.as_ref()?.storage.as_ref()?.capacity_bytes?;
+            Some(format!("{:.1} GB", b as f64 / 1e9))
+        }),
+        ("scheduler", |h| {
+            h.environment.as_ref()?.storage.as_ref()?.scheduler.clone()
+        }),
+        ("rotational", |h| {
+            let r = h.environment.as_ref()?.storage.as_ref()?.rotational?;
+            Some(if r { "yes" } else { "no" }.into())
+        }),
+        ("read-ahead", |h| {
+            let kb = h.environment.as_ref()?.storage.as_ref()?.read_ahead_kb?;
+            Some(format!("{kb} KiB"))
+        }),
+        ("file system", |h| {
+            let s = h.environment.as_ref()?.storage.as_ref()?;
+            Some(format!("{} on {}", s.fs_type, s.mount_point))
+        }),
+        ("mount options", |h| {
+            h.environment
+                .as_ref()?
+                .storage
+                .as_ref()?
+                .mount_options
+                .clone()
+        }),
+        ("data directories", |h| {
+            Some(h.node.as_ref()?.data_dirs.join(", "))
+        }),
+    ];
+    let mut rows: Vec<(String, Vec<String>)> = facts
+        .iter()
+        .map(|(name, f)| {
+            let values = hosts
+                .iter()
+                .map(|h| f(h).unwrap_or_else(|| "–".into()))
+                .collect();
+            ((*name).to_string(), values)
+        })
+        .collect();
+    let version = |h: &ObservedHost| {
+        let addr = ip(&h.node.as_ref()?.address);
+        c.nodes
+            .iter()
+            .find(|n| ip(&n.address) == addr)?
+            .version
+            .clone()
+    };
+    rows.push((
+        "database version".into(),
+        hosts
+            .iter()
+            .map(|h| version(h).unwrap_or_else(|| "–".into()))
+            .collect(),
+    ));
+    // Every kernel setting and node setting any host reported, in name order.
+    let mut keys = std::collections::BTreeSet::new();
+    for h in &hosts {
+        keys.extend(
+            h.environment
+                .iter()
+                .flat_map(|e| e.kernel_settings.keys().cloned()),
+        );
+    }
+    for k in keys {
+        let values = hosts
+            .iter()
+            .map(|h| {
+                h.environment
+                    .as_ref()
+                    .and_then(|e| e.kernel_settings.get(&k).cloned())
+                    .unwrap_or_else(|| "–".into())
+            })
+            .collect();
+        rows.push((k, values));
+    }
+    let mut keys = std::collections::BTreeSet::new();
+    for h in &hosts {
+        keys.extend(h.node.iter().flat_map(|n| n.settings.keys().cloned()));
+    }
+    for k in keys {
+        let values = hosts
+            .iter()
+            .map(|h| {
+                h.node
+                    .as_ref()
+                    .and_then(|n| n.settings.get(&k).cloned())
+                    .unwrap_or_else(|| "–".into())
+            })
+            .collect();
+        rows.push((k, values));
+    }
+    NodeConfig {
+        nodes: hosts
+            .iter()
+            .map(|h| {
+                ip(&h
+                    .node
+                    .as_ref()
+                    .map_or(h.host.clone(), |n| n.address.clone()))
+            })
+            .collect(),
+        rows,
+    }
 }
 
 /// One node of the ring as the database's own metadata describes it.
@@ -188,6 +349,7 @@ pub fn cluster_view(run: &RunData) -> Option<ClusterView> {
         notes.push("Some observed hosts share one kernel (same boot id): their devices are the same, so each node's IO below is its own cgroup's share, and queue depth and device latency are the shared device's.".into());
     }
     Some(ClusterView {
+        config: node_config(run),
         keyspace: c.keyspace.clone(),
         replication: c.replication.clone(),
         owners,

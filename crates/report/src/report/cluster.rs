@@ -12,6 +12,7 @@ pub(super) fn section(doc: &mut Doc, report: &Report) {
     doc.h(2, "Cluster");
     ownership(doc, c);
     hosts(doc, c);
+    config(doc, c);
     if !c.notes.is_empty() {
         doc.list(c.notes.clone());
     }
@@ -78,6 +79,25 @@ fn hosts(doc: &mut Doc, c: &ClusterView) {
             h.rtt_max_ms.map_or("—".into(), |r| format!("{r:.2}")),
             h.agent.clone(),
         ]);
+    }
+    doc.table(t);
+}
+
+/// Each node's configuration, one column per node, as the briefs' test-configuration tables.
+fn config(doc: &mut Doc, c: &ClusterView) {
+    if c.config.nodes.is_empty() {
+        return;
+    }
+    doc.h(3, "Each node's configuration");
+    doc.p("As each node's agent read it on its host: the OS and hardware, the drive under the node's data, the kernel settings, and what shapes the database's IO (its configuration file's settings, `unset` where it leaves the default; its JVM's heap and collector; its process limits).");
+    let mut headers = vec!["setting".to_string()];
+    headers.extend(c.config.nodes.iter().cloned());
+    let refs: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut t = Table::new(&refs).text_columns(&(0..refs.len()).collect::<Vec<_>>());
+    for (name, values) in &c.config.rows {
+        let mut row = vec![name.clone()];
+        row.extend(values.iter().cloned());
+        t.row(row);
     }
     doc.table(t);
 }

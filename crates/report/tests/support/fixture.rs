@@ -588,6 +588,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
         environment: Environment {
             hostname: "lab1".into(),
             kernel: "6.1.0-generated".into(),
+            os: None,
             cpu_model: "Generated CPU @ 3.0GHz".into(),
             cpus: 16,
             memory_bytes: 64 << 30,

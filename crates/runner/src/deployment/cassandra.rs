@@ -584,6 +584,7 @@ impl NodeOnHost for HostCassandra {
             commitlog_dir: n.commitlog_dir.as_deref().map(path),
             log_dir: n.log_dir.as_deref().map(path),
             data_bytes: Some(iodig_cassandra::local::bytes_under(&n.data_dirs)),
+            settings: n.settings.clone(),
         }
     }
 

@@ -108,6 +108,12 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
         node: facts.clone(),
         devices: trace.devices.clone(),
         notes,
+        environment: Some(environment::describe(
+            facts
+                .as_ref()
+                .and_then(|n| n.data_dirs.first())
+                .map(std::path::Path::new),
+        )),
     };
     let mut out = std::io::stdout().lock();
     send(&mut out, &Reply::Hello(Box::new(hello)))?;

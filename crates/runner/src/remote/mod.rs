@@ -352,6 +352,7 @@ impl Agent {
             node: h.node.clone(),
             devices: h.devices.clone(),
             notes: h.notes.clone(),
+            environment: h.environment.clone(),
         };
         Ok((agent, fact))
     }

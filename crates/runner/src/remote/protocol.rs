@@ -65,6 +65,11 @@ pub struct Hello {
     pub devices: Vec<String>,
     /// Fallbacks, one line each (no node found, diskstats instead of eBPF, …).
     pub notes: Vec<String>,
+    /// The host described as iodig describes its own machine (OS, kernel, CPU, memory, the
+    /// storage under the node's first data directory, kernel settings); none from an older
+    /// agent.
+    #[serde(default)]
+    pub environment: Option<iodig_model::Environment>,
 }
 
 /// One line of JSON (no newline inside: serde_json escapes them).
