@@ -25,6 +25,10 @@ pub struct AgentArgs {
 
     #[arg(long, default_value_t = 100, value_name = "MS", value_parser = parse_slot_ms)]
     pub slot_ms: u32,
+
+    /// Stream every IO too (`run --events`), sent back with each step.
+    #[arg(long)]
+    pub events: bool,
 }
 
 pub fn run(args: &AgentArgs) -> Result<ExitCode, RunError> {
@@ -41,6 +45,7 @@ pub fn run(args: &AgentArgs) -> Result<ExitCode, RunError> {
             ..Default::default()
         },
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
+        io_events: args.events,
     };
     serve(&opts, iodig_runner::deployment::node_on_host)?;
     Ok(ExitCode::SUCCESS)

@@ -70,7 +70,8 @@ pub fn the_story_is_the_nodes_device(
         assert_eq!(r.code(), 0, "{}", r.stderr);
         r
     };
-    let r = observed_run(&[]);
+    // With every IO of the node's host streamed too (`--events`), written per node.
+    let r = observed_run(&["--events"]);
     let run = r.run_json();
     let observed = &run["cluster"]["observed"][0];
     assert_eq!(observed["node"]["address"], "127.0.0.1:9042", "{observed}");
@@ -134,11 +135,24 @@ pub fn the_story_is_the_nodes_device(
         );
     }
 
+    assert_eq!(node_trace["events_file"], "io-events.csv", "{node_trace:#}");
+    let streamed = std::fs::read_to_string(node_dir.join("io-events.csv")).unwrap();
+    assert_eq!(node_trace["self_check"]["lost_events"], 0);
+    // One line per IO the node's tracer counted at its completion, as on iodig's own host.
+    let rows = streamed.lines().count() as u64 - 1;
+    let traced: u64 = node_io.values().map(|v| v.0).sum();
+    let unseen = node_trace["self_check"]["completions_unseen"]
+        .as_u64()
+        .unwrap_or(0);
+    assert_eq!(rows, traced - unseen, "streamed IOs against traced");
+
     let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
     let section = findings::run_step_section(&md);
     let node_part = &section[section.find("### Node 127.0.0.1").unwrap()..];
     assert!(
-        node_part.contains("cassandra.flush") && node_part.contains(&format!("{flushes} flushes")),
+        node_part.contains("cassandra.flush")
+            && node_part.contains(&format!("{flushes} flushes"))
+            && node_part.contains("Every IO by size (io-events.csv)"),
         "the node's section names its flushes and who wrote them:\n{node_part}"
     );
     let node_heading = "### Node 127.0.0.1";
@@ -178,6 +192,7 @@ pub fn the_story_is_the_nodes_device(
     let summary = &md[md.find("## Summary").expect("a summary")..md.find("## Steps").unwrap()];
     for line in summary
         .lines()
+        .filter(|l| !l.starts_with(['*', '|']))
         .filter(|l| l.contains("bursts") || l.contains("queue depth"))
     {
         assert!(line.starts_with("127.0.0.1 in step"), "{line}");

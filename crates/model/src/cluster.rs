@@ -168,6 +168,10 @@ pub struct NodeObservation {
     /// older than them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_stats: Option<crate::device_stats::DeviceStatsDoc>,
+    /// `--events`: the host's per-IO stream of the step (`io-events.csv`'s text), when the
+    /// agent wrote one no larger than it sends; the trace's `events_file` then names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_events: Option<String>,
 }
 
 impl NodeObservation {

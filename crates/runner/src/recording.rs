@@ -100,7 +100,19 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
         std::fs::create_dir_all(&node_dir)
             .with_context(|| format!("cannot create {}", node_dir.display()))?;
         if let Some(o) = &node.observation {
-            if let Some(t) = &o.trace {
+            // The host's per-IO stream, beside its trace, named by it as the local one is.
+            let mut trace = o.trace.clone();
+            if let Some(t) = trace.as_mut() {
+                t.events_file = None;
+                if let Some(csv) = &o.io_events {
+                    iodig_model::fsio::write_atomic(
+                        &node_dir.join(files::IO_EVENTS),
+                        csv.as_bytes(),
+                    )?;
+                    t.events_file = Some(files::IO_EVENTS.into());
+                }
+            }
+            if let Some(t) = &trace {
                 run.write_json(&node_dir, files::TRACE, t)?;
             }
             if let Some(s) = &o.sys {

@@ -45,6 +45,7 @@ impl<'a, D> Observed<'a, D> {
                 slot_ms: plan.req.trace.slot_ms,
                 ..Default::default()
             },
+            io_events: plan.req.io_events,
         };
         Ok(Self {
             inner,

@@ -7,6 +7,7 @@ use super::protocol::{line, Hello, Reply, Request};
 use crate::device_stats::DeviceStatsProbe;
 use crate::environment;
 use crate::observe::stat_devices;
+use anyhow::Context;
 use iodig_iotrace::{PreparedTrace, TraceMode, TraceOptions, TraceSession, WatchOptions};
 use iodig_model::cluster::{HostNode, NodeObservation};
 use iodig_model::events::DbEvent;
@@ -40,6 +41,55 @@ pub struct AgentOptions {
     pub trace: TraceOptions,
     /// Git revision of this binary, told to iodig in the [`Hello`].
     pub revision: Option<String>,
+    /// `--events`: the tracer streams every IO to a file here, sent back with each step.
+    pub io_events: bool,
+}
+
+/// The largest per-IO stream an agent sends back over its channel (about 5 million IOs):
+/// a longer one stays on the host, and the step's notes say where.
+pub const MAX_IO_EVENTS_BYTES: u64 = 256 << 20;
+
+/// The agent's directory for the per-IO stream (under the host's temporary directory, named
+/// after the agent's pid), removed with what is left in it when the agent ends.
+struct EventsDir(PathBuf);
+
+impl EventsDir {
+    fn create() -> std::io::Result<EventsDir> {
+        let d = std::env::temp_dir().join(format!("iodig-agent-{}", std::process::id()));
+        std::fs::create_dir_all(&d)?;
+        Ok(EventsDir(d))
+    }
+}
+
+impl Drop for EventsDir {
+    fn drop(&mut self) {
+        // A stream too long to send was kept beside the directory, not in it.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The step's per-IO stream as sent back: its text, or why it is not sent (then it is kept
+/// on the host). Removes the file it sends.
+fn take_io_events(path: &std::path::Path) -> Result<Option<String>, String> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(None);
+    };
+    if meta.len() > MAX_IO_EVENTS_BYTES {
+        let kept = std::env::temp_dir().join(format!(
+            "iodig-io-events-{}.csv",
+            super::clock::unix_now_ns()
+        ));
+        let _ = std::fs::rename(path, &kept);
+        return Err(format!(
+            "the per-IO stream ({:.0} MB) is over the {} MB an agent sends back; kept on the host at {}",
+            meta.len() as f64 / 1e6,
+            MAX_IO_EVENTS_BYTES >> 20,
+            kept.display()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let _ = std::fs::remove_file(path);
+    Ok(Some(text))
 }
 
 /// Serves requests on stdin until it closes.
@@ -53,6 +103,15 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
         }
     };
     let mut trace = opts.trace.clone();
+    // `--events`: one stream file per step, in a directory of this agent's, gone with it.
+    let events_dir = opts
+        .io_events
+        .then(EventsDir::create)
+        .transpose()
+        .context("cannot make a directory for the per-IO stream")?;
+    if let Some(d) = &events_dir {
+        trace.events_file = Some(d.0.join(iodig_model::files::IO_EVENTS));
+    }
     for dir in node.as_ref().map(|n| n.dirs()).unwrap_or_default() {
         if let Some(dev) = environment::storage_of(&dir).and_then(|s| s.device) {
             if !trace.devices.contains(&dev) {
@@ -201,6 +260,13 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 let traced: Option<Vec<String>> = trace
                     .as_ref()
                     .map(|t| t.devices.iter().map(|d| d.name.clone()).collect());
+                let io_events = match trace.as_ref().and_then(|t| t.events_file.as_ref()) {
+                    Some(f) => take_io_events(std::path::Path::new(f)).unwrap_or_else(|e| {
+                        eprintln!("note: {e}");
+                        None
+                    }),
+                    None => None,
+                };
                 Reply::Stopped(Box::new(NodeObservation {
                     device_stats: stats.map(|d| d.into_doc(traced.as_deref())),
                     trace,
@@ -210,6 +276,7 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                         .map(|n| n.events_since(since_unix_ms))
                         .unwrap_or_default(),
                     trace_error,
+                    io_events,
                 }))
             }
         };

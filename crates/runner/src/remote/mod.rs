@@ -65,6 +65,8 @@ pub struct RemoteOptions {
     pub node_addresses: Vec<String>,
     /// The trace mode and slot width the agents use; the devices are each host's own.
     pub trace: TraceOptions,
+    /// `--events`: each agent streams every IO of its host too, sent back with the step.
+    pub io_events: bool,
 }
 
 /// One host's agent, live.
@@ -275,6 +277,9 @@ impl Agent {
         };
         args.extend(["--trace".into(), mode.into()]);
         args.extend(["--slot-ms".into(), opts.trace.slot_ms.to_string()]);
+        if opts.io_events {
+            args.push("--events".into());
+        }
         let args: Vec<String> = args.iter().map(|a| ssh::quote(a)).collect();
         let args = args.join(" ");
         // Root runs it as is; otherwise password-less sudo if there is one, else as the user
