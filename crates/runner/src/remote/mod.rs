@@ -4,7 +4,8 @@
 //! events during each step. Every step is bracketed by clock comparisons over the same channel,
 //! and the host's files are put on this machine's clock before they are written.
 //!
-//! `ssh` reaches hosts, `protocol` is what travels, `agent` is the far end, `clock` the offsets,
+//! `ssh` reaches hosts, `floor` is what iodig's binary and its tracer need of one, `protocol`
+//! is what travels, `agent` is the far end, `clock` the offsets,
 //! `faults` signals the observed nodes (`--fault …:kill:HOST`) over SSH commands of their own,
 //! and `relaunch` starts one it took down again as it was.
 //! A host that cannot be reached fails the run before it starts; one that dies mid-run leaves
@@ -15,6 +16,7 @@ pub mod caps;
 pub mod clients;
 pub mod clock;
 pub mod faults;
+pub mod floor;
 pub mod protocol;
 pub mod relaunch;
 pub mod ssh;
