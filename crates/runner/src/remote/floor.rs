@@ -257,7 +257,7 @@ pub fn kernel_notes(probe: &HostProbe, ebpf_wanted: bool) -> Vec<String> {
     };
     if v < TRACER_KERNEL {
         notes.push(format!(
-            "kernel {k} predates Linux {}.{}, the upstream release with every BPF feature the tracer uses (BTF tracepoints, ring buffer, atomic fetch-and-add); a distribution kernel that backports them (RHEL and AlmaLinux 8 do) loads it, else this host's block IO comes from /proc/diskstats and each step's trace says why",
+            "kernel {k} predates Linux {}.{}, the upstream release with every BPF feature the tracer uses (BTF tracepoints, ring buffer, atomic fetch-and-add); a distribution kernel that backports them (RHEL and AlmaLinux 8 backport BPF from later releases) may load it: it is tried, and if it does not load, this host's block IO comes from /proc/diskstats and iodig says why",
             TRACER_KERNEL.0, TRACER_KERNEL.1
         ));
     }
