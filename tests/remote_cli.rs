@@ -605,26 +605,33 @@ fn no_agent_left() {
 struct OldHost {
     sshd: Sshd,
     home: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl OldHost {
     fn start() -> OldHost {
+        OldHost::start_with(true, "")
+    }
+
+    /// `old_glibc`: `getconf` reports 2.28 (else this machine's glibc shows); `env`: more
+    /// `NAME=value` for the sessions, after PATH and HOME.
+    fn start_with(old_glibc: bool, env: &str) -> OldHost {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let bin = dir.path().join("bin");
         let home = dir.path().join("home");
         std::fs::create_dir_all(&bin).unwrap();
         std::fs::create_dir_all(&home).unwrap();
-        for (name, script) in [
-            (
+        let mut fakes = vec![(
+            "uname",
+            "#!/bin/sh\nif [ \"$1\" = -r ]; then echo 4.18.0-425.3.1.el8.x86_64; exit 0; fi\nexec /usr/bin/uname \"$@\"\n",
+        )];
+        if old_glibc {
+            fakes.push((
                 "getconf",
                 "#!/bin/sh\nif [ \"$1\" = GNU_LIBC_VERSION ]; then echo 'glibc 2.28'; exit 0; fi\nexec /usr/bin/getconf \"$@\"\n",
-            ),
-            (
-                "uname",
-                "#!/bin/sh\nif [ \"$1\" = -r ]; then echo 4.18.0-425.3.1.el8.x86_64; exit 0; fi\nexec /usr/bin/uname \"$@\"\n",
-            ),
-        ] {
+            ));
+        }
+        for (name, script) in fakes {
             let p = bin.join(name);
             std::fs::write(&p, script).unwrap();
             use std::os::unix::fs::PermissionsExt;
@@ -634,16 +641,12 @@ impl OldHost {
         let sshd = Sshd::start_with(
             &["127.0.0.1"],
             &format!(
-                "SetEnv PATH={}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME={}\n",
+                "SetEnv PATH={}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME={} {env}\n",
                 bin.display(),
                 home.display()
             ),
         );
-        OldHost {
-            sshd,
-            home,
-            _dir: dir,
-        }
+        OldHost { sshd, home, dir }
     }
 
     /// The iodig binaries on the host.
@@ -730,4 +733,46 @@ fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used()
     // The kernel here has all the tracer needs: the host's part is still traced with eBPF.
     assert_eq!(run_step(&run)["nodes"][0]["trace_mode"], "ebpf", "{run}");
     no_agent_left();
+}
+
+#[test]
+fn a_host_that_cannot_load_the_sent_binary_fails_the_run_with_the_loaders_words() {
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A glibc new enough, but an OpenSSL the dynamic loader cannot use, as a host without
+    // OpenSSL 3 (AlmaLinux 8 has 1.1.1): a libssl.so.3 of its own, not a library at all, first
+    // on the sessions' library path (no command of the probe or the copy links OpenSSL).
+    let lib = tempfile::tempdir_in("/var/tmp").unwrap();
+    std::fs::write(lib.path().join("libssl.so.3"), "not a library").unwrap();
+    let host = OldHost::start_with(false, &format!("LD_LIBRARY_PATH={}", lib.path().display()));
+    assert!(host.dir.path().exists());
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let r = IodigArgs::run_basic("workloadc", &out)
+        .observe("127.0.0.1")
+        .p(host.sshd.property())
+        .output();
+    assert_eq!(r.code(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("sending iodig"), "{}", r.stderr);
+    let said = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("--observe 127.0.0.1: iodig does not run on the host (x86_64, glibc "))
+        .unwrap_or_else(|| panic!("the host and why: {}", r.stderr));
+    assert!(
+        said.contains("kernel 4.18.0-425.3.1.el8.x86_64)")
+            && said.contains("libssl.so.3")
+            && said.contains("put it at $HOME/.cache/iodig/bin/iodig-"),
+        "{said}"
+    );
+    assert!(
+        host.binaries().is_empty(),
+        "the copy that cannot run is not kept: {:?}",
+        host.binaries()
+    );
+    assert!(
+        !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+        "no run directory for a run that could not start"
+    );
 }

@@ -239,6 +239,15 @@ pub fn lacks_btf(probe: &HostProbe) -> Option<String> {
     })
 }
 
+/// Why `--trace ebpf`, asked for by name, cannot be had on the host (exit 3, as on this
+/// machine), or None; `--trace auto` takes /proc/diskstats there instead.
+pub fn ebpf_refusal(label: &str, probe: &HostProbe, ebpf_demanded: bool) -> Option<String> {
+    let lack = lacks_btf(probe).filter(|_| ebpf_demanded)?;
+    Some(format!(
+        "{label}: --trace ebpf: {lack}; use --trace auto to take /proc/diskstats there"
+    ))
+}
+
 /// What the host's kernel lacks for the eBPF tracer, one plain line each, saying what iodig does
 /// instead. Empty when nothing is known to be missing, and when no eBPF trace was asked for.
 pub fn kernel_notes(probe: &HostProbe, ebpf_wanted: bool) -> Vec<String> {
@@ -656,7 +665,15 @@ mod tests {
                 && notes[0].contains("/proc/diskstats"),
             "{notes:?}"
         );
-        assert!(lacks_btf(&no_btf).is_some());
+        let m = ebpf_refusal("--observe db1", &no_btf, true).unwrap();
+        assert!(
+            m.starts_with(
+                "--observe db1: --trace ebpf: kernel 4.18.0-425.3.1.el8.x86_64 has no BTF"
+            ) && m.ends_with("use --trace auto to take /proc/diskstats there"),
+            "{m}"
+        );
+        assert_eq!(ebpf_refusal("h", &no_btf, false), None);
+        assert_eq!(ebpf_refusal("h", &almalinux_8_7(), true), None);
         // The brief's server: BTF there, an old version number with backports.
         let notes = kernel_notes(&almalinux_8_7(), true);
         assert_eq!(notes.len(), 2, "{notes:?}");

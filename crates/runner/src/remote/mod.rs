@@ -283,13 +283,10 @@ impl Agent {
             &probe,
             matches!(opts.trace.mode, TraceMode::Auto | TraceMode::Ebpf),
         );
-        if let (TraceMode::Ebpf, Some(lack)) = (opts.trace.mode, floor::lacks_btf(&probe)) {
+        let label = format!("{} {}", host.flag, host.spec);
+        if let Some(why) = floor::ebpf_refusal(&label, &probe, opts.trace.mode == TraceMode::Ebpf) {
             // As `--trace ebpf` on this machine: asked for by name, missing, exit 3.
-            return Err(PrivilegeError(format!(
-                "{} {}: --trace ebpf: {lack}; use --trace auto to take /proc/diskstats there",
-                host.flag, host.spec
-            ))
-            .into());
+            return Err(PrivilegeError(why).into());
         }
         let node = node_address_of(&opts.ssh, host, &opts.node_addresses);
         let mut args = vec!["agent".to_string(), "--db".into(), opts.db.clone()];
