@@ -206,6 +206,16 @@ fn symbols_text(symbols: &[String]) -> String {
     s
 }
 
+/// A note when the agent on the host is another version than this iodig: a build put there by
+/// hand may be of other source, and the two then may not read each other's messages alike.
+pub fn version_note(agent: &str, own: &str) -> Option<String> {
+    (!agent.is_empty() && agent != own).then(|| {
+        format!(
+            "the agent there is iodig {agent}, this is {own}: build the host's copy from the same source"
+        )
+    })
+}
+
 /// The upstream release that has every BPF feature the tracer uses: raw tracepoints with BTF
 /// (5.5), global functions (5.6), the ring buffer (5.8), atomic fetch-and-add (5.12).
 pub const TRACER_KERNEL: (u32, u32) = (5, 12);
@@ -609,6 +619,14 @@ mod tests {
             m.starts_with("--observe db2: the host is aarch64, this iodig is built for x86_64"),
             "{m}"
         );
+    }
+
+    #[test]
+    fn an_agent_of_another_version_is_noted() {
+        assert_eq!(version_note("0.1.0", "0.1.0"), None);
+        assert_eq!(version_note("", "0.1.0"), None, "an agent that did not say");
+        let n = version_note("0.0.9", "0.1.0").unwrap();
+        assert!(n.contains("iodig 0.0.9, this is 0.1.0"), "{n}");
     }
 
     #[test]

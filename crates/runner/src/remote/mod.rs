@@ -368,6 +368,8 @@ impl Agent {
             }
         }
         let h = &agent.hello;
+        let mut notes = kernel_notes;
+        notes.extend(floor::version_note(&h.version, env!("CARGO_PKG_VERSION")));
         let fact = ObservedHost {
             host: host.spec.clone(),
             hostname: h.hostname.clone(),
@@ -379,7 +381,7 @@ impl Agent {
             node: h.node.clone(),
             devices: h.devices.clone(),
             // What the kernel lacks first: the agent's own fallbacks follow from it.
-            notes: kernel_notes.into_iter().chain(h.notes.clone()).collect(),
+            notes: notes.into_iter().chain(h.notes.clone()).collect(),
         };
         Ok((agent, fact))
     }
