@@ -598,3 +598,181 @@ fn no_agent_left() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A "host" that reports AlmaLinux 8.7's glibc (2.28) and kernel (4.18.0-425): `getconf` and
+/// `uname -r` first on its sessions' PATH say so, everything else is this machine's. Its HOME
+/// is a directory of its own, so no iodig another test sent is found there.
+struct OldHost {
+    sshd: Sshd,
+    home: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl OldHost {
+    fn start() -> OldHost {
+        OldHost::start_with(true, "")
+    }
+
+    /// `old_glibc`: `getconf` reports 2.28 (else this machine's glibc shows); `env`: more
+    /// `NAME=value` for the sessions, after PATH and HOME.
+    fn start_with(old_glibc: bool, env: &str) -> OldHost {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let bin = dir.path().join("bin");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let mut fakes = vec![(
+            "uname",
+            "#!/bin/sh\nif [ \"$1\" = -r ]; then echo 4.18.0-425.3.1.el8.x86_64; exit 0; fi\nexec /usr/bin/uname \"$@\"\n",
+        )];
+        if old_glibc {
+            fakes.push((
+                "getconf",
+                "#!/bin/sh\nif [ \"$1\" = GNU_LIBC_VERSION ]; then echo 'glibc 2.28'; exit 0; fi\nexec /usr/bin/getconf \"$@\"\n",
+            ));
+        }
+        for (name, script) in fakes {
+            let p = bin.join(name);
+            std::fs::write(&p, script).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        // sshd's own SetEnv: what every command of the host's sessions sees.
+        let sshd = Sshd::start_with(
+            &["127.0.0.1"],
+            &format!(
+                "SetEnv PATH={}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME={} {env}\n",
+                bin.display(),
+                home.display()
+            ),
+        );
+        OldHost { sshd, home, dir }
+    }
+
+    /// The iodig binaries on the host.
+    fn binaries(&self) -> Vec<String> {
+        std::fs::read_dir(self.home.join(".cache/iodig/bin"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[test]
+fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used() {
+    assert!(is_root(), "this test traces block IO: run it as root");
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let host = OldHost::start();
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let r = IodigArgs::run_basic("workloadc", &out)
+        .observe("127.0.0.1")
+        .p(host.sshd.property())
+        .output();
+    assert_eq!(r.code(), 1, "{}", r.stderr);
+    let said = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("--observe 127.0.0.1: the host has glibc 2.28"))
+        .unwrap_or_else(|| panic!("the host, its glibc: {}", r.stderr));
+    // The floor this binary states, and the symbols that force it.
+    assert!(
+        said.contains("this iodig needs glibc 2.") && said.contains("__libc_start_main"),
+        "{said}"
+    );
+    assert!(!r.stderr.contains("sending iodig"), "{}", r.stderr);
+    assert!(
+        host.binaries().is_empty(),
+        "nothing sent: {:?}",
+        host.binaries()
+    );
+    assert!(
+        !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+        "no run directory for a run that could not start"
+    );
+    // The fix it names: a build made for that host at the path it gives. (This machine's own
+    // binary stands in for one built on AlmaLinux 8.7; the glibc the host reports is unchanged,
+    // so only the build found there lets the run go on.)
+    let at = said
+        .split_once("put it at ")
+        .and_then(|(_, rest)| rest.split_once(" there"))
+        .map(|(path, _)| path)
+        .unwrap_or_else(|| panic!("a path: {said}"));
+    let target = std::path::PathBuf::from(at.replace("$HOME", host.home.to_str().unwrap()));
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_iodig"), &target).unwrap();
+    let r = observe_local_host(&host.sshd.config, &out, "2s");
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("sending iodig"), "{}", r.stderr);
+    // The kernel that version number names may lack what the tracer needs: said plainly, with
+    // what iodig does then.
+    assert!(
+        r.stderr
+            .contains("note: 127.0.0.1: kernel 4.18.0-425.3.1.el8.x86_64 predates Linux 5.12")
+            && r.stderr.contains("/proc/diskstats"),
+        "{}",
+        r.stderr
+    );
+    let run = r.run_json();
+    let observed = &run["cluster"]["observed"][0];
+    assert!(
+        observed["agent"]
+            .as_str()
+            .is_some_and(|a| a.contains("already on the host")),
+        "{observed}"
+    );
+    assert!(
+        observed["notes"].to_string().contains("block_io_start"),
+        "{observed}"
+    );
+    // The kernel here has all the tracer needs: the host's part is still traced with eBPF.
+    assert_eq!(run_step(&run)["nodes"][0]["trace_mode"], "ebpf", "{run}");
+    no_agent_left();
+}
+
+#[test]
+fn a_host_that_cannot_load_the_sent_binary_fails_the_run_with_the_loaders_words() {
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A glibc new enough, but an OpenSSL the dynamic loader cannot use, as a host without
+    // OpenSSL 3 (AlmaLinux 8 has 1.1.1): a libssl.so.3 of its own, not a library at all, first
+    // on the sessions' library path (no command of the probe or the copy links OpenSSL).
+    let lib = tempfile::tempdir_in("/var/tmp").unwrap();
+    std::fs::write(lib.path().join("libssl.so.3"), "not a library").unwrap();
+    let host = OldHost::start_with(false, &format!("LD_LIBRARY_PATH={}", lib.path().display()));
+    assert!(host.dir.path().exists());
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let r = IodigArgs::run_basic("workloadc", &out)
+        .observe("127.0.0.1")
+        .p(host.sshd.property())
+        .output();
+    assert_eq!(r.code(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("sending iodig"), "{}", r.stderr);
+    let said = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("--observe 127.0.0.1: iodig does not run on the host (x86_64, glibc "))
+        .unwrap_or_else(|| panic!("the host and why: {}", r.stderr));
+    assert!(
+        said.contains("kernel 4.18.0-425.3.1.el8.x86_64)")
+            && said.contains("libssl.so.3")
+            && said.contains("put it at $HOME/.cache/iodig/bin/iodig-"),
+        "{said}"
+    );
+    assert!(
+        host.binaries().is_empty(),
+        "the copy that cannot run is not kept: {:?}",
+        host.binaries()
+    );
+    assert!(
+        !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+        "no run directory for a run that could not start"
+    );
+}

@@ -154,7 +154,9 @@ pub fn run_clients(run: &ClientsRun, stop: &AtomicBool) -> Result<ClientsOutcome
 /// Reaches one host: sends iodig when it has none, stages the files, measures a round trip.
 fn prepare(run: &ClientsRun, host: &SshHost, index: u64, stage: &str) -> Result<Ready> {
     let began = Instant::now();
-    let (bin, how) = ssh::provision(&run.ssh, host)?;
+    let ssh::Provisioned {
+        remote: bin, how, ..
+    } = ssh::provision(&run.ssh, host)?;
     let mut slowest = began.elapsed();
     let dir = format!("{}/{stage}", remote_dir(index));
     for f in &run.files {

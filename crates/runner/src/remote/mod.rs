@@ -4,7 +4,8 @@
 //! events during each step. Every step is bracketed by clock comparisons over the same channel,
 //! and the host's files are put on this machine's clock before they are written.
 //!
-//! `ssh` reaches hosts, `protocol` is what travels, `agent` is the far end, `clock` the offsets,
+//! `ssh` reaches hosts, `floor` is what iodig's binary and its tracer need of one, `protocol`
+//! is what travels, `agent` is the far end, `clock` the offsets,
 //! `faults` signals the observed nodes (`--fault …:kill:HOST`) over SSH commands of their own,
 //! and `relaunch` starts one it took down again as it was.
 //! A host that cannot be reached fails the run before it starts; one that dies mid-run leaves
@@ -15,11 +16,12 @@ pub mod caps;
 pub mod clients;
 pub mod clock;
 pub mod faults;
+pub mod floor;
 pub mod protocol;
 pub mod relaunch;
 pub mod ssh;
 
-use crate::errors::UsageError;
+use crate::errors::{PrivilegeError, UsageError};
 use anyhow::{anyhow, Context, Result};
 use iodig_iotrace::{TraceMode, TraceOptions};
 use iodig_model::cluster::{
@@ -81,6 +83,8 @@ struct Agent {
     clock_before: Option<ClockSample>,
     /// What the last `start` said.
     mode: Option<String>,
+    /// Why its tracer fell back, once said (each step's trace says it again).
+    fallback_said: bool,
 }
 
 /// Every observed host's agent, for the whole run.
@@ -218,6 +222,15 @@ impl RemoteHosts {
             };
             let clock_after = a.clock();
             let applied = applied_offset_ms(a.clock_before, clock_after);
+            let fallback = observation
+                .as_ref()
+                .and_then(|o| o.trace.as_ref())
+                .and_then(|t| t.note.as_deref());
+            if let (Some(why), false) = (fallback, a.fallback_said) {
+                // Said once for the run, where the user reads it, not only in the step's files.
+                iodig_model::eprintln_lossy!("note: {}: {why}", a.host.spec);
+                a.fallback_said = true;
+            }
             let mut observation = observation;
             if let Some(o) = &mut observation {
                 o.shift_to_local(applied);
@@ -263,7 +276,20 @@ fn slot_ms_of(o: &Option<NodeObservation>) -> u32 {
 
 impl Agent {
     fn start(host: &SshHost, opts: &RemoteOptions) -> Result<(Agent, ObservedHost)> {
-        let (remote_bin, how) = ssh::provision(&opts.ssh, host)?;
+        let ssh::Provisioned {
+            remote: remote_bin,
+            how,
+            probe,
+        } = ssh::provision(&opts.ssh, host)?;
+        let kernel_notes = floor::kernel_notes(
+            &probe,
+            matches!(opts.trace.mode, TraceMode::Auto | TraceMode::Ebpf),
+        );
+        let label = format!("{} {}", host.flag, host.spec);
+        if let Some(why) = floor::ebpf_refusal(&label, &probe, opts.trace.mode == TraceMode::Ebpf) {
+            // As `--trace ebpf` on this machine: asked for by name, missing, exit 3.
+            return Err(PrivilegeError(why).into());
+        }
         let node = node_address_of(&opts.ssh, host, &opts.node_addresses);
         let mut args = vec!["agent".to_string(), "--db".into(), opts.db.clone()];
         if let Some(n) = &node {
@@ -331,6 +357,7 @@ impl Agent {
             lost: None,
             clock_before: None,
             mode: None,
+            fallback_said: false,
         };
         agent.stdin = agent.child.stdin.take();
         match agent.replies.recv_timeout(HELLO_WAIT) {
@@ -346,6 +373,8 @@ impl Agent {
             }
         }
         let h = &agent.hello;
+        let mut notes = kernel_notes;
+        notes.extend(floor::version_note(&h.version, env!("CARGO_PKG_VERSION")));
         let fact = ObservedHost {
             host: host.spec.clone(),
             hostname: h.hostname.clone(),
@@ -356,7 +385,8 @@ impl Agent {
             ),
             node: h.node.clone(),
             devices: h.devices.clone(),
-            notes: h.notes.clone(),
+            // What the kernel lacks first: the agent's own fallbacks follow from it.
+            notes: notes.into_iter().chain(h.notes.clone()).collect(),
             environment: h.environment.clone(),
         };
         Ok((agent, fact))

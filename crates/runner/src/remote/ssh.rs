@@ -1,7 +1,9 @@
 //! Reaching another host with the user's own OpenSSH client: `host`, `user@host`, `host:port`
 //! and `~/.ssh/config` aliases, keys and agent as the user has them, never a password prompt
-//! (BatchMode). Puts this very iodig binary on the host when it has no copy of it.
+//! (BatchMode). Puts this very iodig binary on the host when it has none that runs there, once
+//! the host's architecture and glibc can run it (`floor`), and runs it once there first.
 
+use super::floor::{self, HostProbe};
 use anyhow::{bail, Context, Result};
 use std::hash::Hasher;
 use std::io::Read;
@@ -244,43 +246,76 @@ pub fn local_binary() -> Result<&'static (PathBuf, String, u64)> {
     .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// Makes sure the host has this binary under `~/.cache/iodig/bin`; returns the remote path
-/// (as the remote shell expands it) and what was done, for the record.
-pub fn provision(ssh: &Ssh, host: &SshHost) -> Result<(String, String)> {
+/// This binary on a host, ready to run, and what the host said of itself on the way.
+#[derive(Debug, Clone)]
+pub struct Provisioned {
+    /// The binary's path there, as the remote shell expands it.
+    pub remote: String,
+    /// What was done, for the record.
+    pub how: String,
+    /// The host's architecture, glibc, kernel and BTF.
+    pub probe: HostProbe,
+}
+
+/// Makes sure the host has a binary that runs under `~/.cache/iodig/bin`: the one there when
+/// it runs (a build made on that host's OS is used as is), else this one, sent after checking
+/// that the host's architecture and glibc can run it, and run once there before it is used.
+pub fn provision(ssh: &Ssh, host: &SshHost) -> Result<Provisioned> {
     let (path, hash, len) = local_binary()?;
     let remote = format!("$HOME/.cache/iodig/bin/iodig-{hash}");
-    let probe = ssh.output(
-        host,
-        &format!("if [ -x \"{remote}\" ]; then echo have; else echo need; fi; uname -m"),
-        None,
-    )?;
-    let mut lines = probe.lines();
-    let have = lines.next() == Some("have");
-    let arch = lines.next().unwrap_or("").trim().to_string();
-    if !arch.is_empty() && arch != std::env::consts::ARCH {
-        bail!(
-            "{} {}: the host is {arch}, this iodig is built for {}; build iodig there and put it at {remote}",
-            host.flag,
-            host.spec,
-            std::env::consts::ARCH
-        );
+    let label = format!("{} {}", host.flag, host.spec);
+    let probe = HostProbe::parse(&ssh.output(host, &floor::probe_script(&remote), None)?);
+    if probe.binary == Some(Ok(())) {
+        let how = format!("iodig {hash} already on the host");
+        return Ok(Provisioned { remote, how, probe });
     }
-    if have {
-        return Ok((remote, format!("iodig {hash} already on the host")));
+    let own_floor = match floor::own_glibc_floor() {
+        Ok(f) => f.as_ref(),
+        Err(e) => {
+            // Not knowing the floor is no reason to refuse: the first run there still tells.
+            iodig_model::eprintln_lossy!("warning: cannot read this iodig's glibc floor: {e}");
+            None
+        }
+    };
+    if let Some(why) = floor::refusal(&label, &remote, &probe, std::env::consts::ARCH, own_floor) {
+        bail!("{why}");
     }
     iodig_model::eprintln_lossy!(
         "note: sending iodig ({:.1} MB) to {} (~/.cache/iodig/bin)",
         *len as f64 / 1e6,
         host.spec
     );
-    ssh.output(
+    // Run once where it landed: a library missing there or too old (libstdc++, OpenSSL, a
+    // glibc the probe could not read) is the dynamic loader's own words now, not a silent
+    // agent later. A copy that cannot run is removed, since it would only be sent again.
+    let ran = ssh.output(
         host,
         &format!(
-            "mkdir -p \"$HOME/.cache/iodig/bin\" && cat > \"{remote}.tmp\" && chmod 755 \"{remote}.tmp\" && mv \"{remote}.tmp\" \"{remote}\""
+            "mkdir -p \"$HOME/.cache/iodig/bin\" && cat > \"{remote}.tmp\" && chmod 755 \"{remote}.tmp\" && mv \"{remote}.tmp\" \"{remote}\" && if e=$(\"{remote}\" --version 2>&1); then echo runs; else rm -f \"{remote}\"; printf 'fails %s\\n' \"$(printf '%s\\n' \"$e\" | head -n 1)\"; fi"
         ),
         Some(path),
     )?;
-    Ok((remote, format!("iodig {hash} sent ({len} bytes)")))
+    if let Some(said) = ran.trim().strip_prefix("fails") {
+        bail!(
+            "{label}: iodig does not run on the host ({}): {}; build iodig on that host's OS and put it at {remote} there: iodig runs the build it finds there instead of sending this one",
+            host_os(&probe),
+            said.trim()
+        );
+    }
+    Ok(Provisioned {
+        remote,
+        how: format!("iodig {hash} sent ({len} bytes)"),
+        probe,
+    })
+}
+
+/// The host as the probe saw it, for messages: `x86_64, glibc 2.28, kernel 4.18.0-425.el8`.
+fn host_os(p: &HostProbe) -> String {
+    let glibc = p
+        .glibc
+        .as_ref()
+        .map_or_else(|| "no glibc named".to_string(), |g| format!("glibc {g}"));
+    format!("{}, {glibc}, kernel {}", p.arch, p.kernel)
 }
 
 /// A finished ssh's standard output, or its failure named with the host and the fix.

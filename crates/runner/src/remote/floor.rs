@@ -1,0 +1,711 @@
+//! What iodig's own binary needs of a host before it runs there (`--observe`, `--clients`): the
+//! CPU architecture, the oldest glibc that has every symbol version it was linked against, and
+//! what the block-IO tracer needs of the kernel. The glibc floor is read from the binary itself
+//! (its ELF version needs, `.gnu.version_r`, and the dynamic symbols that use them), so a build
+//! made on another machine states its own floor instead of a figure written in the docs.
+
+use std::fmt;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// A dotted version such as glibc's `2.28` or the `2.2.5` of `GLIBC_2.2.5`, compared number by
+/// number (`2.2.5 < 2.28`, which a string comparison gets wrong).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version(pub Vec<u32>);
+
+impl Version {
+    /// `2.28`, `2.2.5`; None for anything else (`2.36-9+deb12u14` is not one: callers pick the
+    /// token that is).
+    pub fn parse(s: &str) -> Option<Version> {
+        let parts: Option<Vec<u32>> = s.split('.').map(|p| p.parse().ok()).collect();
+        parts.filter(|p| p.len() >= 2).map(Version)
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(u32::to_string).collect();
+        f.write_str(&parts.join("."))
+    }
+}
+
+/// One version the binary asks of a shared library, and its dynamic symbols bound to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionNeed {
+    /// The library's file name (`libc.so.6`).
+    pub file: String,
+    /// The version's name (`GLIBC_2.34`).
+    pub name: String,
+    /// The undefined symbols bound to that version (`__libc_start_main`), sorted.
+    pub symbols: Vec<String>,
+}
+
+/// The oldest glibc a binary runs on, and the symbols that make it so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlibcFloor {
+    /// The highest `GLIBC_x.y` the binary asks for.
+    pub version: Version,
+    /// The symbols that need exactly that version (of libc, libm, …), sorted.
+    pub symbols: Vec<String>,
+}
+
+/// Every version need of an ELF file (its `.gnu.version_r`), in the file's order, each with the
+/// dynamic symbols bound to it (from `.gnu.version` and `.dynsym`). A file without version
+/// needs (static, or not dynamic) has none.
+pub fn version_needs(path: &Path) -> Result<Vec<VersionNeed>, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Only the headers and a few small sections are read, not the whole (25 MB) binary.
+    let read = |offset: u64, len: usize| -> Result<Vec<u8>, String> {
+        let mut buf = vec![0u8; len];
+        f.read_exact_at(&mut buf, offset)
+            .map_err(|e| format!("{}: {len} bytes at {offset}: {e}", path.display()))?;
+        Ok(buf)
+    };
+    parse_version_needs(&read).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The highest `GLIBC_x.y` among the needs, and the symbols bound to it.
+pub fn glibc_floor(needs: &[VersionNeed]) -> Option<GlibcFloor> {
+    let mut floor: Option<GlibcFloor> = None;
+    for n in needs {
+        let Some(v) = n.name.strip_prefix("GLIBC_").and_then(Version::parse) else {
+            continue;
+        };
+        match &mut floor {
+            Some(f) if f.version == v => f.symbols.extend(n.symbols.iter().cloned()),
+            Some(f) if f.version > v => {}
+            _ => {
+                floor = Some(GlibcFloor {
+                    version: v,
+                    symbols: n.symbols.clone(),
+                });
+            }
+        }
+    }
+    if let Some(f) = &mut floor {
+        f.symbols.sort();
+        f.symbols.dedup();
+    }
+    floor
+}
+
+/// This very binary's glibc floor (`/proc/self/exe`), read once. None when it needs no
+/// versioned glibc symbol (a static build) or cannot be read, with why.
+pub fn own_glibc_floor() -> &'static Result<Option<GlibcFloor>, String> {
+    static FLOOR: OnceLock<Result<Option<GlibcFloor>, String>> = OnceLock::new();
+    FLOOR.get_or_init(|| version_needs(Path::new("/proc/self/exe")).map(|n| glibc_floor(&n)))
+}
+
+/// The host's glibc from `getconf GNU_LIBC_VERSION` (`glibc 2.28`) or the first line of
+/// `ldd --version` (`ldd (GNU libc) 2.28`, `ldd (Debian GLIBC 2.36-9+deb12u14) 2.36`): the
+/// last word that is a version. None on a host without glibc (musl's ldd names no version).
+pub fn host_glibc(said: &str) -> Option<Version> {
+    let first = said.lines().map(str::trim).find(|l| !l.is_empty())?;
+    first.split_whitespace().rev().find_map(Version::parse)
+}
+
+/// What one SSH command learnt of a host before iodig runs anything there.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostProbe {
+    /// The binary at the remote path: Some(Ok) when it ran (`--version`), Some(Err) with the
+    /// first line it (or the dynamic loader) said when it did not, None when there is none.
+    pub binary: Option<Result<(), String>>,
+    /// `uname -m`.
+    pub arch: String,
+    /// The host's glibc; None when it reported none.
+    pub glibc: Option<Version>,
+    /// `uname -r`.
+    pub kernel: String,
+    /// `/sys/kernel/btf/vmlinux` exists; None when the probe did not say.
+    pub btf: Option<bool>,
+}
+
+/// The probe's shell: one line `key=value` each, so a missing tool leaves its value empty
+/// instead of shifting the others. `bin` is "runs", "fails FIRST-LINE" or "missing".
+pub fn probe_script(remote_bin: &str) -> String {
+    format!(
+        "b=\"{remote_bin}\"; \
+         if [ -x \"$b\" ]; then if e=$(\"$b\" --version 2>&1); then echo bin=runs; else echo \"bin=fails $(printf '%s\\n' \"$e\" | head -n 1)\"; fi; else echo bin=missing; fi; \
+         echo \"arch=$(uname -m)\"; \
+         echo \"glibc=$( (getconf GNU_LIBC_VERSION || ldd --version) 2>/dev/null | head -n 1)\"; \
+         echo \"kernel=$(uname -r)\"; \
+         if [ -e /sys/kernel/btf/vmlinux ]; then echo btf=yes; else echo btf=no; fi"
+    )
+}
+
+impl HostProbe {
+    /// Reads [`probe_script`]'s output.
+    pub fn parse(out: &str) -> HostProbe {
+        let mut p = HostProbe::default();
+        for l in out.lines() {
+            let Some((k, v)) = l.split_once('=') else {
+                continue;
+            };
+            let v = v.trim();
+            match k {
+                "bin" => {
+                    p.binary = match v {
+                        "runs" => Some(Ok(())),
+                        "missing" => None,
+                        _ => Some(Err(v.strip_prefix("fails").unwrap_or(v).trim().to_string())),
+                    }
+                }
+                "arch" => p.arch = v.to_string(),
+                "glibc" => p.glibc = host_glibc(v),
+                "kernel" => p.kernel = v.to_string(),
+                "btf" => p.btf = Some(v == "yes"),
+                _ => {}
+            }
+        }
+        p
+    }
+}
+
+/// Why this binary cannot run on the host, or None when it can (as far as the probe tells:
+/// the binary's own first run there is the last word). `label` names the host (`--observe
+/// db1`), `remote` is where a build made there would be used.
+pub fn refusal(
+    label: &str,
+    remote: &str,
+    probe: &HostProbe,
+    arch: &str,
+    floor: Option<&GlibcFloor>,
+) -> Option<String> {
+    if !probe.arch.is_empty() && probe.arch != arch {
+        return Some(format!(
+            "{label}: the host is {}, this iodig is built for {arch}; build iodig there and put it at {remote}",
+            probe.arch
+        ));
+    }
+    let floor = floor?;
+    match &probe.glibc {
+        Some(g) if *g < floor.version => Some(format!(
+            "{label}: the host has glibc {g}, this iodig needs glibc {} or newer (for {}); build iodig on that host's OS (glibc {g}) and put it at {remote} there: iodig runs the build it finds there instead of sending this one",
+            floor.version,
+            symbols_text(&floor.symbols)
+        )),
+        // A host that names no glibc (musl, or no getconf and no ldd) is not refused on a
+        // guess: the binary's first run there tells.
+        _ => None,
+    }
+}
+
+/// At most six symbols, then how many more: enough to show what forces the floor.
+fn symbols_text(symbols: &[String]) -> String {
+    const SHOWN: usize = 6;
+    let mut s = symbols
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if symbols.len() > SHOWN {
+        s.push_str(&format!(" and {} more", symbols.len() - SHOWN));
+    }
+    s
+}
+
+/// A note when the agent on the host is another version than this iodig: a build put there by
+/// hand may be of other source, and the two then may not read each other's messages alike.
+pub fn version_note(agent: &str, own: &str) -> Option<String> {
+    (!agent.is_empty() && agent != own).then(|| {
+        format!(
+            "the agent there is iodig {agent}, this is {own}: build the host's copy from the same source"
+        )
+    })
+}
+
+/// The upstream release that has every BPF feature the tracer uses: raw tracepoints with BTF
+/// (5.5), global functions (5.6), the ring buffer (5.8), atomic fetch-and-add (5.12).
+pub const TRACER_KERNEL: (u32, u32) = (5, 12);
+/// `block_io_start`, which attribution hooks (6.5).
+pub const ATTRIBUTION_KERNEL: (u32, u32) = (6, 5);
+
+/// `4.18.0-425.3.1.el8.x86_64` → (4, 18).
+pub fn kernel_release(release: &str) -> Option<(u32, u32)> {
+    let mut it = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(str::parse::<u32>);
+    Some((it.next()?.ok()?, it.next()?.ok()?))
+}
+
+/// The kernel as the notes name it.
+fn kernel_name(probe: &HostProbe) -> &str {
+    if probe.kernel.is_empty() {
+        "the kernel"
+    } else {
+        &probe.kernel
+    }
+}
+
+/// Why the eBPF tracer cannot run on the host at all, when the probe says so: no kernel BTF.
+pub fn lacks_btf(probe: &HostProbe) -> Option<String> {
+    (probe.btf == Some(false)).then(|| {
+        format!(
+            "kernel {} has no BTF (/sys/kernel/btf/vmlinux is missing; it needs CONFIG_DEBUG_INFO_BTF=y), which the eBPF tracer needs for the kernel's types",
+            kernel_name(probe)
+        )
+    })
+}
+
+/// Why `--trace ebpf`, asked for by name, cannot be had on the host (exit 3, as on this
+/// machine), or None; `--trace auto` takes /proc/diskstats there instead.
+pub fn ebpf_refusal(label: &str, probe: &HostProbe, ebpf_demanded: bool) -> Option<String> {
+    let lack = lacks_btf(probe).filter(|_| ebpf_demanded)?;
+    Some(format!(
+        "{label}: --trace ebpf: {lack}; use --trace auto to take /proc/diskstats there"
+    ))
+}
+
+/// What the host's kernel lacks for the eBPF tracer, one plain line each, saying what iodig does
+/// instead. Empty when nothing is known to be missing, and when no eBPF trace was asked for.
+pub fn kernel_notes(probe: &HostProbe, ebpf_wanted: bool) -> Vec<String> {
+    if !ebpf_wanted {
+        return Vec::new();
+    }
+    if let Some(lack) = lacks_btf(probe) {
+        return vec![format!(
+            "{lack}: this host's block IO comes from /proc/diskstats (iostat's per-second figures: no IO sizes, no latency histograms, no attribution)"
+        )];
+    }
+    let k = kernel_name(probe);
+    let mut notes = Vec::new();
+    let Some(v) = kernel_release(&probe.kernel) else {
+        return notes;
+    };
+    if v < TRACER_KERNEL {
+        notes.push(format!(
+            "kernel {k} predates Linux {}.{}, the upstream release with every BPF feature the tracer uses (BTF tracepoints, ring buffer, atomic fetch-and-add); a distribution kernel that backports them (RHEL and AlmaLinux 8 backport BPF from later releases) may load it: it is tried, and if it does not load, this host's block IO comes from /proc/diskstats and iodig says why",
+            TRACER_KERNEL.0, TRACER_KERNEL.1
+        ));
+    }
+    if v < ATTRIBUTION_KERNEL {
+        notes.push(format!(
+            "kernel {k} predates Linux {}.{}'s block_io_start tracepoint: unless it is backported, this host's IO is not attributed to processes, threads or cgroups (the trace says so)",
+            ATTRIBUTION_KERNEL.0, ATTRIBUTION_KERNEL.1
+        ));
+    }
+    notes
+}
+
+/// The ELF parts read: 64-bit little-endian only, the layout of every host iodig builds for
+/// (x86_64, aarch64).
+const SHT_DYNSYM: u32 = 11;
+const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
+const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
+
+struct Section {
+    kind: u32,
+    offset: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+}
+
+/// Reads the version needs through `read(offset, len)`.
+fn parse_version_needs(
+    read: &dyn Fn(u64, usize) -> Result<Vec<u8>, String>,
+) -> Result<Vec<VersionNeed>, String> {
+    if read(0, 4).ok().as_deref() != Some(b"\x7fELF") {
+        return Err("not an ELF file".into());
+    }
+    let h = read(0, 64)?;
+    if h[4] != 2 || h[5] != 1 {
+        return Err("not a 64-bit little-endian ELF file".into());
+    }
+    let shoff = u64_at(&h, 0x28);
+    let shentsize = usize::from(u16_at(&h, 0x3a));
+    let shnum = usize::from(u16_at(&h, 0x3c));
+    if shentsize < 64 || shnum == 0 {
+        return Err("no section headers".into());
+    }
+    let table = read(shoff, shentsize * shnum)?;
+    let sections: Vec<Section> = table
+        .chunks_exact(shentsize)
+        .map(|s| Section {
+            kind: u32_at(s, 4),
+            offset: u64_at(s, 24),
+            size: u64_at(s, 32),
+            link: u32_at(s, 40),
+            info: u32_at(s, 44),
+        })
+        .collect();
+    let body = |s: &Section| -> Result<Vec<u8>, String> {
+        // A section larger than any binary iodig makes is a damaged file, not a reason to
+        // allocate gigabytes.
+        if s.size > 64 << 20 {
+            return Err(format!("a section of {} bytes", s.size));
+        }
+        read(s.offset, s.size as usize)
+    };
+    let Some(verneed) = sections.iter().find(|s| s.kind == SHT_GNU_VERNEED) else {
+        return Ok(Vec::new());
+    };
+    let strings = body(
+        sections
+            .get(verneed.link as usize)
+            .ok_or("version needs without a string table")?,
+    )?;
+    let needs = body(verneed)?;
+    // (version index, file, name), walked as the dynamic loader does: vn_next and vna_next
+    // are offsets from the entry, so entries need not be packed.
+    let mut versions: Vec<(u16, String, String)> = Vec::new();
+    let mut at = 0usize;
+    for _ in 0..verneed.info {
+        let entry = needs.get(at..at + 16).ok_or("version needs cut short")?;
+        let file = string_at(&strings, u32_at(entry, 4))?;
+        let (count, mut aux) = (u16_at(entry, 2), at + u32_at(entry, 8) as usize);
+        for _ in 0..count {
+            let a = needs.get(aux..aux + 16).ok_or("version needs cut short")?;
+            versions.push((
+                u16_at(a, 6),
+                file.clone(),
+                string_at(&strings, u32_at(a, 8))?,
+            ));
+            let next = u32_at(a, 12) as usize;
+            if next == 0 {
+                break;
+            }
+            aux += next;
+        }
+        let next = u32_at(entry, 12) as usize;
+        if next == 0 {
+            break;
+        }
+        at += next;
+    }
+    let mut out: Vec<VersionNeed> = versions
+        .iter()
+        .map(|(_, file, name)| VersionNeed {
+            file: file.clone(),
+            name: name.clone(),
+            symbols: Vec::new(),
+        })
+        .collect();
+    // Which undefined symbol needs which version: `.gnu.version` has one index per `.dynsym`
+    // entry (the top bit marks a hidden one).
+    let dynsym = sections.iter().find(|s| s.kind == SHT_DYNSYM);
+    let versym = sections.iter().find(|s| s.kind == SHT_GNU_VERSYM);
+    if let (Some(dynsym), Some(versym)) = (dynsym, versym) {
+        let names = body(
+            sections
+                .get(dynsym.link as usize)
+                .ok_or("symbols without a string table")?,
+        )?;
+        let syms = body(dynsym)?;
+        let indices = body(versym)?;
+        for (sym, index) in syms.chunks_exact(24).zip(indices.chunks_exact(2)) {
+            let index = u16_at(index, 0) & 0x7fff;
+            // st_shndx 0: undefined here, so it comes from the library.
+            if u16_at(sym, 6) != 0 {
+                continue;
+            }
+            if let Some(i) = versions.iter().position(|(v, ..)| *v == index) {
+                out[i].symbols.push(string_at(&names, u32_at(sym, 0))?);
+            }
+        }
+    }
+    for n in &mut out {
+        n.symbols.sort();
+        n.symbols.dedup();
+    }
+    Ok(out)
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// The NUL-terminated string at `offset` of a string table.
+fn string_at(table: &[u8], offset: u32) -> Result<String, String> {
+    let rest = table
+        .get(offset as usize..)
+        .ok_or("a name outside its string table")?;
+    let end = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
+    Ok(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::process::Command;
+
+    /// The highest GLIBC version and its symbols as binutils' `objdump -T` reports them: the
+    /// reference the reader is checked against.
+    fn objdump_floor(path: &Path) -> (Version, BTreeSet<String>) {
+        let out = Command::new("objdump")
+            .arg("-T")
+            .arg(path)
+            .output()
+            .expect("objdump missing: apt-get install binutils");
+        assert!(out.status.success(), "objdump -T {}", path.display());
+        let mut best: Option<(Version, BTreeSet<String>)> = None;
+        for l in String::from_utf8_lossy(&out.stdout).lines() {
+            // `0000000000000000      DF *UND*  0000000000000000 (GLIBC_2.34) pthread_create`
+            let Some((_, rest)) = l.split_once("(GLIBC_") else {
+                continue;
+            };
+            let Some((v, sym)) = rest.split_once(')') else {
+                continue;
+            };
+            if !l.contains("*UND*") {
+                continue;
+            }
+            let v = Version::parse(v).expect("a GLIBC version");
+            let sym = sym
+                .split_whitespace()
+                .last()
+                .unwrap_or_default()
+                .to_string();
+            match &mut best {
+                Some((b, syms)) if *b == v => {
+                    syms.insert(sym);
+                }
+                Some((b, _)) if *b > v => {}
+                _ => best = Some((v, BTreeSet::from([sym]))),
+            }
+        }
+        best.expect("objdump -T lists no GLIBC symbol")
+    }
+
+    fn check_against_objdump(path: &Path) -> GlibcFloor {
+        let needs = version_needs(path).unwrap();
+        assert!(
+            needs.iter().any(|n| n.file == "libc.so.6"),
+            "{}: {needs:?}",
+            path.display()
+        );
+        let floor = glibc_floor(&needs).expect("a GLIBC floor");
+        let (version, symbols) = objdump_floor(path);
+        assert_eq!(floor.version, version, "{}", path.display());
+        assert_eq!(
+            floor.symbols.iter().cloned().collect::<BTreeSet<_>>(),
+            symbols,
+            "{}",
+            path.display()
+        );
+        floor
+    }
+
+    #[test]
+    fn the_glibc_floor_of_a_real_build_is_what_objdump_reports() {
+        // This test's own executable: built by the same toolchain against the same libraries
+        // (RocksDB, libbpf, OpenSSL) as iodig, and what /proc/self/exe is at run time.
+        let me = std::fs::read_link("/proc/self/exe").unwrap();
+        let floor = check_against_objdump(&me);
+        assert!(floor.version >= Version(vec![2, 2, 5]), "{floor:?}");
+        assert_eq!(own_glibc_floor().as_ref().unwrap().as_ref(), Some(&floor));
+        // And iodig itself, when it is built beside this test (target/release/iodig).
+        let iodig = me.parent().and_then(Path::parent).map(|d| d.join("iodig"));
+        if let Some(iodig) = iodig.filter(|p| p.is_file()) {
+            let f = check_against_objdump(&iodig);
+            eprintln!(
+                "{}: needs glibc {} for {}",
+                iodig.display(),
+                f.version,
+                f.symbols.join(", ")
+            );
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_dynamic_elf_has_no_needs_or_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("text");
+        std::fs::write(
+            &text,
+            "#!/bin/sh\necho hello, this is not an ELF file at all, really\n",
+        )
+        .unwrap();
+        assert!(version_needs(&text).unwrap_err().contains("not an ELF"));
+        let short = dir.path().join("short");
+        std::fs::write(&short, b"\x7fELF").unwrap();
+        assert!(version_needs(&short).is_err());
+        // A real ELF cut after its header: its section table is out of reach, an error.
+        let me = std::fs::read("/proc/self/exe").unwrap();
+        let cut = dir.path().join("cut");
+        std::fs::write(&cut, &me[..4096]).unwrap();
+        assert!(version_needs(&cut).is_err());
+        assert_eq!(glibc_floor(&[]), None);
+    }
+
+    #[test]
+    fn versions_compare_number_by_number() {
+        let v = |s: &str| Version::parse(s).unwrap();
+        assert!(v("2.2.5") < v("2.28"));
+        assert!(v("2.28") < v("2.34"));
+        assert!(v("2.9") < v("2.10"));
+        assert_eq!(v("2.28").to_string(), "2.28");
+        for bad in ["", "2", "2.x", "2.36-9+deb12u14", "GLIBC_2.28"] {
+            assert_eq!(Version::parse(bad), None, "{bad}");
+        }
+        assert_eq!(host_glibc("glibc 2.28"), Some(v("2.28")));
+        assert_eq!(
+            host_glibc("ldd (GNU libc) 2.28\nCopyright"),
+            Some(v("2.28"))
+        );
+        assert_eq!(
+            host_glibc("ldd (Debian GLIBC 2.36-9+deb12u14) 2.36"),
+            Some(v("2.36"))
+        );
+        assert_eq!(host_glibc("musl libc (x86_64)"), None);
+        assert_eq!(host_glibc(""), None);
+    }
+
+    fn floor_2_34() -> GlibcFloor {
+        GlibcFloor {
+            version: Version(vec![2, 34]),
+            symbols: [
+                "__libc_start_main",
+                "dlclose",
+                "dlerror",
+                "dlopen",
+                "dlsym",
+                "pthread_create",
+                "pthread_join",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
+
+    fn almalinux_8_7() -> HostProbe {
+        HostProbe::parse(
+            "bin=missing\narch=x86_64\nglibc=glibc 2.28\nkernel=4.18.0-425.3.1.el8.x86_64\nbtf=yes\n",
+        )
+    }
+
+    #[test]
+    fn a_host_older_than_the_floor_is_refused_with_its_glibc_the_floor_and_the_fix() {
+        let host = almalinux_8_7();
+        let remote = "$HOME/.cache/iodig/bin/iodig-0123";
+        let floor = floor_2_34();
+        let m = refusal("--observe db1", remote, &host, "x86_64", Some(&floor)).unwrap();
+        for part in [
+            "--observe db1: the host has glibc 2.28",
+            "needs glibc 2.34 or newer",
+            "__libc_start_main, dlclose",
+            "and 1 more",
+            "build iodig on that host's OS (glibc 2.28)",
+            remote,
+        ] {
+            assert!(m.contains(part), "{part:?} in {m}");
+        }
+        // As new as the floor or newer, no glibc named, or no floor known: not refused here.
+        for glibc in ["2.34", "2.39"] {
+            let mut h = host.clone();
+            h.glibc = Version::parse(glibc);
+            assert_eq!(refusal("h", remote, &h, "x86_64", Some(&floor)), None);
+        }
+        let mut musl = host.clone();
+        musl.glibc = None;
+        assert_eq!(refusal("h", remote, &musl, "x86_64", Some(&floor)), None);
+        assert_eq!(refusal("h", remote, &host, "x86_64", None), None);
+        // Another architecture is said first: no glibc would help.
+        let mut arm = host.clone();
+        arm.arch = "aarch64".into();
+        let m = refusal("--observe db2", remote, &arm, "x86_64", Some(&floor)).unwrap();
+        assert!(
+            m.starts_with("--observe db2: the host is aarch64, this iodig is built for x86_64"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn an_agent_of_another_version_is_noted() {
+        assert_eq!(version_note("0.1.0", "0.1.0"), None);
+        assert_eq!(version_note("", "0.1.0"), None, "an agent that did not say");
+        let n = version_note("0.0.9", "0.1.0").unwrap();
+        assert!(n.contains("iodig 0.0.9, this is 0.1.0"), "{n}");
+    }
+
+    #[test]
+    fn the_probe_reads_a_host_as_its_shell_reports_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = |bin: &Path| {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(probe_script(bin.to_str().unwrap()))
+                .output()
+                .unwrap();
+            HostProbe::parse(&String::from_utf8_lossy(&out.stdout))
+        };
+        let here = probe(&dir.path().join("none"));
+        assert_eq!(here.binary, None);
+        assert_eq!(here.arch, std::env::consts::ARCH);
+        // This machine runs this test, so its glibc is at least the floor.
+        let floor = own_glibc_floor().as_ref().unwrap().as_ref().unwrap();
+        assert!(
+            here.glibc.as_ref().is_some_and(|g| *g >= floor.version),
+            "{here:?}"
+        );
+        assert!(kernel_release(&here.kernel).is_some(), "{here:?}");
+        assert_eq!(
+            here.btf,
+            Some(Path::new("/sys/kernel/btf/vmlinux").exists())
+        );
+        // A copy that cannot start: the loader's first line is what iodig reports.
+        let broken = dir.path().join("broken");
+        std::fs::write(
+            &broken,
+            "#!/bin/sh\necho 'iodig: /lib64/libc.so.6: version `GLIBC_2.34'\\'' not found' >&2\necho second >&2\nexit 1\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&broken, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert_eq!(
+            probe(&broken).binary,
+            Some(Err(
+                "iodig: /lib64/libc.so.6: version `GLIBC_2.34' not found".into()
+            ))
+        );
+        assert_eq!(probe(Path::new("/bin/true")).binary, Some(Ok(())));
+    }
+
+    #[test]
+    fn a_kernel_without_what_the_tracer_needs_is_named_with_what_iodig_does_instead() {
+        let mut no_btf = almalinux_8_7();
+        no_btf.btf = Some(false);
+        let notes = kernel_notes(&no_btf, true);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("kernel 4.18.0-425.3.1.el8.x86_64 has no BTF")
+                && notes[0].contains("/proc/diskstats"),
+            "{notes:?}"
+        );
+        let m = ebpf_refusal("--observe db1", &no_btf, true).unwrap();
+        assert!(
+            m.starts_with(
+                "--observe db1: --trace ebpf: kernel 4.18.0-425.3.1.el8.x86_64 has no BTF"
+            ) && m.ends_with("use --trace auto to take /proc/diskstats there"),
+            "{m}"
+        );
+        assert_eq!(ebpf_refusal("h", &no_btf, false), None);
+        assert_eq!(ebpf_refusal("h", &almalinux_8_7(), true), None);
+        // The brief's server: BTF there, an old version number with backports.
+        let notes = kernel_notes(&almalinux_8_7(), true);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("predates Linux 5.12") && notes[0].contains("backports"));
+        assert!(notes[1].contains("block_io_start") && notes[1].contains("not attributed"));
+        let mut new = almalinux_8_7();
+        new.kernel = "6.18.0-1-amd64".into();
+        assert!(kernel_notes(&new, true).is_empty());
+        new.kernel = "6.1.0".into();
+        assert_eq!(kernel_notes(&new, true).len(), 1);
+        // No eBPF asked for (diskstats, off): nothing to lack.
+        assert!(kernel_notes(&no_btf, false).is_empty());
+        assert_eq!(kernel_release("4.18.0-425.3.1.el8.x86_64"), Some((4, 18)));
+        assert_eq!(kernel_release("6.18"), Some((6, 18)));
+        assert_eq!(kernel_release(""), None);
+    }
+}
