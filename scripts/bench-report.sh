@@ -5,6 +5,9 @@
 # must be reported in < 10 s and < 1 GB RSS (< 5 s with the nodes and clients). Prints the
 # median of 3 runs.
 #
+# SWEEP=1: the node story's size instead (issue 35): 4 observed nodes × 8 thread counts × 10-minute
+# steps, every IO analysis run per node; same limits.
+#
 # Usage: scripts/bench-report.sh [WORK_DIR]   (default: a temporary directory, removed after)
 # Runs the report through the iodig-report example binary, which calls the same library
 # function as `iodig report`, so the benchmark needs no RocksDB build.
@@ -19,9 +22,15 @@ fi
 command -v /usr/bin/time >/dev/null || { echo "bench-report: needs GNU time (apt-get install time)" >&2; exit 2; }
 cargo build --release -q -p iodig-report --examples
 bin="$CARGO_TARGET_DIR/release/examples"
-run="$work/run-1h-4nodes"
+if [[ -n "${SWEEP:-}" ]]; then
+    run="$work/run-8x10min-4nodes"
+    size=--sweep
+else
+    run="$work/run-1h-4nodes"
+    size=--big
+fi
 if [[ ! -f "$run/run.json" ]]; then
-    "$bin/gen_run" "$run" --big
+    "$bin/gen_run" "$run" "$size"
 fi
 echo "run directory: $(du -sh "$run" | cut -f1) in $(find "$run" -type f | wc -l) files"
 secs=(); rss=()

@@ -3,7 +3,8 @@
 //! `--big` is the benchmark's size: one hour of per-second samples from 4 nodes and 10 million
 //! simulated raw IO events aggregated into trace.json, each node also observed "over SSH" (its
 //! own `nodes/HOST/` trace and samples, ownership in run.json) and the step kept per client for
-//! 2 clients, as `run --observe` and `merge` leave them.
+//! 2 clients, as `run --observe` and `merge` leave them. `--sweep` is the node story's
+//! benchmark: 4 observed nodes × 8 thread counts × 10-minute steps.
 
 // The fixture is test support, not library code: the example compiles the same file.
 #[path = "../tests/support/fixture.rs"]
@@ -20,8 +21,21 @@ use std::path::{Path, PathBuf};
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let out = PathBuf::from(args.next().unwrap_or_else(|| "generated-run".into()));
-    let big = args.any(|a| a == "--big");
-    let spec = if big {
+    let flags: Vec<String> = args.collect();
+    let big = flags.iter().any(|a| a == "--big");
+    let sweep = flags.iter().any(|a| a == "--sweep");
+    let spec = if sweep {
+        FixtureSpec {
+            workloads: vec!["workloada".into()],
+            threads: vec![64, 96, 128, 192, 256, 384, 512, 1024],
+            secs: 600,
+            nodes: 4,
+            io_events_per_step: 2_000_000,
+            latency_samples_per_step: 600_000,
+            flush_every_secs: 60,
+            ..Default::default()
+        }
+    } else if big {
         FixtureSpec {
             workloads: vec!["workloada".into()],
             threads: vec![32],
@@ -45,6 +59,8 @@ fn main() -> anyhow::Result<()> {
     let mut doc = generate(&spec, &out)?;
     if big {
         doc = observed_nodes(&out, spec.nodes, 2)?;
+    } else if sweep {
+        doc = observed_nodes(&out, spec.nodes, 0)?;
     }
     eprintln!(
         "generated {} ({} steps) in {:.1}s",
@@ -143,7 +159,15 @@ fn observed_nodes(
                     }),
                     devices: vec![format!("nvme{i}n1")],
                     notes: Vec::new(),
-                    environment: None,
+                    environment: Some(iodig_model::Environment {
+                        hostname: format!("db{}", i + 1),
+                        kernel: "4.18.0-425.3.1.el8.x86_64".into(),
+                        os: Some("AlmaLinux 8.7 (Stone Smilodon)".into()),
+                        cpu_model: "Generated CPU @ 2.4GHz".into(),
+                        cpus: 96,
+                        memory_bytes: 512 << 30,
+                        ..Default::default()
+                    }),
                 })
                 .collect(),
             notes: Vec::new(),
