@@ -156,6 +156,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub restore_each_step: bool,
 
+    /// Empty the page cache before every run step (after any restore), here and on every
+    /// --observe host, so no step reads what the one before left in memory. Needs root.
+    #[arg(long)]
+    pub drop_caches: bool,
+
     /// Managed Cassandra nodes to start on 127.0.0.1…N when no hosts are given (default 1);
     /// with replication set by -p cassandra.replicationfactor.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=254))]

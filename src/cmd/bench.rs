@@ -51,6 +51,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode, RunError> {
             no_attribution: false,
         },
         restore_each_step: args.restore_each_step,
+        drop_caches: args.drop_caches,
         nodes: args.nodes,
         observe: args.observe.clone(),
         faults: args.faults.clone(),
@@ -237,6 +238,7 @@ fn client_command(
         reload,
         no_load,
         restore_each_step,
+        drop_caches,
         nodes,
         observe: _,
         faults: _,
@@ -318,6 +320,7 @@ fn client_command(
         (*reload, "--reload"),
         (*no_load, "--no-load"),
         (*restore_each_step, "--restore-each-step"),
+        (*drop_caches, "--drop-caches"),
         (*events, "--events"),
         (*status, "-s"),
     ] {
@@ -364,6 +367,7 @@ fn apply_experiment_file(
     }
     req.target = file.target.or(req.target);
     req.restore_each_step |= file.restore_each_step;
+    req.drop_caches |= file.drop_caches;
     req.nodes = file.nodes.or(req.nodes);
     if req.observe.is_empty() {
         req.observe = file.observe.clone();

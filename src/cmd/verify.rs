@@ -60,6 +60,7 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode, RunError> {
         status: false,
         seed: Some(doc.config.seed),
         restore_each_step: false,
+        drop_caches: false,
         nodes: None,
         faults: Vec::new(),
         observe: Vec::new(),

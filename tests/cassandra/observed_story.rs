@@ -219,7 +219,23 @@ pub fn the_story_is_the_nodes_device(
 
     // The briefs' drive comparison: the same step with the node's device capped, compared;
     // the nodes' IO stands side by side, each run's figures its node's own trace's.
-    let slowed = observed_run(&["--fault", "0s:cap=4MB/s:127.0.0.1"]);
+    // Each step starts cold, as the briefs' did after their restore: the page cache is
+    // dropped here and on the node's host before it.
+    let slowed = observed_run(&["--fault", "0s:cap=4MB/s:127.0.0.1", "--drop-caches"]);
+    let dropped = slowed
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("note: page cache dropped before the step: here (page cache "))
+        .unwrap_or_else(|| panic!("no drop said:\n{}", slowed.stderr));
+    assert!(dropped.contains("; on 127.0.0.1 (page cache "), "{dropped}");
+    assert!(
+        slowed.run_json()["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("--drop-caches:")),
+        "the run says its steps started cold"
+    );
     let cmp = r.run_dir().parent().unwrap().join("comparison");
     let c = run_iodig(&[
         "compare",

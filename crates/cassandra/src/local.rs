@@ -33,18 +33,27 @@ pub struct LocalNode {
 }
 
 impl LocalNode {
-    /// Flushes and compactions from its log that started at or after the time.
-    pub fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
+    /// Flushes and compactions from its log that started at or after the time, or why its
+    /// log tells none: no log directory on its command line, no log there, an unreadable one.
+    pub fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String> {
         let Some(dir) = &self.log_dir else {
-            return Vec::new();
+            return Err("its command line names no log directory (-Dcassandra.logdir): its flushes and compactions are not on the time line".into());
         };
+        if !dir.join("debug.log").is_file() && !dir.join("system.log").is_file() {
+            return Err(format!(
+                "neither debug.log nor system.log in {}: its flushes and compactions are not on the time line",
+                dir.display()
+            ));
+        }
         let node = self
             .address
             .rsplit_once(':')
             .map_or(self.address.as_str(), |(a, _)| a);
-        let mut all = events::read_node_logs(dir, node).unwrap_or_default();
+        let mut all = events::read_node_logs(dir, node).map_err(|e| {
+            format!("its log cannot be read ({e}): its flushes and compactions are not on the time line")
+        })?;
         all.retain(|e| e.start_unix_ms >= since_unix_ms);
-        all
+        Ok(all)
     }
 }
 
@@ -277,6 +286,26 @@ mod tests {
     use super::*;
 
     const YAML: &str = "cluster_name: x\ndata_file_directories:\n  - /a/data\n  - \"/b/data\"\ncommitlog_directory: /a/commitlog\nsaved_caches_directory: /a/saved\n";
+
+    #[test]
+    fn a_log_that_tells_nothing_says_why() {
+        let mut node = LocalNode {
+            address: "127.0.0.9:9042".into(),
+            pid: 1,
+            config: None,
+            data_dirs: Vec::new(),
+            commitlog_dir: None,
+            log_dir: None,
+            settings: BTreeMap::new(),
+        };
+        assert!(node.events_since(0).unwrap_err().contains("no log directory"));
+        let dir = tempfile::tempdir().unwrap();
+        node.log_dir = Some(dir.path().to_path_buf());
+        let e = node.events_since(0).unwrap_err();
+        assert!(e.contains("neither debug.log nor system.log in"), "{e}");
+        std::fs::write(dir.path().join("system.log"), "").unwrap();
+        assert_eq!(node.events_since(0).unwrap(), Vec::new());
+    }
 
     #[test]
     fn io_settings_read_the_yaml_the_jvm_and_the_limits() {

@@ -148,6 +148,10 @@ pub struct NodeStep {
     /// Why the host's data for the step is incomplete (the host or its link died), when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+    /// What is missing from the host's part and why (a node log that cannot be read), one
+    /// line each; the rest of its part stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// What an observer on another host measured over one step, before it is written.
@@ -172,6 +176,9 @@ pub struct NodeObservation {
     /// agent wrote one no larger than it sends; the trace's `events_file` then names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_events: Option<String>,
+    /// What the agent could not measure of the step and why, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl NodeObservation {

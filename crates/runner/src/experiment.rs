@@ -198,6 +198,9 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         unusable_after: plan.unusable_after()?,
                     };
                     self.deployment.before_run_step(plan, self.factory)?;
+                    if plan.req.drop_caches {
+                        self.drop_caches();
+                    }
                     self.progress.set_label(format!("{} t={t}", w.label));
                     let name = if plan.req.repetitions > 1 {
                         format!("{}-t{t}-r{}", w.label, rep + 1)
@@ -215,6 +218,43 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             }
         }
         Ok(false)
+    }
+
+    /// `--drop-caches`: the page cache emptied here and on every observed host; said on the
+    /// terminal and once in run.json's notes, and a host that could not is warned about (the
+    /// step still runs: a warm cache is a caveat, not a reason to stop a long sweep).
+    fn drop_caches(&mut self) {
+        let mut done = Vec::new();
+        match crate::page_cache::drop_page_cache() {
+            Ok((before, after)) => done.push(format!(
+                "here ({})",
+                crate::page_cache::words(before, after)
+            )),
+            Err(e) => iodig_model::eprintln_lossy!("warning: --drop-caches here: {e}"),
+        }
+        if let Some(hosts) = self.deployment.observed_hosts() {
+            let mut hosts = hosts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for (host, result) in hosts.drop_caches() {
+                match result {
+                    Ok((before, after)) => done.push(format!(
+                        "on {host} ({})",
+                        crate::page_cache::words(before, after)
+                    )),
+                    Err(e) => iodig_model::eprintln_lossy!("warning: --drop-caches on {host}: {e}"),
+                }
+            }
+        }
+        if done.is_empty() {
+            return;
+        }
+        let line = format!("page cache dropped before the step: {}", done.join("; "));
+        iodig_model::eprintln_lossy!("note: {line}");
+        let note = "--drop-caches: the page cache was dropped before every run step (the terminal said each time, with the sizes before and after).".to_string();
+        if !self.run.doc.notes.contains(&note) {
+            self.run.doc.notes.push(note);
+        }
     }
 
     /// Runs one step under observation and records it; returns whether the run must stop.

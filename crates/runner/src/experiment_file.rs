@@ -33,6 +33,10 @@ pub struct ExperimentFile {
     /// (`--restore-each-step`; managed Cassandra nodes).
     #[serde(default)]
     pub restore_each_step: bool,
+    /// Empty the page cache here and on the observed hosts before every run step
+    /// (`--drop-caches`).
+    #[serde(default)]
+    pub drop_caches: bool,
     /// Managed Cassandra nodes to start (`--nodes`).
     pub nodes: Option<u32>,
     /// Hosts whose database node is observed over SSH (`--observe`).

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod merge;
 pub mod observe;
 pub mod pacer;
+pub mod page_cache;
 pub mod plan;
 pub mod probe;
 pub mod progress;

@@ -56,6 +56,9 @@ pub struct RunRequest {
     pub seed: Option<u64>,
     /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes).
     pub restore_each_step: bool,
+    /// `--drop-caches`: empty the page cache here and on every observed host before every
+    /// run step (after any restore).
+    pub drop_caches: bool,
     /// `--nodes N`: managed database nodes to start (Cassandra without `hosts`).
     pub nodes: Option<u32>,
     /// `--fault AT:ACTION:TARGET`: faults injected into every run step, as written.

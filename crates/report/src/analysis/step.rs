@@ -29,6 +29,9 @@ pub struct StepView {
     pub host_findings: Vec<String>,
     /// The traced window's length, ms; 0 without a trace.
     pub trace_window_ms: u64,
+    /// On a node: what its host's part lacks and why (its data partial from a lost link, a
+    /// log that cannot be read), one line each; empty otherwise.
+    pub place_notes: Vec<String>,
     /// Position in the run, from 0 (a load step comes first).
     pub index: usize,
     /// Section heading ([`StepData::title`]): `Step 3: workloada × 8 threads`.
@@ -198,6 +201,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         node_views: Vec::new(),
         rollup: None,
         host_findings: Vec::new(),
+        place_notes: Vec::new(),
         trace_window_ms: step
             .trace
             .as_ref()

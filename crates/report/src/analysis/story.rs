@@ -67,6 +67,17 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
         .into_iter()
         .map(|(i, addr)| {
             let mut nv = step_view(&step.at_node(i, Some(addr.clone())));
+            let ns = &step.nodes[i].step;
+            nv.place_notes = ns
+                .partial
+                .iter()
+                .map(|p| format!("Its data for this step is partial: {p}."))
+                .chain(
+                    ns.notes
+                        .iter()
+                        .map(|n| format!("{}.", n.trim_end_matches('.'))),
+                )
+                .collect();
             if let Some(sb) = nv.storage.as_mut() {
                 sb.node_share = node_share(run, &addr);
                 nv.findings.extend(super::storage::node_share_finding(sb));

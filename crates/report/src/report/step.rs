@@ -70,6 +70,7 @@ fn place_facts(s: &StepView) -> Vec<String> {
     )];
     facts.extend(s.diskstats_check.clone());
     facts.extend(events::sentence(s));
+    facts.extend(s.place_notes.iter().cloned());
     facts
 }
 

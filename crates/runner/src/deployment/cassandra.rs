@@ -597,7 +597,7 @@ impl NodeOnHost for HostCassandra {
             .collect()
     }
 
-    fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent> {
+    fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String> {
         self.0.events_since(since_unix_ms)
     }
 }

@@ -86,6 +86,15 @@ impl Plan {
     /// a node starts or a load begins.
     pub fn resolve(req: &RunRequest) -> Result<Plan> {
         check_flags(req)?;
+        // Asked for explicitly, so refused before anything starts rather than warned about
+        // at every step (observed hosts that cannot are warned about: their agent may not be
+        // root).
+        if req.drop_caches && !crate::page_cache::can_drop() {
+            return Err(crate::errors::PrivilegeError(
+                "--drop-caches: cannot write /proc/sys/vm/drop_caches here; run iodig as root or leave the flag out".into(),
+            )
+            .into());
+        }
         let mut workloads = req
             .workloads
             .iter()

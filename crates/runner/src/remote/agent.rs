@@ -22,8 +22,9 @@ pub trait NodeOnHost {
     fn facts(&self) -> HostNode;
     /// Directories whose devices are traced (data, commit log).
     fn dirs(&self) -> Vec<PathBuf>;
-    /// The node's flushes and compactions that started at or after the time (Unix ms).
-    fn events_since(&self, since_unix_ms: u64) -> Vec<DbEvent>;
+    /// The node's flushes and compactions that started at or after the time (Unix ms), or why
+    /// its log tells none.
+    fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String>;
 }
 
 /// Finds the node of a database (`--db`) at an address (or the only one) on this host.
@@ -199,6 +200,10 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
             Ok(Request::Clock) => Reply::Clock {
                 unix_ns: super::clock::unix_now_ns(),
             },
+            Ok(Request::DropCaches) => match crate::page_cache::drop_page_cache() {
+                Ok((before, after)) => Reply::CachesDropped { before, after },
+                Err(e) => Reply::Error(e),
+            },
             Ok(Request::Prepare) => {
                 prepared = prepare(refind());
                 device_stats = locate_stats();
@@ -267,16 +272,23 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                     }),
                     None => None,
                 };
+                let mut notes = Vec::new();
+                let events = match node.as_ref().map(|n| n.events_since(since_unix_ms)) {
+                    Some(Ok(events)) => events,
+                    Some(Err(e)) => {
+                        notes.push(format!("the node's events: {e}"));
+                        Vec::new()
+                    }
+                    None => Vec::new(),
+                };
                 Reply::Stopped(Box::new(NodeObservation {
                     device_stats: stats.map(|d| d.into_doc(traced.as_deref())),
                     trace,
                     sys: sampler.map(Sampler::stop),
-                    events: node
-                        .as_ref()
-                        .map(|n| n.events_since(since_unix_ms))
-                        .unwrap_or_default(),
+                    events,
                     trace_error,
                     io_events,
+                    notes,
                 }))
             }
         };

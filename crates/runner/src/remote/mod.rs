@@ -174,6 +174,31 @@ impl RemoteHosts {
         }
     }
 
+    /// `--drop-caches`: every host's page cache emptied, all at once; per host (as given to
+    /// `--observe`) its size before and after, or why not (a host whose agent is not root,
+    /// one that no longer answers).
+    pub fn drop_caches(&mut self) -> Vec<(String, crate::page_cache::Dropped)> {
+        // Writing dirty pages back first can take a while on a host that just loaded data.
+        const DROP_WAIT: Duration = Duration::from_secs(120);
+        for a in &mut self.agents {
+            a.send(&Request::DropCaches);
+        }
+        self.agents
+            .iter_mut()
+            .map(|a| {
+                let r = match a.wait(DROP_WAIT, "drop caches") {
+                    Some(Reply::CachesDropped { before, after }) => Ok((before, after)),
+                    Some(other) => Err(format!("unexpected reply {other:?}")),
+                    None => Err(a
+                        .lost
+                        .clone()
+                        .unwrap_or_else(|| "its agent could not (said above)".into())),
+                };
+                (a.host.spec.clone(), r)
+            })
+            .collect()
+    }
+
     /// Before a step: every agent is told at once to load its tracer (a few hundred ms on an
     /// idle host, seconds on a busy one); [`RemoteHosts::await_prepared`] then waits for them,
     /// so the local tracer loads in the meantime.
@@ -259,6 +284,10 @@ impl RemoteHosts {
                         .and_then(|o| o.trace.as_ref().map(|t| t.mode.clone()))
                         .or_else(|| a.mode.clone()),
                     partial: a.lost.clone(),
+                    notes: observation
+                        .as_ref()
+                        .map(|o| o.notes.clone())
+                        .unwrap_or_default(),
                 },
                 observation,
             });

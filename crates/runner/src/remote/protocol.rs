@@ -15,6 +15,8 @@ pub enum Request {
     Prepare,
     /// Start the tracer (attaching what was prepared) and the sampler: measurement starts.
     Start,
+    /// `--drop-caches`: empty the host's page cache now.
+    DropCaches,
     /// Stop them; events of the node since the time come with the results.
     Stop {
         /// Start of the step's window, warm-up included (Unix ms).
@@ -42,6 +44,13 @@ pub enum Reply {
     },
     /// Measurement stopped: the host's trace, samples and the node's events.
     Stopped(Box<NodeObservation>),
+    /// The page cache was dropped: its size before and after, bytes.
+    CachesDropped {
+        /// `Cached` before, bytes.
+        before: u64,
+        /// `Cached` after, bytes.
+        after: u64,
+    },
     /// A request the agent could not do, said plainly.
     Error(String),
 }
