@@ -62,6 +62,19 @@ impl Drop for RunDir {
     }
 }
 
+/// Whether a note says how the run ended (killed, failed, still running): what a reader or the
+/// run's own iodig put first in its notes, which a resumed run replaces.
+fn is_ending_note(note: &str) -> bool {
+    [
+        "The run was killed during step",
+        "The run failed during step",
+        "The run is still running",
+        "run.json says running",
+    ]
+    .iter()
+    .any(|p| note.starts_with(p))
+}
+
 /// Settles every run in `out` that a killed iodig left `running`: a step whose files were all
 /// written (its summary.json is the last) but that run.json did not list yet is taken in, a
 /// half-written step directory and temporary files are removed, and run.json says `killed`.
@@ -241,6 +254,86 @@ impl RunDir {
         };
         dir.save()?;
         Ok(dir)
+    }
+
+    /// Takes over a run to resume ([`crate::resume`]): every step directory but those of `keep`
+    /// (a step half-written, or one that was interrupted) and the temporary files of unfinished
+    /// writes are removed, the kept steps' files are left as they are, and run.json lists the
+    /// kept steps, says `running` under this process and notes the resume. `trace_note`: what
+    /// the tracer's preflight said this time, noted when the run did not say it already.
+    pub fn reopen(
+        from: &crate::resume::ResumeFrom,
+        keep: Vec<StepSummary>,
+        trace_note: Option<String>,
+    ) -> Result<Self> {
+        let dir = from.dir.clone();
+        let kept: Vec<PathBuf> = keep.iter().map(|s| dir.join(&s.dir)).collect();
+        let mut removed = Vec::new();
+        for e in std::fs::read_dir(dir.join("steps")).into_iter().flatten().flatten() {
+            let p = e.path();
+            if kept.contains(&p) {
+                continue;
+            }
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p)
+                    .with_context(|| format!("cannot remove {}", p.display()))?;
+                removed.push(format!("steps/{}", e.file_name().to_string_lossy()));
+            } else if is_temp_name(&e.file_name().to_string_lossy()) {
+                std::fs::remove_file(&p)
+                    .with_context(|| format!("cannot remove {}", p.display()))?;
+            }
+        }
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if e.path().is_file() && is_temp_name(&e.file_name().to_string_lossy()) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        let mut doc = from.doc.clone();
+        let n = keep.len();
+        doc.steps = keep;
+        // The notes a reader or a dying iodig added about how the run ended are replaced by the
+        // one below, which says it and that the run went on.
+        doc.notes.retain(|n| !is_ending_note(n));
+        if let Some(t) = trace_note.filter(|t| !doc.notes.contains(t)) {
+            doc.notes.push(t);
+        }
+        let now = SystemTime::now();
+        doc.notes.push(format!(
+            "Resumed at {} by iodig run --resume (pid {}): the run had been {}; {}, and {} ran again from its start{}.",
+            crate::start_at::format_utc(now),
+            std::process::id(),
+            from.how_it_ended,
+            match n {
+                0 => "no step had finished".to_string(),
+                1 => "step 0 was kept as it was".to_string(),
+                n => format!("steps 0–{} were kept as they were", n - 1),
+            },
+            if n == 0 { "the run".to_string() } else { format!("step {n}") },
+            if removed.is_empty() {
+                String::new()
+            } else {
+                format!(" (its partial files removed: {})", removed.join(", "))
+            }
+        ));
+        doc.status = "running".into();
+        doc.writer = Some(Writer::current());
+        doc.updated_unix_ms = unix_ms(now);
+        let run = Self {
+            path: dir,
+            doc,
+            recording: None,
+        };
+        run.save()?;
+        iodig_model::eprintln_lossy!(
+            "resuming {} at step {n}{}",
+            run.path.display(),
+            if removed.is_empty() {
+                String::new()
+            } else {
+                format!(" (removed {})", removed.join(", "))
+            }
+        );
+        Ok(run)
     }
 
     /// Rewrites run.json atomically.
