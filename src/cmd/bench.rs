@@ -2,11 +2,11 @@
 
 use crate::cli::{normalize_args, parse_duration, BenchArgs, Cli, Command};
 use clap::Parser;
-use std::path::Path;
 use iodig_iotrace::{TraceMode, TraceOptions, WatchOptions};
 use iodig_runner::experiment_file::ExperimentFile;
 use iodig_runner::remote::clients;
 use iodig_runner::{LoadPolicy, Phase, RunError, RunRequest, UsageError, WorkloadRun};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Warm-up of a run step unless `--warmup` or an experiment file says otherwise.

@@ -92,8 +92,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             RunDir::reopen(from, keep, trace_note)?
         }
         None => {
-            let mut run =
-                create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
+            let mut run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
             run.doc.environment.database_version = factory.version();
             if cluster.is_some() {
                 run.doc.cluster = cluster;
@@ -437,7 +436,10 @@ pub(crate) fn planned_steps(plan: &Plan, recorded: &[StepSummary]) -> Vec<String
                 if stops.skips(&w.label, t) {
                     continue;
                 }
-                if let Some(stop) = recorded.get(names.len()).and_then(|s| s.sweep_stop.as_ref()) {
+                if let Some(stop) = recorded
+                    .get(names.len())
+                    .and_then(|s| s.sweep_stop.as_ref())
+                {
                     stops.replay(&w.label, &stop.skipped);
                 }
                 names.push(run_step_name(plan, w, t, rep));

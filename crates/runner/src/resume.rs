@@ -120,10 +120,12 @@ pub fn open(dir: &Path) -> Result<ResumeFrom> {
             }
         },
         "killed" => format!("killed during step {}", doc.steps.len()),
-        "interrupted" => format!(
-            "interrupted during step {}",
-            doc.steps.len().saturating_sub(1)
-        ),
+        "interrupted" => match doc.steps.last() {
+            Some(s) if s.interrupted => format!("interrupted during step {}", s.index),
+            // Ctrl-C between two steps: the last one finished whole.
+            Some(s) => format!("interrupted after step {}", s.index),
+            None => "interrupted before its first step".to_string(),
+        },
         "failed" => format!(
             "stopped by an error during step {}",
             doc.steps.len()

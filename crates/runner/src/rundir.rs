@@ -269,7 +269,11 @@ impl RunDir {
         let dir = from.dir.clone();
         let kept: Vec<PathBuf> = keep.iter().map(|s| dir.join(&s.dir)).collect();
         let mut removed = Vec::new();
-        for e in std::fs::read_dir(dir.join("steps")).into_iter().flatten().flatten() {
+        for e in std::fs::read_dir(dir.join("steps"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let p = e.path();
             if kept.contains(&p) {
                 continue;

@@ -160,7 +160,11 @@ pub fn run_basic(plan: &Plan, stop: &AtomicBool) -> Result<RunOutcome> {
     let factory = BasicFactory::open(&plan.props).map_err(db_error)?;
     // A resumed run whose load (or first run step) finished does not load again.
     let load = (plan.req.phase == Phase::Load || plan.req.load == LoadPolicy::Always)
-        && !plan.req.resume.as_ref().is_some_and(ResumeFrom::dataset_settled);
+        && !plan
+            .req
+            .resume
+            .as_ref()
+            .is_some_and(ResumeFrom::dataset_settled);
     sweep(plan, &factory, &NoData, load, stop)
 }
 
