@@ -529,6 +529,65 @@ mod tests {
         assert!(clean_up_killed_runs(out.path()).is_empty());
     }
 
+    /// A killed run resumed: the listed step and the one written whole but not listed are
+    /// kept untouched, the half-written one and the temporary files go, and run.json says
+    /// running under this process with a note replacing the reader's "killed" one.
+    #[test]
+    fn a_resumed_run_keeps_its_finished_steps_and_removes_the_partial_one() {
+        let out = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let mut dead = Writer::current();
+        dead.pid = child.id();
+        child.wait().unwrap();
+        let run = out.path().join("20260101-000000-w-basic");
+        let mut d = doc();
+        d.tool.command_line = vec!["iodig".into(), "run".into()];
+        d.writer = Some(dead);
+        d.steps.push(step(0, "steps/00-w-t1"));
+        d.notes
+            .push("The run was killed during step 1: gone.".into());
+        for s in ["steps/00-w-t1", "steps/01-w-t2", "steps/02-w-t4"] {
+            std::fs::create_dir_all(run.join(s)).unwrap();
+        }
+        write_json_atomic(&run.join(files::RUN), &d).unwrap();
+        std::fs::write(run.join("steps/00-w-t1/ycsb.txt"), "kept").unwrap();
+        write_json_atomic(
+            &run.join("steps/01-w-t2").join(files::STEP_SUMMARY),
+            &step(1, "steps/01-w-t2"),
+        )
+        .unwrap();
+        std::fs::write(run.join("steps/02-w-t4/timeseries.json"), "[").unwrap();
+        std::fs::write(run.join(".run.json.77.tmp"), "{").unwrap();
+        std::fs::write(run.join("steps/.io-events.csv.77.tmp"), "").unwrap();
+
+        let from = crate::resume::open(&run).unwrap();
+        assert_eq!(from.kept.len(), 2, "the whole but unlisted step is kept");
+        assert!(from.how_it_ended.starts_with("killed during step 1"));
+        // Opening changes nothing.
+        assert!(run.join("steps/02-w-t4").exists());
+        let reopened = RunDir::reopen(&from, from.kept.clone(), None).unwrap();
+        assert_eq!(reopened.doc.steps.len(), 2);
+        assert_eq!(reopened.doc.status, "running");
+        assert_eq!(reopened.doc.writer, Some(Writer::current()));
+        assert!(!run.join("steps/02-w-t4").exists());
+        assert!(!run.join(".run.json.77.tmp").exists());
+        assert!(!run.join("steps/.io-events.csv.77.tmp").exists());
+        assert_eq!(
+            std::fs::read_to_string(run.join("steps/00-w-t1/ycsb.txt")).unwrap(),
+            "kept"
+        );
+        let notes = &reopened.doc.notes;
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("Resumed at ") && notes[0].contains("steps 0–1 were kept"),
+            "{notes:?}"
+        );
+        // Being written now: a second resume is refused.
+        let e = format!("{:#}", crate::resume::open(&run).unwrap_err());
+        assert!(e.contains("still being written"), "{e}");
+        drop(reopened);
+    }
+
     #[test]
     fn a_run_ended_by_an_error_says_failed_not_running() {
         let out = tempfile::tempdir().unwrap();
