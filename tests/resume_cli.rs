@@ -347,6 +347,98 @@ fn a_rocksdb_sweep_killed_in_its_load_or_after_it_resumes_and_refuses_another_da
 }
 
 #[test]
+fn sigkill_at_any_moment_of_a_run_or_of_its_resumes_leaves_a_run_that_resumes() {
+    let dir = tempfile::Builder::new()
+        .prefix("iodig-resume-kill-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let out = dir.path();
+    // Seeded from the clock, printed, so a failing moment can be found again.
+    let mut x = std::env::var("IODIG_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("kill moments from seed {x} (IODIG_KILL_SEED to repeat)");
+    let mut run_dir: Option<PathBuf> = None;
+    // Each finished step's files as first seen: no later resume may change them.
+    let mut finished: BTreeMap<String, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+    for i in 0..5 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let delay = Duration::from_millis(x % 2500);
+        let args = match &run_dir {
+            None => rocksdb_sweep(out, "20000"),
+            Some(d) => IodigArgs::verbatim(&["run", "--resume", d.to_str().unwrap()]),
+        };
+        let mut child = args
+            .command()
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while t.elapsed() < delay && child.try_wait().unwrap().is_none() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let killed = child.try_wait().unwrap().is_none();
+        if killed {
+            child.kill().unwrap(); // SIGKILL
+        }
+        let o = child.wait_with_output().unwrap();
+        eprintln!("run {i}: killed {killed} after {delay:?}");
+        // One that ended on its own completed: a kill never leaves a run it refuses.
+        assert!(
+            killed || o.status.success(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if run_dir.is_none() {
+            run_dir = run_dirs(out).pop();
+        }
+        let Some(d) = &run_dir else { continue };
+        let run = read_json(&d.join("run.json"));
+        for s in run["steps"].as_array().unwrap() {
+            let rel = s["dir"].as_str().unwrap().to_string();
+            let now = files(&d.join(&rel));
+            let then = finished.entry(rel.clone()).or_insert_with(|| now.clone());
+            assert_eq!(*then, now, "{rel} changed after it finished");
+        }
+        if run["status"] == "completed" {
+            break;
+        }
+    }
+    let d = run_dir.expect("a run directory");
+    if read_json(&d.join("run.json"))["status"] != "completed" {
+        let r = resume(&d);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+    }
+    let (status, steps, names) = structure(&d);
+    assert_eq!(status, "completed");
+    assert_eq!(steps.len(), 3, "{steps:?}");
+    assert!(steps[0].contains("steps/00-load"), "{steps:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.rsplit('/').next().unwrap().starts_with('.')),
+        "temporary files left: {names:?}"
+    );
+    for (rel, then) in &finished {
+        assert_eq!(
+            *then,
+            files(&d.join(rel)),
+            "{rel} changed after it finished"
+        );
+    }
+}
+
+#[test]
 fn what_cannot_be_resumed_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();

@@ -26,7 +26,14 @@ use std::time::{Duration, SystemTime};
 
 /// Runs the request end to end.
 pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome, RunError> {
-    let plan = Plan::resolve(req)?;
+    let plan = Plan::resolve(req).map_err(|e| match &req.resume {
+        // A property file or default that changed since is named, and so is why it matters.
+        Some(from) => e.context(format!(
+            "--resume {}: its recorded configuration no longer resolves",
+            from.dir.display()
+        )),
+        None => e,
+    })?;
     if let Some(from) = &plan.req.resume {
         // Refused before a database opens or a node starts.
         crate::resume::check_plan(&plan, from)?;
