@@ -439,6 +439,37 @@ fn sigkill_at_any_moment_of_a_run_or_of_its_resumes_leaves_a_run_that_resumes() 
 }
 
 #[test]
+fn a_stop_rule_met_before_the_kill_still_leaves_its_thread_counts_out() {
+    let dir = tempfile::tempdir().unwrap();
+    // Met by every step: each repetition's sweep ends at its first thread count.
+    let file = dir.path().join("exp.toml");
+    std::fs::write(
+        &file,
+        "db = \"basic\"\nrepetitions = 2\nwarmup = \"0s\"\ntrace = \"off\"\ntarget = 2000\nstop_when = \"read.p99 < 100s\"\n\n[properties]\nrecordcount = 1000\noperationcount = 3000\n\n[[workload]]\nfile = \"workloada\"\nthreads = [1, 2, 4]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("runs");
+    let run_dir = run_and_kill(
+        &IodigArgs::run().experiment(&file).out(&out),
+        &out,
+        |d| d.is_some_and(|d| steps_listed(d) == 1),
+        Duration::from_millis(500),
+    );
+    let r = resume(&run_dir);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let (status, steps, _) = structure(&run_dir);
+    assert_eq!(status, "completed");
+    let dirs: Vec<&str> = steps.iter().map(|s| s.split(' ').nth(1).unwrap()).collect();
+    assert_eq!(
+        dirs,
+        [
+            "\"steps/00-workloada-t1-r1\"",
+            "\"steps/01-workloada-t1-r2\""
+        ]
+    );
+}
+
+#[test]
 fn what_cannot_be_resumed_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();

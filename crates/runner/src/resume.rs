@@ -174,6 +174,15 @@ fn written_but_unlisted(dir: &Path, doc: &RunDoc) -> Option<StepSummary> {
 /// The plan resolved again must be the run's: the configuration run.json recorded, and the
 /// kept steps the first steps of its sweep. Returns the reason when it is not.
 pub fn check_plan(plan: &Plan, from: &ResumeFrom) -> Result<()> {
+    if let Some(f) = plan.faults.iter().find(|f| f.action.needs_faulty_disk()) {
+        return Err(refuse(
+            &from.dir,
+            format!(
+                "its fault {} put the database on a disk iodig made for the run, and that disk and its data went with the iodig that made it; start a new run",
+                f.action.name()
+            ),
+        ));
+    }
     let sweep = plan.sweep(&plan.workloads[0]);
     let now = serde_json::to_value(plan.run_config(&sweep))?;
     let then = serde_json::to_value(&from.doc.config)?;
