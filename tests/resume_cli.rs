@@ -439,6 +439,34 @@ fn sigkill_at_any_moment_of_a_run_or_of_its_resumes_leaves_a_run_that_resumes() 
 }
 
 #[test]
+fn versioned_writes_killed_and_resumed_still_verify_clean() {
+    let dir = tempfile::Builder::new()
+        .prefix("iodig-resume-verify-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let out = dir.path();
+    let args = rocksdb_sweep(out, "5000")
+        .p("versionedwrites=true")
+        .verify();
+    let run_dir = run_and_kill(
+        &args,
+        out,
+        |d| d.is_some_and(|d| steps_listed(d) == 2),
+        Duration::from_millis(400),
+    );
+    let r = resume(&run_dir);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout, r.stderr);
+    let run = read_json(&run_dir.join("run.json"));
+    assert_eq!(run["status"], "completed");
+    let integrity = &run["integrity"];
+    assert_eq!(integrity["checked_by"], "run", "{integrity}");
+    for verdict in ["missing", "stale", "corrupt", "unreadable"] {
+        assert_eq!(integrity[verdict], 0, "{verdict}: {integrity}");
+    }
+    assert!(integrity["ok"].as_u64().unwrap() > 0, "{integrity}");
+}
+
+#[test]
 fn a_stop_rule_met_before_the_kill_still_leaves_its_thread_counts_out() {
     let dir = tempfile::tempdir().unwrap();
     // Met by every step: each repetition's sweep ends at its first thread count.

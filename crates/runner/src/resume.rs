@@ -132,6 +132,18 @@ pub fn open(dir: &Path) -> Result<ResumeFrom> {
         ),
         other => return Err(refuse(dir, format!("run.json has status {other:?}, which this iodig does not know how to resume"))),
     };
+    let here = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let there = &doc.environment.hostname;
+    if !here.is_empty() && !there.is_empty() && here != *there {
+        // Its steps measured that machine's storage; more steps from this one would not be the
+        // same experiment.
+        return Err(refuse(
+            dir,
+            format!("the run was made on host {there}, and this is {here}; resume it there"),
+        ));
+    }
     match doc.tool.command_line.get(1).map(String::as_str) {
         Some("run") => {}
         Some(verb) => {
