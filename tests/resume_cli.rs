@@ -498,9 +498,73 @@ fn a_stop_rule_met_before_the_kill_still_leaves_its_thread_counts_out() {
 }
 
 #[test]
+fn a_run_with_a_relative_out_resumes_from_the_directory_it_was_started_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let started_in = dir.path().join("here");
+    std::fs::create_dir_all(&started_in).unwrap();
+    let args = IodigArgs::run_basic("workloada", "runs")
+        .threads("1,2")
+        .target("2000")
+        .warmup("0s")
+        .props(&["recordcount=1000", "operationcount=3000"]);
+    let mut child = args
+        .command()
+        .current_dir(&started_in)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = started_in.join("runs");
+    let t = Instant::now();
+    let run_dir = loop {
+        if let Some(d) = run_dirs(&out).pop().filter(|d| steps_listed(d) == 1) {
+            break d;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "step 0 never ended");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let run = run_dir.to_str().unwrap();
+    // From elsewhere, `--out runs` names another directory.
+    let elsewhere = common::iodig()
+        .args(["run", "--resume", run])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&elsewhere.stderr);
+    assert_eq!(elsewhere.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("resume from the directory the run was started in"),
+        "{stderr}"
+    );
+    let there = common::iodig()
+        .args(["run", "--resume"])
+        .arg(Path::new("runs").join(run_dir.file_name().unwrap()))
+        .current_dir(&started_in)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&there.stderr);
+    assert_eq!(there.status.code(), Some(0), "{stderr}");
+    assert_eq!(structure(&run_dir).1.len(), 2);
+}
+
+#[test]
 fn what_cannot_be_resumed_is_refused_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
+    // Another schema version names both.
+    let other = dir.path().join("other-schema");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        other.join("run.json"),
+        r#"{"schema_version": 7, "tool": {"version": "9.0.0"}}"#,
+    )
+    .unwrap();
+    expect_usage_error(
+        &["run", "--resume", other.to_str().unwrap()],
+        &["--resume", "schema version 7"],
+    );
     expect_usage_error(
         &["run", "--resume", d],
         &["--resume", "not a run directory"],
