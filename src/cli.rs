@@ -13,6 +13,7 @@ use std::time::Duration;
 underneath with eBPF, samples the system, and writes one run directory per run.\n\n\
 EXAMPLES:\n  iodig run                                   # workload A on RocksDB, threads 1,4,16, traced\n  \
 iodig run -P workloads/workloadc -p recordcount=1000000 --threads 1,2,4 --duration 30s\n  \
+iodig run --resume runs/20260101-120000-workloadc-rocksdb   # continue a killed sweep\n  \
 iodig load --db basic -p recordcount=5 -p basicdb.verbose=true --threads 1\n  \
 iodig trace --duration 10s"
 )]
@@ -210,6 +211,13 @@ pub struct BenchArgs {
     /// p90, p95, p99, p99.9, p99.99, max; > >= < <=). The thread counts left are "(not tested)".
     #[arg(long, value_name = "RULE", value_parser = iodig_runner::StopRule::parse)]
     pub stop_when: Option<iodig_runner::StopRule>,
+
+    /// Continue the run in RUN_DIR that was killed, interrupted or stopped by an error: its
+    /// finished steps are kept as they are, the step it was in runs again, and the rest follow
+    /// with the configuration run.json recorded. Only -s may be given with it, and -p for a
+    /// secret property the run did not record (recorded as ***).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
 
     /// After the last step, read back every key the run's versioned writes acknowledged
     /// (-p versionedwrites=true) and count missing, stale and corrupt ones (exit 1 if any).

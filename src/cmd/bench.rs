@@ -1,16 +1,28 @@
 //! `iodig run` and `iodig load`: flags to a [`RunRequest`], then the runner does the work.
 
-use crate::cli::{parse_duration, BenchArgs};
+use crate::cli::{normalize_args, parse_duration, BenchArgs, Cli, Command};
+use clap::Parser;
 use iodig_iotrace::{TraceMode, TraceOptions, WatchOptions};
 use iodig_runner::experiment_file::ExperimentFile;
 use iodig_runner::remote::clients;
 use iodig_runner::{LoadPolicy, Phase, RunError, RunRequest, UsageError, WorkloadRun};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Warm-up of a run step unless `--warmup` or an experiment file says otherwise.
 const DEFAULT_WARMUP: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode, RunError> {
+    if let Some(dir) = &args.resume {
+        return resume(args, phase, dir);
+    }
+    let (req, clients) = request(args, phase)?;
+    start(args, phase, req, &clients)
+}
+
+/// The request of `run` or `load` from its flags (and experiment file), checked; with the
+/// experiment file's `clients`.
+fn request(args: &BenchArgs, phase: Phase) -> Result<(RunRequest, Vec<String>), RunError> {
     let trace = args.trace.as_deref().unwrap_or("auto");
     let mode: TraceMode = trace
         .parse()
@@ -61,6 +73,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode, RunError> {
         verify: args.verify,
         io_events: args.events,
         verify_only: None,
+        resume: None,
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };
@@ -97,12 +110,202 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode, RunError> {
     if let Some(t) = req.start_at {
         check_start_in_future(t)?;
     }
+    Ok((req, clients))
+}
+
+/// Runs a checked request: here, or on the `--clients` hosts.
+fn start(
+    args: &BenchArgs,
+    phase: Phase,
+    req: RunRequest,
+    clients: &[String],
+) -> Result<ExitCode, RunError> {
     if !clients.is_empty() {
-        return run_clients(args, phase, &req, &clients);
+        return run_clients(args, phase, &req, clients);
     }
     let stop = iodig_runner::install_stop_handler()?;
     let outcome = iodig_runner::execute(&req, &stop)?;
     Ok(outcome.exit_code())
+}
+
+/// `iodig run --resume RUN_DIR`: the run's recorded command line parsed and resolved again as
+/// it was, with the run's seed, into its own directory; refused (exit 2) when the run cannot be
+/// continued as it was started.
+fn resume(args: &BenchArgs, phase: Phase, dir: &Path) -> Result<ExitCode, RunError> {
+    if phase == Phase::Load {
+        return Err(UsageError(format!(
+            "iodig load --resume {}: a load is one step, so there is nothing to continue; load again with iodig load, or resume a sweep with iodig run --resume",
+            dir.display()
+        ))
+        .into());
+    }
+    let secrets = resume_flags(args)?;
+    let from = iodig_runner::resume::open(dir)?;
+    let refuse = |why: String| -> RunError {
+        UsageError(format!("--resume {}: {why}", dir.display())).into()
+    };
+    let argv = with_secrets(&from.doc.tool.command_line, &secrets).map_err(&refuse)?;
+    let cli = Cli::try_parse_from(normalize_args(argv)).map_err(|e| {
+        refuse(format!(
+            "its recorded command line ({}) no longer parses: {}",
+            from.doc.tool.command_line[1..].join(" "),
+            e.to_string().lines().next().unwrap_or_default()
+        ))
+    })?;
+    let Command::Run(original) = cli.command else {
+        return Err(refuse("run.json does not record an iodig run".into()));
+    };
+    if !original.clients.is_empty() || original.client.is_some() || original.start_at.is_some() {
+        return Err(refuse(
+            "its steps were timed with other clients' (--clients, --client or --start-at), whose common start times have passed; run the clients again".into(),
+        ));
+    }
+    let (mut req, clients) = request(&original, Phase::Run).map_err(|e| match e {
+        RunError::Usage(e) => refuse(format!(
+            "its recorded configuration no longer resolves: {e:#}"
+        )),
+        other => other,
+    })?;
+    if !clients.is_empty() {
+        return Err(refuse(
+            "its experiment file starts clients on other hosts (clients = […]), whose runs are merged; run them again".into(),
+        ));
+    }
+    // Relative paths of the command line (--out, -P, the experiment file) meant the directory
+    // the run was started in: from anywhere else they would name other files.
+    let name = from.dir.file_name().unwrap_or_default();
+    let here = req.out_dir.join(name);
+    if here.canonicalize().ok().as_deref() != Some(from.dir.as_path()) {
+        return Err(refuse(format!(
+            "its command line puts the run in --out {}, which from here is {}, not this run; resume from the directory the run was started in (or move the run back)",
+            req.out_dir.display(),
+            here.display()
+        )));
+    }
+    // The same seed makes every step's workers draw what a run without the kill drew.
+    req.seed = Some(from.doc.config.seed);
+    req.status |= args.status;
+    req.command_line.clone_from(&from.doc.tool.command_line);
+    req.resume = Some(from);
+    start(&original, Phase::Run, req, &[])
+}
+
+/// The flags given beside `--resume`: only `-s` (output), and `-p NAME=VALUE` for a secret the
+/// run did not record; anything else would change the experiment. Returns those secrets.
+fn resume_flags(args: &BenchArgs) -> Result<Vec<(String, String)>, RunError> {
+    let BenchArgs {
+        experiment,
+        workload,
+        property,
+        db,
+        threads,
+        load_threads,
+        io_threads,
+        target,
+        duration,
+        warmup,
+        out,
+        trace,
+        device,
+        cgroups,
+        pids,
+        events,
+        slot_ms,
+        reload,
+        no_load,
+        restore_each_step,
+        drop_caches,
+        nodes,
+        faults,
+        observe,
+        clients,
+        status: _,
+        client,
+        start_at,
+        seed,
+        stop_when,
+        resume: _,
+        verify,
+    } = args;
+    let given: [(&str, bool); 29] = [
+        ("an experiment file", experiment.is_some()),
+        ("-P", !workload.is_empty()),
+        ("--db", db.is_some()),
+        ("--threads", !threads.is_empty()),
+        ("--load-threads", load_threads.is_some()),
+        ("--io-threads", io_threads.is_some()),
+        ("--target", target.is_some()),
+        ("--duration", duration.is_some()),
+        ("--warmup", warmup.is_some()),
+        ("--out", out.as_path() != Path::new("runs")),
+        ("--trace", trace.is_some()),
+        ("--device", !device.is_empty()),
+        ("--cgroup", !cgroups.is_empty()),
+        ("--pid", !pids.is_empty()),
+        ("--events", *events),
+        ("--slot-ms", *slot_ms != 100),
+        ("--reload", *reload),
+        ("--no-load", *no_load),
+        ("--restore-each-step", *restore_each_step),
+        ("--drop-caches", *drop_caches),
+        ("--nodes", nodes.is_some()),
+        ("--fault", !faults.is_empty()),
+        ("--observe", !observe.is_empty()),
+        ("--clients", !clients.is_empty()),
+        ("--client", client.is_some()),
+        ("--start-at", start_at.is_some()),
+        ("--seed", seed.is_some()),
+        ("--stop-when", stop_when.is_some()),
+        ("--verify", *verify),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+        return Err(UsageError(format!(
+            "{flag} with --resume: a resumed run goes on with the configuration its run.json recorded, and {flag} would change the experiment; leave it out (only -s, and -p for a secret the run did not record, may be given), or start a new run"
+        ))
+        .into());
+    }
+    let mut secrets = Vec::new();
+    for p in property {
+        let (name, value) = p.split_once('=').unwrap_or((p, ""));
+        if !iodig_model::secret::is_secret_name(name.trim()) {
+            return Err(UsageError(format!(
+                "-p {p} with --resume: a resumed run goes on with the properties its run.json recorded, and -p {} would change the experiment; only a secret the run did not record (e.g. -p cassandra.password=…) may be given again",
+                name.trim()
+            ))
+            .into());
+        }
+        secrets.push((name.trim().to_string(), value.to_string()));
+    }
+    Ok(secrets)
+}
+
+/// The recorded command line with each secret it held (recorded as `***`) given again; refused
+/// when one is not given, or one given was not on it.
+fn with_secrets(recorded: &[String], secrets: &[(String, String)]) -> Result<Vec<String>, String> {
+    let mut used = vec![false; secrets.len()];
+    let mut argv = Vec::with_capacity(recorded.len());
+    for a in recorded {
+        match a.split_once('=') {
+            Some((name, value)) if value == iodig_model::secret::REDACTED => {
+                let Some(i) = secrets.iter().position(|(n, _)| n == name.trim()) else {
+                    return Err(format!(
+                        "the run was given the secret {} on its command line, which run.json does not keep; give it again: --resume DIR -p {}=…",
+                        name.trim(), name.trim()
+                    ));
+                };
+                used[i] = true;
+                argv.push(format!("{name}={}", secrets[i].1));
+            }
+            _ => argv.push(a.clone()),
+        }
+    }
+    if let Some(i) = used.iter().position(|u| !u) {
+        return Err(format!(
+            "-p {}: the run was not given this secret on its command line; leave it out",
+            secrets[i].0
+        ));
+    }
+    Ok(argv)
 }
 
 /// A start time that has passed cannot line clients up: refused before anything starts.
@@ -248,6 +451,7 @@ fn client_command(
         start_at: _,
         seed: _,
         stop_when: _,
+        resume: _,
         verify: _,
     } = args;
     let mut a: Vec<String> = vec![match phase {
@@ -260,7 +464,7 @@ fn client_command(
         a.push("experiment.toml".into());
     }
     for (k, w) in workload.iter().enumerate() {
-        let path = std::path::Path::new(w);
+        let path = Path::new(w);
         if !path.is_file() {
             // A built-in workload name: every client has its own copy.
             a.extend(["-P".into(), w.clone()]);
@@ -335,7 +539,7 @@ fn client_command(
 /// `clients` list.
 fn apply_experiment_file(
     req: &mut RunRequest,
-    path: &std::path::Path,
+    path: &Path,
     overrides: &[String],
 ) -> anyhow::Result<Vec<String>> {
     let file = ExperimentFile::read(path)?;

@@ -298,7 +298,10 @@ mod tests {
             log_dir: None,
             settings: BTreeMap::new(),
         };
-        assert!(node.events_since(0).unwrap_err().contains("no log directory"));
+        assert!(node
+            .events_since(0)
+            .unwrap_err()
+            .contains("no log directory"));
         let dir = tempfile::tempdir().unwrap();
         node.log_dir = Some(dir.path().to_path_buf());
         let e = node.events_since(0).unwrap_err();

@@ -84,6 +84,45 @@ pub fn state(dir: &Path, props: &Properties) -> MarkerState {
     compare(dir, &signature(props))
 }
 
+/// Whether a resumed run keeps the dataset in `dir` (true: no load) or decides as a new run
+/// would (false: nothing had finished, or only a load whose marker a kill left saying
+/// "loading", to be loaded again). Refused (exit 2) when the kept steps ran on a dataset that
+/// is no longer there: another was loaded since, or the data went.
+pub fn resume_keeps_dataset(
+    dir: &Path,
+    props: &Properties,
+    from: &crate::resume::ResumeFrom,
+) -> Result<bool> {
+    if !from.dataset_settled() {
+        return Ok(false);
+    }
+    if let Some(loader) = loading_by(dir) {
+        if from.kept_only_the_load() && matches!(loader.state(), WriterState::Gone(_)) {
+            // Killed after its load step was written and before the load was marked done:
+            // nothing ran on it yet, so the load runs again, as in a new run.
+            return Ok(false);
+        }
+    }
+    let why = match compare(dir, &signature(props)) {
+        MarkerState::Same => return Ok(true),
+        MarkerState::Grown(step) if from.step_names().contains(&step) => return Ok(true),
+        MarkerState::Grown(step) => format!(
+            "it holds the run's dataset grown by the inserts of step {step}, which is not a step of this run"
+        ),
+        MarkerState::Missing => "it holds no dataset marker (the data was removed or replaced)".into(),
+        MarkerState::Other => loading_by(dir).map_or_else(
+            || "it holds another dataset (loaded since, with other properties)".to_string(),
+            |w| format!("a load by iodig (pid {}) is in it", w.pid),
+        ),
+    };
+    Err(crate::errors::UsageError(format!(
+        "--resume {}: the dataset no longer matches the run's: {} {why}; its finished steps ran on the dataset the run loaded, so the rest cannot continue on this one; start a new run",
+        from.dir.display(),
+        dir.display()
+    ))
+    .into())
+}
+
 /// The process a load-in-progress marker names, if the marker is one.
 fn loading_by(dir: &Path) -> Option<Writer> {
     let marker: Value = serde_json::from_slice(&std::fs::read(dir.join(MARKER)).ok()?).ok()?;

@@ -17,7 +17,7 @@ use crate::UsageError;
 use anyhow::{Context, Result};
 use iodig_db::DbFactory;
 use iodig_iotrace::{TraceMode, TraceOptions};
-use iodig_model::{RunDoc, ToolInfo, SCHEMA_VERSION};
+use iodig_model::{RunDoc, StepSummary, ToolInfo, SCHEMA_VERSION};
 use iodig_workload::integrity::Ledger;
 use iodig_workload::CoreWorkload;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,7 +26,18 @@ use std::time::{Duration, SystemTime};
 
 /// Runs the request end to end.
 pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome, RunError> {
-    let plan = Plan::resolve(req)?;
+    let plan = Plan::resolve(req).map_err(|e| match &req.resume {
+        // A property file or default that changed since is named, and so is why it matters.
+        Some(from) => e.context(format!(
+            "--resume {}: its recorded configuration no longer resolves",
+            from.dir.display()
+        )),
+        None => e,
+    })?;
+    if let Some(from) = &plan.req.resume {
+        // Refused before a database opens or a node starts.
+        crate::resume::check_plan(&plan, from)?;
+    }
     Ok(deployment::run(plan, stop)?)
 }
 
@@ -71,12 +82,32 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             .facts()
             .to_vec();
     }
-    let mut run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
-    run.doc.environment.database_version = factory.version();
-    if cluster.is_some() {
-        run.doc.cluster = cluster;
-        run.save()?;
-    }
+    let run = match &plan.req.resume {
+        Some(from) => {
+            // The deployment decided to load again only when the load was all that had
+            // finished and its dataset was never marked loaded (killed in between): then the
+            // load step runs again too.
+            let keep = if load && from.kept_only_the_load() {
+                Vec::new()
+            } else if load && !from.kept.is_empty() {
+                anyhow::bail!(
+                    "--resume: the deployment wanted to load again under finished steps; refusing to"
+                );
+            } else {
+                from.kept.clone()
+            };
+            RunDir::reopen(from, keep, trace_note)?
+        }
+        None => {
+            let mut run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
+            run.doc.environment.database_version = factory.version();
+            if cluster.is_some() {
+                run.doc.cluster = cluster;
+                run.save()?;
+            }
+            run
+        }
+    };
     let mode = ProgressMode::detect(
         plan.req.status,
         plan.props
@@ -92,10 +123,15 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         progress: Progress::new(mode),
         stop,
         schedule: plan.req.start_at.map(StartSchedule::new),
-        ledger: plan
-            .spec()
-            .versioned_writes
-            .then(|| Arc::new(Ledger::new())),
+        ledger: match (plan.spec().versioned_writes, &plan.req.resume) {
+            (false, _) => None,
+            // The writes of the finished steps (and of the step killed, up to its last save)
+            // are in the database: the ledger goes on from them.
+            (true, Some(from)) if from.dir.join(crate::verify::LEDGER_FILE).is_file() => {
+                Some(Arc::new(crate::verify::load_ledger(&from.dir)?))
+            }
+            (true, _) => Some(Arc::new(Ledger::new())),
+        },
         event_windows: Vec::new(),
     };
     let mut interrupted = false;
@@ -180,11 +216,25 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     fn run_steps(&mut self) -> Result<bool> {
         let plan = self.plan;
         let mut stops = crate::stop_rule::SweepStops::new(plan.req.stop_when.clone());
+        // A resumed run's finished run steps are not run again; the thread counts their stop
+        // rule took out of a sweep stay out.
+        let finished: Vec<StepSummary> = (self.run.doc.steps.iter())
+            .filter(|s| s.phase == Phase::Run.name())
+            .cloned()
+            .collect();
+        let mut planned = 0;
         for rep in 0..plan.req.repetitions.max(1) {
             for w in &plan.workloads {
                 let sweep = plan.sweep(w);
                 for &t in &sweep {
                     if stops.skips(&w.label, t) {
+                        continue;
+                    }
+                    planned += 1;
+                    if let Some(done) = finished.get(planned - 1) {
+                        if let Some(stop) = &done.sweep_stop {
+                            stops.replay(&w.label, &stop.skipped);
+                        }
                         continue;
                     }
                     let step = StepPlan {
@@ -202,11 +252,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         self.drop_caches();
                     }
                     self.progress.set_label(format!("{} t={t}", w.label));
-                    let name = if plan.req.repetitions > 1 {
-                        format!("{}-t{t}-r{}", w.label, rep + 1)
-                    } else {
-                        format!("{}-t{t}", w.label)
-                    };
+                    let name = run_step_name(plan, w, t, rep);
                     let stopped = self.step(w, &step, &name)?;
                     crate::memory::release();
                     self.deployment.after_run_step(plan, &name, w)?;
@@ -406,6 +452,48 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             integrity,
         })
     }
+}
+
+/// The name of a run step (`workloada-t4`, `workloada-t4-r2` with repetitions), which names
+/// its directory.
+fn run_step_name(plan: &Plan, w: &ResolvedWorkload, threads: u64, rep: u32) -> String {
+    if plan.req.repetitions > 1 {
+        format!("{}-t{threads}-r{}", w.label, rep + 1)
+    } else {
+        format!("{}-t{threads}", w.label)
+    }
+}
+
+/// The names of the steps a run of `plan` takes, in order, as far as they are known before
+/// they run: the load when the first of `recorded` is one, then every run step, without the
+/// thread counts that the stop rule met by a `recorded` step took out of a sweep (a step still
+/// to run may take out more). What a resumed run's finished steps are checked against.
+pub(crate) fn planned_steps(plan: &Plan, recorded: &[StepSummary]) -> Vec<String> {
+    let mut names = Vec::new();
+    if recorded
+        .first()
+        .is_some_and(|s| s.phase == Phase::Load.name())
+    {
+        names.push("load".to_string());
+    }
+    let mut stops = crate::stop_rule::SweepStops::new(plan.req.stop_when.clone());
+    for rep in 0..plan.req.repetitions.max(1) {
+        for w in &plan.workloads {
+            for &t in &plan.sweep(w) {
+                if stops.skips(&w.label, t) {
+                    continue;
+                }
+                if let Some(stop) = recorded
+                    .get(names.len())
+                    .and_then(|s| s.sweep_stop.as_ref())
+                {
+                    stops.replay(&w.label, &stop.skipped);
+                }
+                names.push(run_step_name(plan, w, t, rep));
+            }
+        }
+    }
+    names
 }
 
 impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {

@@ -8,7 +8,7 @@
 //! drives' own statistics in `device_stats`), `recording` (the step's files) into `rundir`;
 //! `remote` observes nodes on other hosts over SSH (and is the agent iodig runs there) and
 //! starts clients on other hosts (`--clients`); `start_at` lines up the steps of clients on
-//! several machines; `verify` keeps the ledger of versioned writes and reads them back.
+//! several machines; `resume` takes over a killed or interrupted run (`run --resume`); `verify` keeps the ledger of versioned writes and reads them back.
 
 pub mod dataset;
 pub mod deployment;
@@ -29,6 +29,7 @@ pub mod progress;
 pub mod recording;
 pub mod remote;
 pub mod request;
+pub mod resume;
 pub mod rundir;
 pub mod signals;
 pub mod start_at;

@@ -79,6 +79,9 @@ pub struct RunRequest {
     /// `iodig verify RUN_DIR`: no step runs; the run's ledger is checked against the database
     /// and the result written into that run directory.
     pub verify_only: Option<PathBuf>,
+    /// `iodig run --resume RUN_DIR`: the run this request continues (the rest of the request
+    /// is its recorded command line, resolved again); its finished steps are kept.
+    pub resume: Option<crate::resume::ResumeFrom>,
     /// The command as given, for run.json's `tool.command_line` (secrets redacted by the plan).
     pub command_line: Vec<String>,
     /// Git revision of the binary, recorded in run.json.

@@ -62,6 +62,19 @@ impl Drop for RunDir {
     }
 }
 
+/// Whether a note says how the run ended (killed, failed, still running): what a reader or the
+/// run's own iodig put first in its notes, which a resumed run replaces.
+fn is_ending_note(note: &str) -> bool {
+    [
+        "The run was killed during step",
+        "The run failed during step",
+        "The run is still running",
+        "run.json says running",
+    ]
+    .iter()
+    .any(|p| note.starts_with(p))
+}
+
 /// Settles every run in `out` that a killed iodig left `running`: a step whose files were all
 /// written (its summary.json is the last) but that run.json did not list yet is taken in, a
 /// half-written step directory and temporary files are removed, and run.json says `killed`.
@@ -241,6 +254,90 @@ impl RunDir {
         };
         dir.save()?;
         Ok(dir)
+    }
+
+    /// Takes over a run to resume ([`crate::resume`]): every step directory but those of `keep`
+    /// (a step half-written, or one that was interrupted) and the temporary files of unfinished
+    /// writes are removed, the kept steps' files are left as they are, and run.json lists the
+    /// kept steps, says `running` under this process and notes the resume. `trace_note`: what
+    /// the tracer's preflight said this time, noted when the run did not say it already.
+    pub fn reopen(
+        from: &crate::resume::ResumeFrom,
+        keep: Vec<StepSummary>,
+        trace_note: Option<String>,
+    ) -> Result<Self> {
+        let dir = from.dir.clone();
+        let kept: Vec<PathBuf> = keep.iter().map(|s| dir.join(&s.dir)).collect();
+        let mut removed = Vec::new();
+        for e in std::fs::read_dir(dir.join("steps"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let p = e.path();
+            if kept.contains(&p) {
+                continue;
+            }
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p)
+                    .with_context(|| format!("cannot remove {}", p.display()))?;
+                removed.push(format!("steps/{}", e.file_name().to_string_lossy()));
+            } else if is_temp_name(&e.file_name().to_string_lossy()) {
+                std::fs::remove_file(&p)
+                    .with_context(|| format!("cannot remove {}", p.display()))?;
+            }
+        }
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if e.path().is_file() && is_temp_name(&e.file_name().to_string_lossy()) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        let mut doc = from.doc.clone();
+        let n = keep.len();
+        doc.steps = keep;
+        // The notes a reader or a dying iodig added about how the run ended are replaced by the
+        // one below, which says it and that the run went on.
+        doc.notes.retain(|n| !is_ending_note(n));
+        if let Some(t) = trace_note.filter(|t| !doc.notes.contains(t)) {
+            doc.notes.push(t);
+        }
+        let now = SystemTime::now();
+        doc.notes.push(format!(
+            "Resumed at {} by iodig run --resume (pid {}): the run had been {}; {}, and {} ran again from its start{}.",
+            crate::start_at::format_utc(now),
+            std::process::id(),
+            from.how_it_ended,
+            match n {
+                0 => "no step had finished".to_string(),
+                1 => "step 0 was kept as it was".to_string(),
+                n => format!("steps 0–{} were kept as they were", n - 1),
+            },
+            if n == 0 { "the run".to_string() } else { format!("step {n}") },
+            if removed.is_empty() {
+                String::new()
+            } else {
+                format!(" (its partial files removed: {})", removed.join(", "))
+            }
+        ));
+        doc.status = "running".into();
+        doc.writer = Some(Writer::current());
+        doc.updated_unix_ms = unix_ms(now);
+        let run = Self {
+            path: dir,
+            doc,
+            recording: None,
+        };
+        run.save()?;
+        iodig_model::eprintln_lossy!(
+            "resuming {} at step {n}{}",
+            run.path.display(),
+            if removed.is_empty() {
+                String::new()
+            } else {
+                format!(" (removed {})", removed.join(", "))
+            }
+        );
+        Ok(run)
     }
 
     /// Rewrites run.json atomically.
@@ -430,6 +527,65 @@ mod tests {
         assert_eq!(l.status, "running");
         // Settled once: the next run has nothing to say.
         assert!(clean_up_killed_runs(out.path()).is_empty());
+    }
+
+    /// A killed run resumed: the listed step and the one written whole but not listed are
+    /// kept untouched, the half-written one and the temporary files go, and run.json says
+    /// running under this process with a note replacing the reader's "killed" one.
+    #[test]
+    fn a_resumed_run_keeps_its_finished_steps_and_removes_the_partial_one() {
+        let out = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let mut dead = Writer::current();
+        dead.pid = child.id();
+        child.wait().unwrap();
+        let run = out.path().join("20260101-000000-w-basic");
+        let mut d = doc();
+        d.tool.command_line = vec!["iodig".into(), "run".into()];
+        d.writer = Some(dead);
+        d.steps.push(step(0, "steps/00-w-t1"));
+        d.notes
+            .push("The run was killed during step 1: gone.".into());
+        for s in ["steps/00-w-t1", "steps/01-w-t2", "steps/02-w-t4"] {
+            std::fs::create_dir_all(run.join(s)).unwrap();
+        }
+        write_json_atomic(&run.join(files::RUN), &d).unwrap();
+        std::fs::write(run.join("steps/00-w-t1/ycsb.txt"), "kept").unwrap();
+        write_json_atomic(
+            &run.join("steps/01-w-t2").join(files::STEP_SUMMARY),
+            &step(1, "steps/01-w-t2"),
+        )
+        .unwrap();
+        std::fs::write(run.join("steps/02-w-t4/timeseries.json"), "[").unwrap();
+        std::fs::write(run.join(".run.json.77.tmp"), "{").unwrap();
+        std::fs::write(run.join("steps/.io-events.csv.77.tmp"), "").unwrap();
+
+        let from = crate::resume::open(&run).unwrap();
+        assert_eq!(from.kept.len(), 2, "the whole but unlisted step is kept");
+        assert!(from.how_it_ended.starts_with("killed during step 1"));
+        // Opening changes nothing.
+        assert!(run.join("steps/02-w-t4").exists());
+        let reopened = RunDir::reopen(&from, from.kept.clone(), None).unwrap();
+        assert_eq!(reopened.doc.steps.len(), 2);
+        assert_eq!(reopened.doc.status, "running");
+        assert_eq!(reopened.doc.writer, Some(Writer::current()));
+        assert!(!run.join("steps/02-w-t4").exists());
+        assert!(!run.join(".run.json.77.tmp").exists());
+        assert!(!run.join("steps/.io-events.csv.77.tmp").exists());
+        assert_eq!(
+            std::fs::read_to_string(run.join("steps/00-w-t1/ycsb.txt")).unwrap(),
+            "kept"
+        );
+        let notes = &reopened.doc.notes;
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("Resumed at ") && notes[0].contains("steps 0–1 were kept"),
+            "{notes:?}"
+        );
+        // Being written now: a second resume is refused.
+        let e = format!("{:#}", crate::resume::open(&run).unwrap_err());
+        assert!(e.contains("still being written"), "{e}");
+        drop(reopened);
     }
 
     #[test]

@@ -247,6 +247,14 @@ impl SweepStops {
         self.skipped.contains(&(workload.to_string(), threads))
     }
 
+    /// A step of a resumed run met the rule before the run stopped: the thread counts it took
+    /// out of `workload`'s sweep stay out.
+    pub fn replay(&mut self, workload: &str, skipped: &[u64]) {
+        for &t in skipped {
+            self.skipped.insert((workload.to_string(), t));
+        }
+    }
+
     /// After the run's last step (of `workload` at `threads`, in the order of `sweep`): when
     /// it meets the rule, the thread counts after it are skipped and the step records why in
     /// run.json.

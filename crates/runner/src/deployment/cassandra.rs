@@ -87,10 +87,23 @@ impl ExternalHosts {
     /// Load when none of the dataset's probe keys is there, skip the load when all are, and
     /// refuse to guess when only some are.
     fn load_decision<F: DbFactory>(&self, plan: &Plan, factory: &F) -> Result<bool> {
+        let resumed = plan.req.resume.as_ref().filter(|r| r.dataset_settled());
         match (plan.req.phase, plan.req.load) {
-            (Phase::Load, _) | (_, LoadPolicy::Always) => return Ok(true),
             (_, LoadPolicy::Never) => return Ok(false),
+            // A resumed run whose load or first run step finished must find that dataset.
+            _ if resumed.is_some() => {}
+            (Phase::Load, _) | (_, LoadPolicy::Always) => return Ok(true),
             (_, LoadPolicy::Auto) => {}
+        }
+        if let Some(from) = resumed {
+            return match probe_dataset(factory, plan.spec())? {
+                Presence::Loaded { .. } => Ok(false),
+                _ => Err(UsageError(format!(
+                    "--resume {}: the dataset no longer matches the run's: the hosts do not hold every probed key of it; its finished steps ran on the dataset the run loaded, so the rest cannot continue on this one; start a new run",
+                    from.dir.display()
+                ))
+                .into()),
+            };
         }
         match probe_dataset(factory, plan.spec())? {
             Presence::Loaded { probed } => {
@@ -229,6 +242,13 @@ impl ManagedNodes {
     /// run grew by inserts is put back from the snapshot of its load rather than loaded over
     /// (which would keep the inserted rows).
     fn load_decision<F: DbFactory>(&self, plan: &Plan, factory: &F) -> Result<bool> {
+        if let Some(from) = plan.req.resume.as_ref() {
+            if plan.req.load != LoadPolicy::Never
+                && dataset::resume_keeps_dataset(&self.dir, &plan.props, from)?
+            {
+                return Ok(false);
+            }
+        }
         match (plan.req.phase, plan.req.load) {
             (Phase::Load, _) | (_, LoadPolicy::Always) => return Ok(true),
             (_, LoadPolicy::Never) => return Ok(false),

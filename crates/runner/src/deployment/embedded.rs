@@ -8,6 +8,7 @@ use crate::errors::UsageError;
 use crate::fault::{cap_done, Fault, FaultAction, FaultHandler, IoLimit};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::request::{LoadPolicy, RunOutcome};
+use crate::resume::ResumeFrom;
 use crate::step::Phase;
 use anyhow::{Context, Result};
 use iodig_db::{BasicFactory, DbFactory};
@@ -157,7 +158,13 @@ fn faulty_disk(plan: &Plan, dir: Option<&Path>) -> Result<Option<FaultyDisk>> {
 /// The no-op binding.
 pub fn run_basic(plan: &Plan, stop: &AtomicBool) -> Result<RunOutcome> {
     let factory = BasicFactory::open(&plan.props).map_err(db_error)?;
-    let load = plan.req.phase == Phase::Load || plan.req.load == LoadPolicy::Always;
+    // A resumed run whose load (or first run step) finished does not load again.
+    let load = (plan.req.phase == Phase::Load || plan.req.load == LoadPolicy::Always)
+        && !plan
+            .req
+            .resume
+            .as_ref()
+            .is_some_and(ResumeFrom::dataset_settled);
     sweep(plan, &factory, &NoData, load, stop)
 }
 
@@ -169,6 +176,17 @@ impl DataDir {
         let Some(dir) = self.dir.clone() else {
             return Ok(plan.req.phase == Phase::Load);
         };
+        if let Some(from) = &plan.req.resume {
+            if plan.req.load != LoadPolicy::Never
+                && dataset::resume_keeps_dataset(&dir, &plan.props, from)?
+            {
+                iodig_model::eprintln_lossy!(
+                    "note: {} holds the dataset the run's finished steps ran on; not loading again",
+                    dir.display()
+                );
+                return Ok(false);
+            }
+        }
         let marker = dataset::state(&dir, &plan.props);
         let same = marker == MarkerState::Same;
         let has_data = std::fs::read_dir(&dir)
