@@ -159,11 +159,15 @@ fn html_is_self_contained_with_labelled_charts() {
     let run = iodig_report::data::load_run(&dir).unwrap();
     let report = iodig_report::analysis::analyse(&run);
     use iodig_report::analysis::headlines::Topic;
+    let mut sweeps_drawn: Vec<usize> = report.headlines.iter().filter_map(|h| h.sweep).collect();
+    sweeps_drawn.dedup();
     let headline_charts = report
         .headlines
         .iter()
+        .filter(|h| h.step.is_some())
         .filter(|h| !matches!(h.topic, Topic::SizeMix | Topic::NotStorageBound))
-        .count();
+        .count()
+        + sweeps_drawn.len();
     assert!(headline_charts >= 1, "{:?}", report.headlines);
     assert_eq!(
         html.matches("<svg ").count(),

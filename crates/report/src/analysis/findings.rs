@@ -203,11 +203,11 @@ fn queue_depth_peak(step: &StepData, v: &StepView) -> Vec<String> {
             .map(|s| {
                 // Per-second lines are drawn at the middle of their second.
                 let mid = (s.unix_ms + 500) as f64;
-                let queued =
-                    v.io.get("read")
+                let queued = v.io.get("read")
                         .and_then(|l| l.os_p99_ms.iter().find(|p| p.0 == mid))
-                        .filter(|p| p.1 > 0.0)
-                        .map(|p| format!(", when reads queued {} at p99 in the OS", lat_ms(p.1)))
+                        // Said when reads waited long enough to feel it (the blog's 40 ms).
+                        .filter(|p| p.1 >= 1.0)
+                        .map(|p| format!(" (reads queued {} at p99 in the OS then)", lat_ms(p.1)))
                         .unwrap_or_default();
                 format!(" at {}{queued}", crate::svg::clock(mid))
             })

@@ -12,12 +12,17 @@ pub(super) fn section(doc: &mut Doc, report: &Report) {
         return;
     }
     doc.h(2, "Summary");
+    let mut curves_drawn = Vec::new();
     for h in &report.headlines {
         doc.p(h.sentence.clone());
         if let Some(v) = view_of(report, h) {
             chart(doc, h.topic, v);
-        } else if let Some(w) = h.sweep.and_then(|i| report.sweeps.get(i)) {
-            super::sweep::curve(doc, w);
+        } else if let Some(i) = h.sweep.filter(|i| !curves_drawn.contains(i)) {
+            // A sweep's peak and bend share one curve: drawn after the first.
+            curves_drawn.push(i);
+            if let Some(w) = report.sweeps.get(i) {
+                super::sweep::curve(doc, w);
+            }
         }
     }
 }
