@@ -84,6 +84,31 @@ pub struct NodeConfig {
     pub rows: Vec<(String, Vec<String>)>,
 }
 
+/// One row per key any host's map has, in name order, `–` where a host's has none.
+fn keyed_rows<'a>(
+    hosts: &[&'a ObservedHost],
+    map: impl Fn(&'a ObservedHost) -> Option<&'a BTreeMap<String, String>>,
+) -> Vec<(String, Vec<String>)> {
+    let keys: std::collections::BTreeSet<&String> = hosts
+        .iter()
+        .filter_map(|h| map(h))
+        .flat_map(BTreeMap::keys)
+        .collect();
+    keys.into_iter()
+        .map(|k| {
+            let values = hosts
+                .iter()
+                .map(|h| {
+                    map(h)
+                        .and_then(|m| m.get(k).cloned())
+                        .unwrap_or_else(|| "–".into())
+                })
+                .collect();
+            (k.clone(), values)
+        })
+        .collect()
+}
+
 /// The configuration table of the observed hosts that hold a node.
 fn node_config(run: &RunData) -> NodeConfig {
     let Some(c) = &run.doc.cluster else {
@@ -182,43 +207,11 @@ fn node_config(run: &RunData) -> NodeConfig {
             .map(|h| version(h).unwrap_or_else(|| "–".into()))
             .collect(),
     ));
-    // Every kernel setting and node setting any host reported, in name order.
-    let mut keys = std::collections::BTreeSet::new();
-    for h in &hosts {
-        keys.extend(
-            h.environment
-                .iter()
-                .flat_map(|e| e.kernel_settings.keys().cloned()),
-        );
-    }
-    for k in keys {
-        let values = hosts
-            .iter()
-            .map(|h| {
-                h.environment
-                    .as_ref()
-                    .and_then(|e| e.kernel_settings.get(&k).cloned())
-                    .unwrap_or_else(|| "–".into())
-            })
-            .collect();
-        rows.push((k, values));
-    }
-    let mut keys = std::collections::BTreeSet::new();
-    for h in &hosts {
-        keys.extend(h.node.iter().flat_map(|n| n.settings.keys().cloned()));
-    }
-    for k in keys {
-        let values = hosts
-            .iter()
-            .map(|h| {
-                h.node
-                    .as_ref()
-                    .and_then(|n| n.settings.get(&k).cloned())
-                    .unwrap_or_else(|| "–".into())
-            })
-            .collect();
-        rows.push((k, values));
-    }
+    // Every kernel setting and node setting any host reported, each in name order.
+    rows.extend(keyed_rows(&hosts, |h| {
+        h.environment.as_ref().map(|e| &e.kernel_settings)
+    }));
+    rows.extend(keyed_rows(&hosts, |h| h.node.as_ref().map(|n| &n.settings)));
     NodeConfig {
         nodes: hosts
             .iter()
