@@ -206,6 +206,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "RULE", value_parser = iodig_runner::StopRule::parse)]
     pub stop_when: Option<iodig_runner::StopRule>,
 
+    /// The configuration's name, e.g. "Micron 9300" (recorded in run.json): `iodig compare` and
+    /// `iodig report` name the run by it instead of its directory. One line, not empty.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
     /// After the last step, read back every key the run's versioned writes acknowledged
     /// (-p versionedwrites=true) and count missing, stale and corrupt ones (exit 1 if any).
     #[arg(long)]

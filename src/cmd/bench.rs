@@ -60,6 +60,7 @@ pub fn run(args: &BenchArgs, phase: Phase) -> Result<ExitCode, RunError> {
         verify: args.verify,
         io_events: args.events,
         verify_only: None,
+        label: args.label.clone(),
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };
@@ -247,6 +248,7 @@ fn client_command(
         seed: _,
         stop_when: _,
         verify: _,
+        label,
     } = args;
     let mut a: Vec<String> = vec![match phase {
         Phase::Load => "load".into(),
@@ -305,6 +307,8 @@ fn client_command(
     flag("--trace", trace.clone());
     flag("--slot-ms", Some(slot_ms.to_string()));
     flag("--nodes", nodes.map(|n| n.to_string()));
+    // Every client records the configuration's name, so the merged run keeps it.
+    flag("--label", label.clone());
     for d in device {
         flag("--device", Some(d.clone()));
     }
@@ -373,6 +377,7 @@ fn apply_experiment_file(
     }
     req.stop_when = file.stop_rule().or(req.stop_when.take());
     req.verify |= file.verify;
+    req.label = file.label.clone().or(req.label.take());
     Ok(file.clients)
 }
 
@@ -409,5 +414,8 @@ fn apply_flags_over_file(req: &mut RunRequest, args: &BenchArgs, trace: TraceMod
     }
     if args.stop_when.is_some() {
         req.stop_when = args.stop_when.clone();
+    }
+    if args.label.is_some() {
+        req.label = args.label.clone();
     }
 }

@@ -68,6 +68,7 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode, RunError> {
         stop_when: None,
         verify: true,
         verify_only: Some(dir.clone()),
+        label: doc.config.label.clone(),
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };

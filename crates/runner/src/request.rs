@@ -76,6 +76,9 @@ pub struct RunRequest {
     /// `iodig verify RUN_DIR`: no step runs; the run's ledger is checked against the database
     /// and the result written into that run directory.
     pub verify_only: Option<PathBuf>,
+    /// `--label` (or an experiment file's `label`): the configuration's name, recorded as
+    /// run.json's `config.label`; checked by [`crate::plan`].
+    pub label: Option<String>,
     /// The command as given, for run.json's `tool.command_line` (secrets redacted by the plan).
     pub command_line: Vec<String>,
     /// Git revision of the binary, recorded in run.json.
