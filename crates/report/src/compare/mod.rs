@@ -11,6 +11,7 @@ mod caveats;
 mod figures;
 mod header;
 mod max_perf;
+mod names;
 mod ratio;
 mod regression;
 mod workload;
@@ -18,7 +19,7 @@ mod workload;
 pub use ratio::{better, lower, significance};
 
 use crate::analysis::{sweeps_of, LatencyOp, Point, WorkloadSweep, OP_SERIES};
-use crate::data::{load_run, RunData};
+use crate::data::RunData;
 use crate::doc::Doc;
 use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
@@ -35,7 +36,8 @@ pub const ALPHA: f64 = 0.05;
 /// What `iodig compare` was asked: the runs, where to write, the regression limit, the op.
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
-    /// The baseline first, then the runs compared with it.
+    /// The baseline first, then the runs compared with it: run directories, each optionally as
+    /// `LABEL=RUN_DIR` to name it (over the label the run recorded).
     pub runs: Vec<PathBuf>,
     /// The folder the files are written into (`--out DIR`), created when missing.
     pub out: PathBuf,
@@ -280,16 +282,11 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput, ReportError
             opts.runs.len()
         )));
     }
-    let runs = opts
-        .runs
-        .iter()
-        .map(|p| load_run(p))
-        .collect::<anyhow::Result<Vec<_>>>()
-        .map_err(ReportError::RunDir)?;
+    let runs = names::load_named(&opts.runs)?;
     if runs[0].run_steps().next().is_none() {
         return Err(ReportError::Runs(format!(
             "{}: the baseline has no run steps to compare",
-            opts.runs[0].display()
+            runs[0].path.display()
         )));
     }
     let op = choose_op(&runs, opts.op.as_ref())?;
