@@ -8,6 +8,7 @@
 //! [`compare_doc`] lists the sections in document order; each section is a module of its own.
 
 mod caveats;
+mod config;
 mod figures;
 mod header;
 mod max_perf;
@@ -158,10 +159,16 @@ fn md_list(title: &str, items: &[String]) -> String {
 pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Comparison {
     let runs = Runs::new(runs, &op.op);
     let mut doc = header::section(&runs);
+    let differ = config::section(&mut doc, &runs);
     let caveats = caveats::section(&mut doc, &runs, op.caveat.as_deref());
     let mut summary = String::new();
     if !caveats.is_empty() {
         summary.push_str(&md_list("Caveats", &caveats));
+    }
+    if let Some(t) = differ {
+        summary.push_str("## Configuration: what differs\n\n");
+        summary.push_str(&crate::markdown::table(&t));
+        summary.push('\n');
     }
     max_perf::section(&mut doc, &runs, &mut summary);
     doc.bar_chart(figures::max_perf_chart(&runs));
