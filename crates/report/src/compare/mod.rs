@@ -17,13 +17,14 @@ mod ratio;
 mod regression;
 mod workload;
 
-pub use ratio::{better, lower, significance};
+pub use ratio::{better, better_with, lower, lower_with, significance};
 
 use crate::analysis::{sweeps_of, LatencyOp, Point, WorkloadSweep, OP_SERIES};
 use crate::data::RunData;
 use crate::doc::Doc;
 use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
+use iodig_model::SeriesSummary;
 use std::path::PathBuf;
 
 /// The HTML document written into `--out`, charts inline (each chart is also written alone as
@@ -111,6 +112,39 @@ impl<'a> Runs<'a> {
     /// Run `ri`'s point at `threads` of `workload`, when it ran it.
     fn point(&self, ri: usize, workload: &str, threads: u64) -> Option<&Point> {
         self.sweep(ri, workload).and_then(|o| o.at(threads))
+    }
+
+    /// The 95% interval of new ÷ baseline ops/s over the repetitions of two points, or why
+    /// there is none.
+    fn ops_interval(&self, base: &Point, new: &Point) -> Result<(f64, f64), String> {
+        ratio::ratio_interval(&base.rep_ops, &new.rep_ops)
+    }
+
+    /// The 95% interval of baseline ÷ new (as latency ratios read) of `f` of the latency
+    /// compared, over the repetitions of the baseline's point `base` and run `ri`'s point `new`,
+    /// or why there is none.
+    fn latency_interval(
+        &self,
+        base: &Point,
+        ri: usize,
+        new: &Point,
+        op: &LatencyOp,
+        f: fn(&SeriesSummary) -> f64,
+    ) -> Result<(f64, f64), String> {
+        let Some(series) = op.series() else {
+            return Err("no interval: all-ops latency is not kept per repetition".into());
+        };
+        let reps = |ri: usize, p: &Point| -> Vec<f64> {
+            p.steps
+                .iter()
+                .filter(|i| !p.excluded.contains(i))
+                .filter_map(|i| self.runs[ri].steps.iter().find(|s| s.summary.index == *i))
+                .filter_map(|s| s.summary.series.get(series))
+                .filter(|s| s.count > 0)
+                .map(f)
+                .collect()
+        };
+        ratio::ratio_interval(&reps(0, base), &reps(ri, new)).map(|(lo, hi)| (1.0 / hi, 1.0 / lo))
     }
 
     /// Each later run with its point at `threads` of `workload` (none when it has no such step).
