@@ -397,6 +397,25 @@ fn a_drive_comparison_names_its_configurations_and_shows_what_differs() {
         assert_eq!(row.matches("(95% CI ").count(), 2, "{row}");
     }
     assert!(!md.contains("Ratios without a 95% interval"), "{md}");
+
+    // The CSV names the runs the same way and gives the ratios as numbers with intervals.
+    let csv = std::fs::read_to_string(tmp.path().join("out/compare-ops.csv")).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("workloada,8,Micron 9300,false,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    let f: Vec<&str> = row.split(',').collect();
+    let (ratio, lo, hi): (f64, f64, f64) = (
+        f[7].parse().unwrap(),
+        f[8].parse().unwrap(),
+        f[9].parse().unwrap(),
+    );
+    assert!(lo < ratio && ratio < hi && ratio > 1.2, "{row}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("workloada,8,Solidigm D5-P5316,true,")),
+        "{csv}"
+    );
 }
 
 #[test]

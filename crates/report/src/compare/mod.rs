@@ -9,6 +9,7 @@
 
 mod caveats;
 mod config;
+mod csv;
 mod figures;
 mod header;
 mod max_perf;
@@ -54,7 +55,8 @@ pub struct CompareOptions {
 /// What `iodig compare` wrote and found, for the terminal and the exit code.
 #[derive(Debug, Clone)]
 pub struct CompareOutput {
-    /// Every file written: one SVG per chart, then compare.html and compare.md.
+    /// Every file written: one SVG per chart, then compare.html, compare.md and
+    /// compare-ops.csv.
     pub files: Vec<PathBuf>,
     /// The advantage tables in Markdown, for the terminal.
     pub summary_markdown: String,
@@ -177,6 +179,9 @@ pub struct Comparison {
     /// The Caveats section's points: how the runs differ, partial or failed steps, thread
     /// counts a run lacks; empty when there is none.
     pub caveats: Vec<String>,
+    /// `compare-ops.csv`: every tested point with its ratios to the baseline and their
+    /// intervals, runs under their names.
+    pub ops_csv: String,
 }
 
 fn md_list(title: &str, items: &[String]) -> String {
@@ -214,6 +219,7 @@ pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Co
         .map(|pct| regression::section(&mut doc, &runs, pct, &mut summary))
         .unwrap_or_default();
     Comparison {
+        ops_csv: csv::ops(&runs),
         doc,
         summary,
         regressions: check.regressions,
@@ -351,6 +357,7 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput, ReportError
     for (name, text) in [
         (HTML, crate::html::render(&c.doc)),
         (MARKDOWN, crate::markdown::render_linked(&c.doc, &svg_names)),
+        (csv::FILE, c.ops_csv.clone()),
     ] {
         let p = opts.out.join(name);
         write_atomic(&p, text.as_bytes()).map_err(ReportError::Output)?;
