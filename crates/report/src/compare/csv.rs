@@ -45,7 +45,7 @@ pub(super) fn ops(runs: &Runs) -> String {
                         // The interval is of baseline ÷ new, as the tables read it: inverted.
                         match runs.latency_interval(b, ri, p, &w.op, |s| s.p99_us as f64) {
                             Ok((lo, hi)) => {
-                                (ratios[4], ratios[5]) = (Some(1.0 / hi), Some(1.0 / lo))
+                                (ratios[4], ratios[5]) = (Some(1.0 / hi), Some(1.0 / lo));
                             }
                             Err(e) if !why.contains(&e) => why.push(e),
                             Err(_) => {}
