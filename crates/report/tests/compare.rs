@@ -397,6 +397,11 @@ fn a_drive_comparison_names_its_configurations_and_shows_what_differs() {
         assert_eq!(row.matches("(95% CI ").count(), 2, "{row}");
     }
     assert!(!md.contains("Ratios without a 95% interval"), "{md}");
+    let peak = md
+        .lines()
+        .find(|l| l.starts_with("| workloada | Micron 9300 | "))
+        .unwrap();
+    assert_eq!(peak.matches("(95% CI ").count(), 2, "{peak}");
 
     // The CSV names the runs the same way and gives the ratios as numbers with intervals.
     let csv = std::fs::read_to_string(tmp.path().join("out/compare-ops.csv")).unwrap();
