@@ -494,3 +494,64 @@ fn a_drive_comparison_of_labelled_runs_names_them_everywhere_and_shows_what_diff
             .usage_error(&["--label", says]);
     }
 }
+
+/// Real runs with repetitions (an experiment file labelling its configuration): the advantage
+/// and the p99 ratio carry a 95% interval that holds the ratio, and the CSV gives its bounds.
+#[test]
+fn repeated_real_runs_give_ratios_with_their_intervals() {
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let run = |name: &str, label: &str| {
+        let file = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &file,
+            format!(
+                "repetitions = 3\nlabel = \"{label}\"\n[[workload]]\nfile = \"workloadb\"\nthreads = [1]\n"
+            ),
+        )
+        .unwrap();
+        let r = IodigArgs::run()
+            .experiment(&file)
+            .p("recordcount=1000")
+            .duration("1s")
+            .warmup("0s")
+            .trace("off")
+            .out(tmp.path().join(name))
+            .output();
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert_eq!(r.run_json()["config"]["label"], label);
+        r
+    };
+    let (a, b) = (run("a", "9300 NVMe"), run("b", "Enterprise SATA"));
+    let out = tmp.path().join("cmp");
+    let c = run_iodig(&[
+        "compare",
+        a.run_dir().to_str().unwrap(),
+        b.run_dir().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| 1 | ") && l.contains("(95% CI "))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(row.matches("(95% CI ").count(), 2, "{row}");
+    assert!(!md.contains("Ratios without a 95% interval"), "{md}");
+    let csv = std::fs::read_to_string(out.join("compare-ops.csv")).unwrap();
+    let line = csv
+        .lines()
+        .find(|l| l.starts_with("workloadb,1,Enterprise SATA,false,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    let f: Vec<f64> = line
+        .split(',')
+        .skip(7)
+        .take(6)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(
+        f[1] <= f[0] && f[0] <= f[2],
+        "ops ratio inside its interval: {line}"
+    );
+    assert!(f[4] > 0.0 && f[4] <= f[5], "p99 interval: {line}");
+}
