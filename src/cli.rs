@@ -218,6 +218,10 @@ pub struct BenchArgs {
     /// secret property the run did not record (recorded as ***).
     #[arg(long, value_name = "RUN_DIR")]
     pub resume: Option<PathBuf>,
+    /// The configuration's name, e.g. "Micron 9300" (recorded in run.json): `iodig compare` and
+    /// `iodig report` name the run by it instead of its directory. One line, not empty.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
 
     /// After the last step, read back every key the run's versioned writes acknowledged
     /// (-p versionedwrites=true) and count missing, stale and corrupt ones (exit 1 if any).

@@ -1,7 +1,9 @@
 //! The briefs' comparison on real runs: short `iodig run` sweeps on embedded RocksDB with
 //! different thread lists, one of them cut short by `--stop-when`, compared with `iodig
 //! compare`; the wide table, "(not tested)", the advantage figures and the SVG charts are
-//! checked against the runs' own run.json.
+//! checked against the runs' own run.json. A drive comparison of labelled runs (data on two
+//! devices) checks the labels in every header and legend, the configuration table and that a
+//! changed data directory is no "different work".
 
 mod common;
 
@@ -295,4 +297,261 @@ fn a_stop_rule_ends_the_sweep_and_the_rest_reads_not_tested() {
         "{md}"
     );
     assert!(md.contains("its sweep stopped at 1 threads"), "{md}");
+}
+
+/// The brief's drive comparison on real runs: the same workload with its data on two devices
+/// (the VM's disk and a loop device; a tmpfs without root), each run labelled like the briefs'
+/// drives, compared by label.
+#[test]
+fn a_drive_comparison_of_labelled_runs_names_them_everywhere_and_shows_what_differs() {
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (micron, solidigm) = ("Micron 9300", "Solidigm D5-P5316");
+    // The other device: a loop device over a file in memory, or a tmpfs directory.
+    let loop_fs = is_root().then(|| loopfs::LoopFs::new(Path::new("/dev/shm"), "1G"));
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let other = loop_fs.as_ref().map_or(shm.path(), |fs| fs.mnt.as_path());
+    let db = other.join("db");
+    let a = rocksdb_run(&tmp.path().join("a"), "1,2", &["--label", micron]);
+    let b = rocksdb_run(
+        &tmp.path().join("b"),
+        "1,2",
+        &[
+            "--label",
+            solidigm,
+            "-p",
+            &format!("rocksdb.dir={}", db.display()),
+        ],
+    );
+    let (ja, jb) = (a.run_json(), b.run_json());
+    assert_eq!(ja["config"]["label"], micron);
+    assert_eq!(jb["config"]["label"], solidigm);
+    let device = |j: &Value| {
+        j["environment"]["storage"]["device"]
+            .as_str()
+            .map(String::from)
+    };
+    let (dev_a, dev_b) = (device(&ja), device(&jb));
+    assert_ne!(dev_a, dev_b, "the two data directories are on two devices");
+
+    let (a_dir, b_dir) = (a.run_dir(), b.run_dir());
+    let out = tmp.path().join("cmp");
+    let c = run_iodig(&[
+        "compare",
+        a_dir.to_str().unwrap(),
+        b_dir.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    let dir_names = [a_dir.file_name().unwrap(), b_dir.file_name().unwrap()]
+        .map(|n| n.to_string_lossy().into_owned());
+
+    // Every table header names the runs by label; the directories appear only where the runs
+    // are listed with their paths.
+    assert!(md.starts_with(&format!("# iodig compare: {micron} vs {solidigm}\n")));
+    let lines: Vec<&str> = md.lines().collect();
+    let headers: Vec<&str> = lines
+        .windows(2)
+        .filter(|w| w[0].starts_with('|') && w[1].starts_with("|-"))
+        .map(|w| w[0])
+        .collect();
+    assert!(headers.len() >= 6, "{md}");
+    for h in &headers {
+        for d in &dir_names {
+            assert!(!h.contains(d.as_str()), "{h}");
+        }
+    }
+    for want in [
+        format!("| configuration | {micron} | {solidigm} |"),
+        format!("| threads | {micron} ops/s | {micron} read p99 ms | {solidigm} ops/s | {solidigm} read p99 ms | {solidigm} advantage | {solidigm} read p99 |"),
+    ] {
+        assert!(headers.contains(&want.as_str()), "{want}\n{headers:#?}");
+    }
+    for l in lines
+        .iter()
+        .filter(|l| dir_names.iter().any(|d| l.contains(d.as_str())))
+    {
+        assert!(
+            l.starts_with(&format!("| {micron} (baseline) | "))
+                || l.starts_with(&format!("| {solidigm} | ")),
+            "a directory name outside the run list: {l}"
+        );
+    }
+    // Rows that name a run name it by label.
+    assert!(md.contains(&format!("| 1 | {solidigm} | ")), "{md}");
+    assert!(md.contains(&format!("| workloada | {micron} | ")), "{md}");
+    assert!(
+        c.stdout.contains(&format!("{solidigm} advantage")),
+        "{}",
+        c.stdout
+    );
+
+    // Every chart's legend: the labels, never the directories.
+    for e in std::fs::read_dir(&out).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "svg") {
+            let svg = std::fs::read_to_string(&p).unwrap();
+            assert!(
+                svg.contains(micron) && svg.contains(solidigm),
+                "{}",
+                p.display()
+            );
+            assert!(
+                dir_names.iter().all(|d| !svg.contains(d.as_str())),
+                "{}",
+                p.display()
+            );
+        }
+    }
+
+    // The data directory changed on purpose: configuration, not "different work".
+    assert!(!md.contains("different work"), "{md}");
+    // The configuration table: the differing devices first, the data directory among the
+    // differences, the kernel (the same machine) folded with what is equal.
+    let config = md.split("## Configuration\n").nth(1).unwrap();
+    let (differ, equal) = config.split_once("<details>").unwrap();
+    let rows: Vec<&str> = differ.lines().filter(|l| l.starts_with("| ")).collect();
+    let dash = |d: &Option<String>| d.clone().unwrap_or_else(|| "–".into());
+    assert_eq!(
+        rows[1],
+        format!("| device | {} | {} |", dash(&dev_a), dash(&dev_b)),
+        "{config}"
+    );
+    assert!(
+        differ.contains(&format!(
+            "| rocksdb.dir | {} |",
+            a_dir.parent().unwrap().join("data/rocksdb").display()
+        )),
+        "{differ}"
+    );
+    assert!(equal.contains("| kernel | "), "{equal}");
+
+    // One repetition each: the ratios say why they carry no interval.
+    assert!(
+        md.contains("Ratios without a 95% interval (one repetition each)"),
+        "{md}"
+    );
+    assert!(md.contains("| no interval: one repetition each |"), "{md}");
+    assert!(!md.contains("(95% CI "), "{md}");
+
+    // The CSV names them alike.
+    let csv = std::fs::read_to_string(out.join("compare-ops.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with(&format!("workloada,1,{micron},true,"))),
+        "{csv}"
+    );
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with(&format!("workloada,2,{solidigm},false,"))),
+        "{csv}"
+    );
+
+    // The report of a labelled run is titled by its label.
+    let r = run_iodig(&["report", b_dir.to_str().unwrap()]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let report = std::fs::read_to_string(b_dir.join("report.md")).unwrap();
+    assert!(
+        report.starts_with(&format!("# iodig report: {solidigm}\n")),
+        "{report}"
+    );
+
+    // LABEL=RUN_DIR on the command line wins over the recorded label.
+    let out2 = tmp.path().join("cmp2");
+    let c = run_iodig(&[
+        "compare",
+        &format!("9300 NVMe={}", a_dir.display()),
+        &format!("Enterprise SATA={}", b_dir.display()),
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    let md = std::fs::read_to_string(out2.join("compare.md")).unwrap();
+    assert!(md.contains("| Enterprise SATA advantage |"), "{md}");
+    assert!(!md.contains(micron) && !md.contains(solidigm), "{md}");
+
+    // Bad names exit 2 naming the argument.
+    let (a_s, b_s) = (a_dir.to_str().unwrap(), b_dir.to_str().unwrap());
+    let o = out2.to_str().unwrap();
+    let empty = format!("={b_s}");
+    expect_usage_error(&["compare", a_s, &empty, "--out", o], &[&empty, "empty"]);
+    let nowhere = format!("Fast={}", tmp.path().join("nowhere").display());
+    expect_usage_error(
+        &["compare", a_s, &nowhere, "--out", o],
+        &[&format!("{nowhere}: not a run")],
+    );
+    let (s1, s2) = (format!("Same={a_s}"), format!("Same={b_s}"));
+    expect_usage_error(
+        &["compare", &s1, &s2, "--out", o],
+        &[&format!("{s1} and {s2}"), "both runs are named \"Same\""],
+    );
+    // `run` refuses an empty label or one with a control character before it starts.
+    let (_d, out_s) = out_dir();
+    for (label, says) in [("", "empty"), ("two\nlines", "control character")] {
+        IodigArgs::run_basic("workloada", &out_s)
+            .args(&["--label", label])
+            .usage_error(&["--label", says]);
+    }
+}
+
+/// Real runs with repetitions (an experiment file labelling its configuration): the advantage
+/// and the p99 ratio carry a 95% interval that holds the ratio, and the CSV gives its bounds.
+#[test]
+fn repeated_real_runs_give_ratios_with_their_intervals() {
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let run = |name: &str, label: &str| {
+        let file = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &file,
+            format!(
+                "repetitions = 3\nlabel = \"{label}\"\n[[workload]]\nfile = \"workloadb\"\nthreads = [1]\n"
+            ),
+        )
+        .unwrap();
+        let r = IodigArgs::run()
+            .experiment(&file)
+            .p("recordcount=1000")
+            .duration("1s")
+            .warmup("0s")
+            .trace("off")
+            .out(tmp.path().join(name))
+            .output();
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert_eq!(r.run_json()["config"]["label"], label);
+        r
+    };
+    let (a, b) = (run("a", "9300 NVMe"), run("b", "Enterprise SATA"));
+    let out = tmp.path().join("cmp");
+    let c = run_iodig(&[
+        "compare",
+        a.run_dir().to_str().unwrap(),
+        b.run_dir().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(c.code(), 0, "{}", c.stderr);
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| 1 | ") && l.contains("(95% CI "))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert_eq!(row.matches("(95% CI ").count(), 2, "{row}");
+    assert!(!md.contains("Ratios without a 95% interval"), "{md}");
+    let csv = std::fs::read_to_string(out.join("compare-ops.csv")).unwrap();
+    let line = csv
+        .lines()
+        .find(|l| l.starts_with("workloadb,1,Enterprise SATA,false,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    let f: Vec<f64> = line
+        .split(',')
+        .skip(7)
+        .take(6)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(
+        f[1] <= f[0] && f[0] <= f[2],
+        "ops ratio inside its interval: {line}"
+    );
+    assert!(f[4] > 0.0 && f[4] <= f[5], "p99 interval: {line}");
 }

@@ -74,6 +74,7 @@ fn request(args: &BenchArgs, phase: Phase) -> Result<(RunRequest, Vec<String>), 
         io_events: args.events,
         verify_only: None,
         resume: None,
+        label: args.label.clone(),
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };
@@ -226,8 +227,9 @@ fn resume_flags(args: &BenchArgs) -> Result<Vec<(String, String)>, RunError> {
         stop_when,
         resume: _,
         verify,
+        label,
     } = args;
-    let given: [(&str, bool); 29] = [
+    let given: [(&str, bool); 30] = [
         ("an experiment file", experiment.is_some()),
         ("-P", !workload.is_empty()),
         ("--db", db.is_some()),
@@ -257,6 +259,7 @@ fn resume_flags(args: &BenchArgs) -> Result<Vec<(String, String)>, RunError> {
         ("--seed", seed.is_some()),
         ("--stop-when", stop_when.is_some()),
         ("--verify", *verify),
+        ("--label", label.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
         return Err(UsageError(format!(
@@ -453,6 +456,7 @@ fn client_command(
         stop_when: _,
         resume: _,
         verify: _,
+        label,
     } = args;
     let mut a: Vec<String> = vec![match phase {
         Phase::Load => "load".into(),
@@ -511,6 +515,8 @@ fn client_command(
     flag("--trace", trace.clone());
     flag("--slot-ms", Some(slot_ms.to_string()));
     flag("--nodes", nodes.map(|n| n.to_string()));
+    // Every client records the configuration's name, so the merged run keeps it.
+    flag("--label", label.clone());
     for d in device {
         flag("--device", Some(d.clone()));
     }
@@ -581,6 +587,7 @@ fn apply_experiment_file(
     }
     req.stop_when = file.stop_rule().or(req.stop_when.take());
     req.verify |= file.verify;
+    req.label = file.label.clone().or(req.label.take());
     Ok(file.clients)
 }
 
@@ -617,5 +624,8 @@ fn apply_flags_over_file(req: &mut RunRequest, args: &BenchArgs, trace: TraceMod
     }
     if args.stop_when.is_some() {
         req.stop_when = args.stop_when.clone();
+    }
+    if args.label.is_some() {
+        req.label = args.label.clone();
     }
 }

@@ -9,8 +9,10 @@ use std::process::ExitCode;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// Run directories; the first is the baseline every other run is compared with.
-    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    /// Run directories; the first is the baseline every other run is compared with. Each is
+    /// named by the label it was run with (`iodig run --label`), else its directory's name;
+    /// `LABEL=RUN_DIR` names it here (e.g. "Micron 9300=runs/20261127-…").
+    #[arg(value_name = "[LABEL=]RUN", num_args = 2.., required = true)]
     pub runs: Vec<PathBuf>,
     /// Folder for compare.html, compare.md and the charts as SVG files (created if needed).
     /// Required, so a comparison never lands in the current directory by surprise.

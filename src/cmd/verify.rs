@@ -70,6 +70,7 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode, RunError> {
         verify: true,
         verify_only: Some(dir.clone()),
         resume: None,
+        label: doc.config.label.clone(),
         command_line: std::env::args().collect(),
         revision: option_env!("IODIG_GIT_REVISION").map(String::from),
     };

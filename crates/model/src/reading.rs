@@ -159,6 +159,7 @@ mod tests {
                 seed: 1,
                 trace: "off".into(),
                 stop_when: None,
+                label: None,
             },
             environment: Environment::default(),
             steps: vec![],

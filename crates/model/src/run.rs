@@ -78,6 +78,27 @@ pub struct RunConfig {
     /// The sweep's stop rule (`--stop-when`, e.g. `read.p99 > 50ms`), when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_when: Option<String>,
+    /// The configuration's name (`--label`, an experiment file's `label`), e.g. `Micron 9300`:
+    /// how `iodig compare` and `iodig report` name the run; none names it by its directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// Why `label` cannot name a run, or `Ok`: a label is shown in titles, table headers, chart
+/// legends and CSV files, so it must say something (not empty or blank) and stay on one line
+/// (no control characters: a newline or escape would break the tables and the terminal).
+pub fn check_label(label: &str) -> Result<(), String> {
+    if label.trim().is_empty() {
+        return Err(
+            "a label must name the configuration (e.g. \"Micron 9300\"); it is empty".into(),
+        );
+    }
+    if let Some(c) = label.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "a label must be one line of text; it holds the control character {c:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// The machine and storage the run measured.
@@ -430,5 +451,19 @@ mod tests {
         // Written back, absent facts stay absent.
         let back = serde_json::to_string(&e).unwrap();
         assert!(!back.contains("kernel_settings") && !back.contains("firmware"));
+    }
+
+    #[test]
+    fn labels_are_one_line_of_text() {
+        assert_eq!(check_label("Micron 9300 NVMe"), Ok(()));
+        assert_eq!(check_label("Solidigm D5-P5316 · xfs"), Ok(()));
+        assert!(check_label("").unwrap_err().contains("empty"));
+        assert!(check_label("  ").unwrap_err().contains("empty"));
+        for bad in ["a\nb", "tab\there", "esc\u{1b}[31m"] {
+            assert!(
+                check_label(bad).unwrap_err().contains("control character"),
+                "{bad:?}"
+            );
+        }
     }
 }

@@ -12,7 +12,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 /// Quotes a field when it needs it (RFC 4180).
-fn field(s: &str) -> String {
+pub(crate) fn field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

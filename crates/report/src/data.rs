@@ -222,8 +222,18 @@ pub struct RunData {
 }
 
 impl RunData {
-    /// A short name for tables: the directory's file name.
+    /// How titles, tables, legends and CSV files name the run: its label (run.json's
+    /// `config.label`, or `LABEL=RUN_DIR` given to compare), else [`Self::dir_name`].
     pub fn name(&self) -> String {
+        self.doc
+            .config
+            .label
+            .clone()
+            .unwrap_or_else(|| self.dir_name())
+    }
+
+    /// The run directory's file name (the path as given when it has none).
+    pub fn dir_name(&self) -> String {
         self.path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

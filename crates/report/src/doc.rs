@@ -105,6 +105,9 @@ pub enum Block {
     Facts(Vec<(String, String)>),
     /// A table of figures.
     Table(Table),
+    /// A table folded away under a one-line summary (HTML `<details>`), for rows a reader
+    /// seldom needs, such as the settings every compared run shares.
+    Folded(String, Table),
     /// A chart (boxed: charts are much larger than the other blocks).
     Chart(Box<Chart>),
 }
@@ -164,6 +167,12 @@ impl Doc {
     pub fn table(&mut self, t: Table) {
         if !t.rows.is_empty() {
             self.blocks.push(Block::Table(t));
+        }
+    }
+    /// Adds a table folded under `summary`; nothing when it has no rows.
+    pub fn folded(&mut self, summary: impl Into<String>, t: Table) {
+        if !t.rows.is_empty() {
+            self.blocks.push(Block::Folded(summary.into(), t));
         }
     }
     /// Adds a line chart; nothing when it has no points to draw.

@@ -1,5 +1,5 @@
 //! Why `iodig report` or `iodig compare` wrote nothing. Every kind is something the user named
-//! (a run directory, an operation, the output folder), so every kind is an input error.
+//! (a run directory, its label, an operation, the output folder), so every kind is an input error.
 
 /// How writing a report or a comparison failed; the message names the path or flag and the fix.
 #[derive(Debug, thiserror::Error)]
@@ -12,6 +12,10 @@ pub enum ReportError {
     /// message lists what each run measured.
     #[error("{0}")]
     Op(String),
+    /// A run's name in `iodig compare` cannot be used: a label that is empty or holds control
+    /// characters, or two runs under one label; the message names the argument.
+    #[error("{0}")]
+    Label(String),
     /// `iodig compare` got fewer than two runs, or a baseline without run steps.
     #[error("{0}")]
     Runs(String),

@@ -73,6 +73,12 @@ pub fn render_linked(doc: &Doc, files: &[String]) -> String {
                 o.push_str(&table(t));
                 o.push('\n');
             }
+            Block::Folded(summary, t) => {
+                // GitHub folds <details>; a plain Markdown reader shows the table under the line.
+                let _ = writeln!(o, "<details><summary>{summary}</summary>\n");
+                o.push_str(&table(t));
+                o.push_str("\n</details>\n\n");
+            }
             Block::Chart(c) => {
                 let title = c.title();
                 match files.get(charts) {

@@ -182,7 +182,9 @@ fn unlike_runs_are_said_before_any_ratio() {
     );
     // Ratios are still shown, each marked; no verdict on a capped or partial point.
     assert!(
-        md.contains("X worse | no (p=") || md.contains("X worse | yes (p="),
+        md.lines()
+            .any(|l| l.contains("X worse | ")
+                && (l.contains(" | no (p=") || l.contains(" | yes (p="))),
         "{md}"
     );
     assert!(
@@ -242,7 +244,7 @@ fn steps_whose_operations_all_failed_are_no_ratio_and_no_pass() {
     );
     assert!(md.contains("| workloada | fast | "), "{md}");
     assert!(
-        md.contains("| 900,000 | – (all failed) | n/a | all failed |"),
+        md.contains("| 900,000 | – (all failed) | n/a | n/a | all failed |"),
         "{md}"
     );
     assert!(!md.contains("600.0X"), "no ratio against failures");
@@ -293,4 +295,221 @@ fn an_interrupted_point_gets_no_verdict_while_the_others_are_checked() {
         &r.caveats,
         "slow: step 3 (workloada × 64 threads) ended early"
     ));
+}
+
+/// Two generated runs set up as a drive comparison: another device and data directory, the
+/// baseline labelled in its run.json, the other named on the command line.
+fn drive_comparison(tmp: &Path) -> (PathBuf, PathBuf) {
+    let (slow, fast) = runs(tmp);
+    edit_run(&slow, |d| {
+        d.config.label = Some("Solidigm D5-P5316".into());
+        d.config
+            .properties
+            .insert("cassandra.storagedir".into(), "/data/a".into());
+    })
+    .unwrap();
+    edit_run(&fast, |d| {
+        d.config
+            .properties
+            .insert("cassandra.storagedir".into(), "/data/b".into());
+        d.config.properties.insert(
+            "cassandra.compaction".into(),
+            "LeveledCompactionStrategy".into(),
+        );
+        d.environment.data_dir = Some("/data/b/cassandra".into());
+        let s = d.environment.storage.as_mut().unwrap();
+        s.device = Some("nvme1n1".into());
+        s.model = Some("Micron_9300_MTFDHAL3T8TDP".into());
+        s.scheduler = Some("[none] mq-deadline".into());
+    })
+    .unwrap();
+    (slow, fast)
+}
+
+#[test]
+fn a_drive_comparison_names_its_configurations_and_shows_what_differs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (slow, fast) = drive_comparison(tmp.path());
+    let named = PathBuf::from(format!("Micron 9300={}", fast.display()));
+    let (r, md, html) = compare(tmp.path(), vec![slow, named], 50.0);
+
+    // Where the data lives and the database's settings are the configuration, not other work.
+    assert!(r.caveats.is_empty(), "{:#?}", r.caveats);
+    assert!(!md.contains("different work"), "{md}");
+    assert!(md.contains("The runs agree on database"), "{md}");
+
+    // Named by label in the title, every table header and the terminal.
+    assert!(
+        md.starts_with("# iodig compare: Solidigm D5-P5316 vs Micron 9300\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| threads | Solidigm D5-P5316 ops/s | Solidigm D5-P5316 read p99 ms | Micron 9300 ops/s | Micron 9300 read p99 ms | Micron 9300 advantage | Micron 9300 read p99 |"),
+        "{md}"
+    );
+    assert!(r.summary_markdown.contains("Micron 9300 advantage"));
+    assert!(!md.contains("| fast") && !md.contains("| slow"), "{md}");
+
+    // The configuration table: what differs first, devices leading; the rest folded.
+    let config = md.split("## Configuration").nth(1).unwrap();
+    let rows: Vec<&str> = config
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .take(8)
+        .collect();
+    assert_eq!(
+        rows[0],
+        "| configuration | Solidigm D5-P5316 | Micron 9300 |"
+    );
+    assert_eq!(rows[1], "| device | nvme0n1 | nvme1n1 |", "{config}");
+    assert_eq!(
+        rows[2],
+        "| device model | Generated NVMe SSD | Micron_9300_MTFDHAL3T8TDP |"
+    );
+    for differs in [
+        "| data directory | /data/cassandra | /data/b/cassandra |",
+        "| cassandra.compaction | – | LeveledCompactionStrategy |",
+        "| cassandra.storagedir | /data/a | /data/b |",
+    ] {
+        assert!(config.contains(differs), "{differs}\n{config}");
+    }
+    let (differ, equal) = config.split_once("<details>").unwrap();
+    assert!(equal.contains("| file system | xfs | xfs |"), "{equal}");
+    // The scheduler in effect, not the list on offer: "none" in both.
+    assert!(equal.contains("| IO scheduler | none | none |"), "{equal}");
+    assert!(!differ.contains("| file system |"), "{differ}");
+    assert!(html.contains("<details><summary>Equal in every run ("));
+    assert!(
+        r.summary_markdown.contains(
+            "## Configuration: what differs\n\n| configuration | Solidigm D5-P5316 | Micron 9300 |"
+        ),
+        "{}",
+        r.summary_markdown
+    );
+
+    // Three repetitions each: every ratio of the wide table carries its 95% interval.
+    let wide: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| 8 |") || l.starts_with("| 64 |"))
+        .take(2)
+        .collect();
+    for row in &wide {
+        assert_eq!(row.matches("(95% CI ").count(), 2, "{row}");
+    }
+    assert!(!md.contains("Ratios without a 95% interval"), "{md}");
+    let peak = md
+        .lines()
+        .find(|l| l.starts_with("| workloada | Micron 9300 | "))
+        .unwrap();
+    assert_eq!(peak.matches("(95% CI ").count(), 2, "{peak}");
+
+    // The CSV names the runs the same way and gives the ratios as numbers with intervals.
+    let csv = std::fs::read_to_string(tmp.path().join("out/compare-ops.csv")).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("workloada,8,Micron 9300,false,"))
+        .unwrap_or_else(|| panic!("{csv}"));
+    let f: Vec<&str> = row.split(',').collect();
+    let (ratio, lo, hi): (f64, f64, f64) = (
+        f[7].parse().unwrap(),
+        f[8].parse().unwrap(),
+        f[9].parse().unwrap(),
+    );
+    assert!(lo < ratio && ratio < hi && ratio > 1.2, "{row}");
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with("workloada,8,Solidigm D5-P5316,true,")),
+        "{csv}"
+    );
+}
+
+#[test]
+fn one_repetition_says_why_a_ratio_has_no_interval() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    generate(
+        &FixtureSpec {
+            repetitions: 1,
+            ..spec(1.0, 1)
+        },
+        &a,
+    )
+    .unwrap();
+    generate(
+        &FixtureSpec {
+            repetitions: 1,
+            ..spec(1.5, 2)
+        },
+        &b,
+    )
+    .unwrap();
+    let (r, md, _) = compare(tmp.path(), vec![a, b], 50.0);
+    assert!(!md.contains("(95% CI "), "{md}");
+    assert!(
+        md.contains("Ratios without a 95% interval (one repetition each)"),
+        "{md}"
+    );
+    assert!(r.summary_markdown.contains("one repetition each"));
+    assert!(md.contains("| no interval: one repetition each |"), "{md}");
+}
+
+#[test]
+fn unusable_names_are_refused_naming_the_argument() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (slow, fast) = runs(tmp.path());
+    let err = |runs: Vec<PathBuf>| {
+        let e = write_compare(&CompareOptions {
+            runs,
+            out: tmp.path().join("o"),
+            fail_on_regression_pct: None,
+            op: None,
+        })
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        format!("{e:#}")
+    };
+    let arg = |label: &str, dir: &Path| PathBuf::from(format!("{label}={}", dir.display()));
+    let e = err(vec![slow.clone(), arg("", &fast)]);
+    assert!(
+        e.contains(&format!("={}: ", fast.display())) && e.contains("empty"),
+        "{e}"
+    );
+    let e = err(vec![slow.clone(), arg("two\nlines", &fast)]);
+    assert!(
+        e.contains("two\nlines=") && e.contains("control character"),
+        "{e}"
+    );
+    let e = err(vec![arg("Same", &slow), arg("Same", &fast)]);
+    assert!(
+        e.contains(&format!(
+            "Same={} and Same={}",
+            slow.display(),
+            fast.display()
+        )) && e.contains("both runs are named \"Same\""),
+        "{e}"
+    );
+    // A label equal to another run's directory name is as ambiguous.
+    let e = err(vec![slow.clone(), arg("slow", &fast)]);
+    assert!(e.contains("both runs are named \"slow\""), "{e}");
+    let nowhere = tmp.path().join("nowhere");
+    let e = err(vec![slow.clone(), arg("Micron 9300", &nowhere)]);
+    assert!(
+        e.starts_with(&format!("Micron 9300={}: not a run: ", nowhere.display())),
+        "{e}"
+    );
+    // A run.json label that could not be a label is refused too, with the way out.
+    edit_run(&fast, |d| d.config.label = Some(" ".into())).unwrap();
+    let e = err(vec![slow.clone(), fast.clone()]);
+    assert!(
+        e.contains("its run.json's label") && e.contains("LABEL="),
+        "{e}"
+    );
+    // Named on the command line, it compares.
+    write_compare(&CompareOptions {
+        runs: vec![slow, arg("fast", &fast)],
+        out: tmp.path().join("o"),
+        fail_on_regression_pct: None,
+        op: None,
+    })
+    .unwrap();
 }

@@ -54,6 +54,9 @@ pub struct ExperimentFile {
     /// Read back every acknowledged versioned write after the last step (`--verify`).
     #[serde(default)]
     pub verify: bool,
+    /// The configuration's name (`--label`), e.g. `label = "Micron 9300"`: how `iodig compare`
+    /// and `iodig report` name the run.
+    pub label: Option<String>,
     /// Properties of every workload (the dataset belongs here).
     #[serde(default)]
     pub properties: BTreeMap<String, toml::Value>,
@@ -145,6 +148,9 @@ impl ExperimentFile {
             return Err(bad(
                 "repetitions = 0: give at least 1 (or leave it out for 1)".into(),
             ));
+        }
+        if let Some(label) = &file.label {
+            iodig_model::check_label(label).map_err(|e| bad(format!("label = {label:?}: {e}")))?;
         }
         if let Some(rule) = &file.stop_when {
             StopRule::parse(rule).map_err(|e| bad(format!("stop_when = {rule:?}: {e}")))?;
@@ -273,6 +279,20 @@ mod tests {
             e.contains("stop_when = \"read.p99 > 50\"") && e.contains("has no unit"),
             "{e}"
         );
+        let label = |l: &str| format!("label = \"{l}\"\n") + &entry("workloada", "[1]");
+        std::fs::write(&p, label("Micron 9300")).unwrap();
+        assert_eq!(
+            ExperimentFile::read(&p).unwrap().label.as_deref(),
+            Some("Micron 9300")
+        );
+        for bad in ["", "two\\nlines"] {
+            std::fs::write(&p, label(bad)).unwrap();
+            let e = ExperimentFile::read(&p).unwrap_err().to_string();
+            assert!(
+                e.contains("label = ") && e.contains("a label must"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

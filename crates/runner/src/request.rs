@@ -82,6 +82,9 @@ pub struct RunRequest {
     /// `iodig run --resume RUN_DIR`: the run this request continues (the rest of the request
     /// is its recorded command line, resolved again); its finished steps are kept.
     pub resume: Option<crate::resume::ResumeFrom>,
+    /// `--label` (or an experiment file's `label`): the configuration's name, recorded as
+    /// run.json's `config.label`; checked by [`crate::plan`].
+    pub label: Option<String>,
     /// The command as given, for run.json's `tool.command_line` (secrets redacted by the plan).
     pub command_line: Vec<String>,
     /// Git revision of the binary, recorded in run.json.

@@ -435,6 +435,7 @@ mod tests {
                 seed: 1,
                 trace: "off".into(),
                 stop_when: None,
+                label: None,
             },
             environment: Environment::default(),
             steps: vec![],

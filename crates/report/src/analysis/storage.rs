@@ -80,10 +80,16 @@ impl StorageBound {
     pub fn ratio(&self) -> f64 {
         self.device_reads as f64 / self.db_reads.max(1) as f64
     }
+
+    /// With 1,000 database reads or more, fewer than 0.1 device reads per database read: the
+    /// reads were served from memory (page cache or the database's own cache).
+    pub fn served_from_memory(&self) -> bool {
+        self.db_reads >= 1000 && self.ratio() < 0.1
+    }
 }
 
 /// Only for a traced step whose client read.
-pub(super) fn storage_bound(step: &StepData) -> Option<StorageBound> {
+pub(crate) fn storage_bound(step: &StepData) -> Option<StorageBound> {
     let trace = step.trace.as_ref()?;
     let db_reads: u64 = ["READ", "SCAN"]
         .iter()
@@ -119,7 +125,7 @@ pub(super) fn storage_bound(step: &StepData) -> Option<StorageBound> {
 /// The finding: with ≥ 1,000 database reads, fewer than 0.1 device reads per database read
 /// means the reads were served from memory (page cache or the database's own cache).
 pub(super) fn findings(s: &StorageBound) -> Vec<String> {
-    if s.db_reads < 1000 || s.ratio() >= 0.1 {
+    if !s.served_from_memory() {
         return Vec::new();
     }
     let gib = |b: f64| b / (1u64 << 30) as f64;

@@ -1,8 +1,12 @@
 //! What makes the runs unlike, said before any ratio: database, target rate, workloads,
-//! dataset and other properties, runs that did not complete, interrupted or all-failed steps,
-//! and thread counts a later run lacks.
+//! dataset, step length, warm-up and other workload properties, runs that did not complete,
+//! interrupted or all-failed steps, runs not storage-bound, and thread counts a later run lacks.
+//! Where the data or nodes live and the database's settings are not caveats: they are the
+//! configuration compared (see the `config` module).
 
+use super::config::{is_location, is_setting, step_secs};
 use super::Runs;
+use crate::analysis::storage::storage_bound;
 use crate::analysis::LatencyOp;
 use crate::data::RunData;
 use crate::doc::{distinct, target_rate, Doc};
@@ -15,10 +19,11 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, first: Option<&str>) -> Vec<St
     c.extend(run_differences(runs.runs));
     c.extend(latency_differences(runs));
     c.extend(runs.runs.iter().flat_map(step_problems));
+    c.extend(runs.runs.iter().filter_map(not_storage_bound));
     c.extend(missing_points(runs));
     doc.h(2, "Caveats");
     if c.is_empty() {
-        doc.p("The runs agree on database, target rate, workloads, dataset and workload properties; every step completed with successful operations.");
+        doc.p("The runs agree on database, target rate, workloads, dataset, workload properties, step length and warm-up; every step completed with successful operations, and no run's reads were mostly served from memory. How their configurations differ is under Configuration.");
     } else {
         doc.list(c.clone());
     }
@@ -29,6 +34,8 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, first: Option<&str>) -> Vec<St
 const DATASET_KEYS: [&str; 12] = iodig_model::props::DATASET_PROPERTIES;
 /// Properties said elsewhere (target, database) or meant to vary (threads, seed).
 const IGNORED_KEYS: [&str; 4] = ["target", "threadcount", "db", "seed"];
+/// Properties that set how long a step runs (`--duration` sets `maxexecutiontime`).
+const LENGTH_KEYS: [&str; 2] = ["maxexecutiontime", "operationcount"];
 
 /// "5000 in a, 20000 in b" when the runs do not all agree on `value`.
 fn differing(runs: &[RunData], value: impl Fn(&RunData) -> String) -> Option<String> {
@@ -103,12 +110,46 @@ fn run_differences(runs: &[RunData]) -> Vec<String> {
             dataset.join("; ")
         ));
     }
-    let said: Vec<&str> = DATASET_KEYS.iter().chain(&IGNORED_KEYS).copied().collect();
+    if let Some(d) = differing(runs, |r| format!("{} s", r.doc.config.warmup_secs)) {
+        c.push(format!(
+            "Warm-ups differ: {d}. A shorter warm-up measures more of the caches filling: the ratios compare different work."
+        ));
+    }
+    let mut length = property_differences(runs, LENGTH_KEYS);
+    let secs: Vec<Option<f64>> = runs.iter().map(step_secs).collect();
+    let known: Vec<f64> = secs.iter().flatten().copied().collect();
+    let (lo, hi) = known.iter().fold((f64::INFINITY, 0.0_f64), |(lo, hi), s| {
+        (lo.min(*s), hi.max(*s))
+    });
+    // Measured lengths wander by milliseconds; a tenth apart is another duration.
+    if known.len() > 1 && hi > lo * 1.1 {
+        let list: Vec<String> = runs
+            .iter()
+            .zip(&secs)
+            .filter_map(|(r, s)| s.map(|s| format!("{s:.1} s in {}", r.name())))
+            .collect();
+        length.insert(0, format!("measured {}", list.join(", ")));
+    }
+    if !length.is_empty() {
+        c.push(format!(
+            "Step lengths differ: {}. A longer step reaches more compactions, flushes and cache turnover: the ratios compare different work.",
+            length.join("; ")
+        ));
+    }
+    // Where the data and nodes live and how the database is set up are the configuration being
+    // compared (the Configuration table shows them); only what changes the work asked for is a
+    // caveat here.
+    let said: Vec<&str> = DATASET_KEYS
+        .iter()
+        .chain(&IGNORED_KEYS)
+        .chain(&LENGTH_KEYS)
+        .copied()
+        .collect();
     let others = distinct(
         runs.iter()
             .flat_map(|r| r.doc.config.properties.keys())
             .map(String::as_str)
-            .filter(|k| !said.contains(k)),
+            .filter(|k| !said.contains(k) && !is_location(k) && !is_setting(k)),
     );
     let others = property_differences(runs, others);
     if !others.is_empty() {
@@ -118,6 +159,29 @@ fn run_differences(runs: &[RunData]) -> Vec<String> {
         ));
     }
     c
+}
+
+/// Steps whose reads were mostly served from memory (under 0.1 device reads per database
+/// read over 1,000 or more reads): there a comparison of devices measures the caches.
+fn not_storage_bound(r: &RunData) -> Option<String> {
+    let steps: Vec<(String, f64)> = r
+        .run_steps()
+        .filter_map(|s| storage_bound(s).map(|b| (s, b)))
+        .filter(|(_, b)| b.served_from_memory())
+        .map(|(s, b)| (s.label(), b.ratio()))
+        .collect();
+    if steps.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = steps
+        .iter()
+        .map(|(l, ratio)| format!("{l}: {ratio:.3}"))
+        .collect();
+    Some(format!(
+        "{}: not storage-bound (device reads per database read: {}): its reads were mostly served from memory, so its ratios there compare caches more than storage.",
+        r.name(),
+        list.join(", ")
+    ))
 }
 
 /// A run that did not complete, and its steps whose figures are partial (interrupted) or

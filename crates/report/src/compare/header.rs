@@ -23,12 +23,11 @@ pub(super) fn section(runs: &Runs) -> Doc {
             .storage
             .as_ref()
             .map(|s| {
-                format!(
-                    "{} {} on {}",
-                    s.device.clone().unwrap_or_else(|| s.source.clone()),
-                    s.model.clone().unwrap_or_default(),
-                    s.fs_type
-                )
+                let device = s.device.clone().unwrap_or_else(|| s.source.clone());
+                match &s.model {
+                    Some(m) => format!("{device} {m} on {}", s.fs_type),
+                    None => format!("{device} on {}", s.fs_type),
+                }
             })
             .unwrap_or_else(|| "storage unknown".into());
         facts.push((

@@ -1,7 +1,8 @@
 //! Maximum performance by workload: each run's peak ops/s and its p99.99 there (of the latency
-//! compared, READ by default), with their ratios to the baseline's.
+//! compared, READ by default), with their ratios to the baseline's and, over repetitions, their
+//! 95% intervals.
 
-use super::ratio::{better, lower, note, pair_note};
+use super::ratio::{better_with, lower_with, note, pair_note};
 use super::Runs;
 use crate::analysis::Point;
 use crate::doc::{thousands, us_as_ms, Doc, Table};
@@ -42,7 +43,14 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, summary: &mut String) {
             let Some(o) = runs.sweep(ri, &w.workload) else {
                 continue;
             };
-            let row = later_row(bp, o.peak_point());
+            let intervals = match (bp, o.peak_point()) {
+                (Some(b), Some(p)) => (
+                    runs.ops_interval(b, p),
+                    runs.latency_interval(b, ri, p, &w.op, |s| s.p9999_us as f64),
+                ),
+                _ => (Err(String::new()), Err(String::new())),
+            };
+            let row = later_row(bp, o.peak_point(), &intervals);
             let mut cells = vec![w.workload.clone(), r.name()];
             cells.extend(row);
             t.row(cells);
@@ -53,17 +61,21 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, summary: &mut String) {
     doc.table(t);
 }
 
-/// A later run's cells after its name: its peak against the baseline's, when both have one.
-fn later_row(base: Option<&Point>, new: Option<&Point>) -> Vec<String> {
+/// The 95% intervals of a later run's peak ratios (ops/s, p99.99), or why there are none.
+type Intervals = (Result<(f64, f64), String>, Result<(f64, f64), String>);
+
+/// A later run's cells after its name: its peak against the baseline's, when both have one,
+/// each ratio with its interval when the repetitions give one.
+fn later_row(base: Option<&Point>, new: Option<&Point>, ci: &Intervals) -> Vec<String> {
     let dash = || "–".to_string();
     match (base, new) {
         (_, None) => vec![dash(), dash(), dash(), dash(), dash(), "all failed".into()],
         (Some(b), Some(p)) => vec![
             thousands(p.ops_per_sec),
             p.threads.to_string(),
-            better(p.ops_per_sec / b.ops_per_sec),
+            better_with(p.ops_per_sec / b.ops_per_sec, &ci.0),
             us_as_ms(p.lat.p9999_us as f64),
-            lower(b.lat.p9999_us as f64, p.lat.p9999_us as f64),
+            lower_with(b.lat.p9999_us as f64, p.lat.p9999_us as f64, &ci.1),
             pair_note(b, p),
         ],
         (None, Some(p)) => vec![

@@ -8,21 +8,25 @@
 //! [`compare_doc`] lists the sections in document order; each section is a module of its own.
 
 mod caveats;
+mod config;
+mod csv;
 mod figures;
 mod header;
 mod max_perf;
+mod names;
 mod ratio;
 mod regression;
 mod storage_io;
 mod workload;
 
-pub use ratio::{better, lower, significance};
+pub use ratio::{better, better_with, lower, lower_with, significance};
 
 use crate::analysis::{sweeps_of, LatencyOp, Point, WorkloadSweep, OP_SERIES};
-use crate::data::{load_run, RunData};
+use crate::data::RunData;
 use crate::doc::Doc;
 use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
+use iodig_model::SeriesSummary;
 use std::path::PathBuf;
 
 /// The HTML document written into `--out`, charts inline (each chart is also written alone as
@@ -36,7 +40,8 @@ pub const ALPHA: f64 = 0.05;
 /// What `iodig compare` was asked: the runs, where to write, the regression limit, the op.
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
-    /// The baseline first, then the runs compared with it.
+    /// The baseline first, then the runs compared with it: run directories, each optionally as
+    /// `LABEL=RUN_DIR` to name it (over the label the run recorded).
     pub runs: Vec<PathBuf>,
     /// The folder the files are written into (`--out DIR`), created when missing.
     pub out: PathBuf,
@@ -51,7 +56,8 @@ pub struct CompareOptions {
 /// What `iodig compare` wrote and found, for the terminal and the exit code.
 #[derive(Debug, Clone)]
 pub struct CompareOutput {
-    /// Every file written: one SVG per chart, then compare.html and compare.md.
+    /// Every file written: one SVG per chart, then compare.html, compare.md and
+    /// compare-ops.csv.
     pub files: Vec<PathBuf>,
     /// The advantage tables in Markdown, for the terminal.
     pub summary_markdown: String,
@@ -111,6 +117,39 @@ impl<'a> Runs<'a> {
         self.sweep(ri, workload).and_then(|o| o.at(threads))
     }
 
+    /// The 95% interval of new ÷ baseline ops/s over the repetitions of two points, or why
+    /// there is none.
+    fn ops_interval(&self, base: &Point, new: &Point) -> Result<(f64, f64), String> {
+        ratio::ratio_interval(&base.rep_ops, &new.rep_ops)
+    }
+
+    /// The 95% interval of baseline ÷ new (as latency ratios read) of `f` of the latency
+    /// compared, over the repetitions of the baseline's point `base` and run `ri`'s point `new`,
+    /// or why there is none.
+    fn latency_interval(
+        &self,
+        base: &Point,
+        ri: usize,
+        new: &Point,
+        op: &LatencyOp,
+        f: fn(&SeriesSummary) -> f64,
+    ) -> Result<(f64, f64), String> {
+        let Some(series) = op.series() else {
+            return Err("no interval: all-ops latency is not kept per repetition".into());
+        };
+        let reps = |ri: usize, p: &Point| -> Vec<f64> {
+            p.steps
+                .iter()
+                .filter(|i| !p.excluded.contains(i))
+                .filter_map(|i| self.runs[ri].steps.iter().find(|s| s.summary.index == *i))
+                .filter_map(|s| s.summary.series.get(series))
+                .filter(|s| s.count > 0)
+                .map(f)
+                .collect()
+        };
+        ratio::ratio_interval(&reps(0, base), &reps(ri, new)).map(|(lo, hi)| (1.0 / hi, 1.0 / lo))
+    }
+
     /// Each later run with its point at `threads` of `workload` (none when it has no such step).
     fn later_points<'b>(
         &'b self,
@@ -141,6 +180,9 @@ pub struct Comparison {
     /// The Caveats section's points: how the runs differ, partial or failed steps, thread
     /// counts a run lacks; empty when there is none.
     pub caveats: Vec<String>,
+    /// `compare-ops.csv`: every tested point with its ratios to the baseline and their
+    /// intervals, runs under their names.
+    pub ops_csv: String,
 }
 
 fn md_list(title: &str, items: &[String]) -> String {
@@ -157,10 +199,16 @@ fn md_list(title: &str, items: &[String]) -> String {
 pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Comparison {
     let runs = Runs::new(runs, &op.op);
     let mut doc = header::section(&runs);
+    let differ = config::section(&mut doc, &runs);
     let caveats = caveats::section(&mut doc, &runs, op.caveat.as_deref());
     let mut summary = String::new();
     if !caveats.is_empty() {
         summary.push_str(&md_list("Caveats", &caveats));
+    }
+    if let Some(t) = differ {
+        summary.push_str("## Configuration: what differs\n\n");
+        summary.push_str(&crate::markdown::table(&t));
+        summary.push('\n');
     }
     max_perf::section(&mut doc, &runs, &mut summary);
     doc.bar_chart(figures::max_perf_chart(&runs));
@@ -173,6 +221,7 @@ pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Co
         .map(|pct| regression::section(&mut doc, &runs, pct, &mut summary))
         .unwrap_or_default();
     Comparison {
+        ops_csv: csv::ops(&runs),
         doc,
         summary,
         regressions: check.regressions,
@@ -282,16 +331,11 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput, ReportError
             opts.runs.len()
         )));
     }
-    let runs = opts
-        .runs
-        .iter()
-        .map(|p| load_run(p))
-        .collect::<anyhow::Result<Vec<_>>>()
-        .map_err(ReportError::RunDir)?;
+    let runs = names::load_named(&opts.runs)?;
     if runs[0].run_steps().next().is_none() {
         return Err(ReportError::Runs(format!(
             "{}: the baseline has no run steps to compare",
-            opts.runs[0].display()
+            runs[0].path.display()
         )));
     }
     let op = choose_op(&runs, opts.op.as_ref())?;
@@ -315,6 +359,7 @@ pub fn write_compare(opts: &CompareOptions) -> Result<CompareOutput, ReportError
     for (name, text) in [
         (HTML, crate::html::render(&c.doc)),
         (MARKDOWN, crate::markdown::render_linked(&c.doc, &svg_names)),
+        (csv::FILE, c.ops_csv.clone()),
     ] {
         let p = opts.out.join(name);
         write_atomic(&p, text.as_bytes()).map_err(ReportError::Output)?;

@@ -3,7 +3,10 @@
 //! and p99 | each later run's advantage) over the union of the runs' thread counts, "(not
 //! tested)" where a run lacks one; then significance and latency ratios per thread count.
 
-use super::ratio::{better, comparable, lower, note, pair_note, significance};
+use super::ratio::{
+    better, better_with, comparable, interval_cell, lower, lower_with, note, pair_note,
+    significance,
+};
 use super::Runs;
 use crate::analysis::findings::capitalise;
 use crate::analysis::{Point, WorkloadSweep};
@@ -24,6 +27,15 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, w: &WorkloadSweep, summary: &m
     summary.push_str(&format!("\n## Workload {}: {heading}\n\n", w.workload));
     summary.push_str(&crate::markdown::table(&t));
     doc.table(t);
+    let missing = missing_intervals(runs, w);
+    if !missing.is_empty() {
+        let p = format!(
+            "Ratios without a 95% interval ({}): an interval needs the spread of two or more repetitions of both runs (repetitions = 3 in an experiment file); until then only the per-second Welch test below speaks to significance, and optimistically (successive seconds are not independent).",
+            missing.join("; ")
+        );
+        summary.push_str(&format!("\n{p}\n"));
+        doc.p(p);
+    }
     doc.h(3, "Ops/s by thread count: significance");
     doc.table(ops_table(runs, w));
     doc.h(
@@ -172,9 +184,13 @@ fn wide_table(runs: &Runs, w: &WorkloadSweep) -> Table {
             if ri > 0 {
                 let (adv, lat) = match (base, p) {
                     (Some(b), Some(p)) if comparable(b, p) => (
-                        better(p.ops_per_sec / b.ops_per_sec),
+                        better_with(p.ops_per_sec / b.ops_per_sec, &runs.ops_interval(b, p)),
                         if b.lat.count > 0 && p.lat.count > 0 {
-                            lower(b.lat.p99_us as f64, p.lat.p99_us as f64)
+                            lower_with(
+                                b.lat.p99_us as f64,
+                                p.lat.p99_us as f64,
+                                &runs.latency_interval(b, ri, p, &w.op, p99),
+                            )
                         } else {
                             NO_RATIO.into()
                         },
@@ -218,7 +234,7 @@ fn per_thread_table(
     headers: &[&str],
     text_columns: &[usize],
     base: impl Fn(&Point) -> Vec<String>,
-    later: impl Fn(Option<&Point>, &Point) -> Vec<String>,
+    later: impl Fn(usize, Option<&Point>, &Point) -> Vec<String>,
 ) -> Table {
     let mut t = Table::new(headers).text_columns(text_columns);
     let blanks = headers.len().saturating_sub(3);
@@ -228,7 +244,7 @@ fn per_thread_table(
             let mut cells = vec![threads.to_string(), r.name()];
             match (ri, runs.point(ri, &w.workload, threads)) {
                 (0, Some(p)) => cells.extend(base(p)),
-                (_, Some(p)) => cells.extend(later(bp, p)),
+                (_, Some(p)) => cells.extend(later(ri, bp, p)),
                 (_, None) => {
                     cells.push(NOT_TESTED.into());
                     cells.extend((0..blanks).map(|_| String::new()));
@@ -251,30 +267,39 @@ fn ops_table(runs: &Runs, w: &WorkloadSweep) -> Table {
             "run",
             "ops/s",
             "vs baseline",
+            "95% interval",
             "significant",
             "note",
         ],
-        &[1, 3, 4, 5],
+        &[1, 3, 4, 5, 6],
         |bp| {
             vec![
                 thousands(bp.ops_per_sec),
                 "baseline".into(),
                 String::new(),
+                String::new(),
                 note(bp),
             ]
         },
-        |bp, op| {
+        |_, bp, op| {
             let Some(bp) = bp else {
                 return vec![
                     thousands(op.ops_per_sec),
                     format!("{NO_RATIO} (baseline not tested)"),
                     String::new(),
+                    String::new(),
                     note(op),
                 ];
             };
+            let r = op.ops_per_sec / bp.ops_per_sec;
             vec![
                 thousands(op.ops_per_sec),
-                ratio(bp, op, || better(op.ops_per_sec / bp.ops_per_sec)),
+                ratio(bp, op, || better(r)),
+                if comparable(bp, op) {
+                    interval_cell(&runs.ops_interval(bp, op), r < 1.0)
+                } else {
+                    "n/a".into()
+                },
                 if comparable(bp, op) {
                     significance(bp, op)
                 } else {
@@ -299,10 +324,11 @@ fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
             "avg",
             "p99 ms",
             "p99",
+            "p99 95% interval",
             "p99.99 ms",
             "p99.99",
         ],
-        &[1, 3, 5, 7],
+        &[1, 3, 5, 6, 8],
         |bp| {
             let b = &bp.lat;
             vec![
@@ -310,24 +336,60 @@ fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
                 "baseline".into(),
                 us_as_ms(b.p99_us as f64),
                 "baseline".into(),
+                String::new(),
                 us_as_ms(b.p9999_us as f64),
                 "baseline".into(),
             ]
         },
-        |bp, op| {
+        |ri, bp, op| {
             let n = &op.lat;
             let r = |f: &dyn Fn(&iodig_model::SeriesSummary) -> f64| match bp {
                 Some(bp) => ratio(bp, op, || lower(f(&bp.lat), f(n))),
                 None => NO_RATIO.into(),
+            };
+            let interval = match bp {
+                Some(bp) if comparable(bp, op) && bp.lat.count > 0 && n.count > 0 => interval_cell(
+                    &runs.latency_interval(bp, ri, op, &w.op, p99),
+                    bp.lat.p99_us < n.p99_us,
+                ),
+                _ => String::new(),
             };
             vec![
                 us_as_ms(n.mean_us),
                 r(&|s| s.mean_us),
                 us_as_ms(n.p99_us as f64),
                 r(&|s| s.p99_us as f64),
+                interval,
                 us_as_ms(n.p9999_us as f64),
                 r(&|s| s.p9999_us as f64),
             ]
         },
     )
+}
+
+/// A series' p99 in µs, the latency the wide table compares.
+fn p99(s: &iodig_model::SeriesSummary) -> f64 {
+    s.p99_us as f64
+}
+
+/// Why the wide table's ratios at some thread counts carry no interval, each reason once.
+fn missing_intervals(runs: &Runs, w: &WorkloadSweep) -> Vec<String> {
+    let mut why = Vec::new();
+    for threads in runs.thread_union(&w.workload) {
+        let Some(b) = runs.point(0, &w.workload, threads) else {
+            continue;
+        };
+        for (_, p) in runs.later_points(&w.workload, threads) {
+            if let Some(Err(e)) = p
+                .filter(|p| comparable(b, p))
+                .map(|p| runs.ops_interval(b, p))
+            {
+                let e = e.trim_start_matches("no interval: ").to_string();
+                if !why.contains(&e) {
+                    why.push(e);
+                }
+            }
+        }
+    }
+    why
 }

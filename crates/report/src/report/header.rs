@@ -32,7 +32,14 @@ fn config_facts(run: &RunData, report: &Report) -> Vec<Fact> {
     let d = &run.doc;
     let c = &d.config;
     let mut facts = vec![
-        ("run".into(), format!("{} ({})", report.run_name, d.status)),
+        (
+            "run".into(),
+            match &c.label {
+                // The label names the configuration; the directory says where the files are.
+                Some(_) => format!("{} · {} ({})", report.run_name, run.dir_name(), d.status),
+                None => format!("{} ({})", report.run_name, d.status),
+            },
+        ),
         (
             "tool".into(),
             match &d.tool.revision {

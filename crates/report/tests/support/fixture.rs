@@ -584,6 +584,7 @@ pub fn generate(spec: &FixtureSpec, run_dir: &Path) -> Result<RunDoc> {
             seed: spec.seed,
             trace: "auto".into(),
             stop_when: None,
+            label: None,
         },
         environment: Environment {
             hostname: "lab1".into(),

@@ -239,12 +239,17 @@ impl Plan {
             seed: self.seed,
             trace: format!("{:?}", self.req.trace.mode).to_lowercase(),
             stop_when: self.req.stop_when.as_ref().map(ToString::to_string),
+            label: self.req.label.clone(),
         }
     }
 }
 
 /// Flags that are wrong whatever the properties say.
 fn check_flags(req: &RunRequest) -> Result<()> {
+    if let Some(label) = &req.label {
+        iodig_model::check_label(label)
+            .map_err(|e| UsageError(format!("--label {label:?}: {e}")))?;
+    }
     if !iodig_db::binding_names().contains(&req.db.as_str()) {
         return Err(UsageError(format!(
             "--db {}: unknown database binding; use one of {}",
