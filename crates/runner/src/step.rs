@@ -13,7 +13,7 @@ use iodig_model::Sample;
 use iodig_stats::{series_name, IntervalMode, Recording, SeriesSet, WorkerRecorder};
 use iodig_workload::{ops_for_thread, CoreWorkload, Worker};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -106,11 +106,6 @@ pub fn process_cpu() -> Duration {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// A counter on its own cache line, so workers do not slow each other down.
-#[repr(align(128))]
-#[derive(Default)]
-struct PaddedCounter(AtomicU64);
-
 /// When measurement starts: the end of the warm-up, on both clocks from one reading.
 #[derive(Debug, Clone, Copy)]
 struct Start {
@@ -119,12 +114,15 @@ struct Start {
     /// The same instant on the wall clock: workers place operations in the unix seconds they
     /// started in from it, and the collector's window starts there.
     measure_from_wall: SystemTime,
+    /// The end of the collector's first interval: the first whole wall-clock second at least
+    /// half a second after `measure_from`; the others follow a second apart. Workers place
+    /// each operation in the interval its end falls in.
+    first_boundary: Instant,
 }
 
 /// State shared by the workers and the collector.
 struct Shared {
     recorders: Vec<Arc<WorkerRecorder>>,
-    ops: Vec<PaddedCounter>,
     /// Workers initialised and waiting for the start.
     ready: AtomicUsize,
     /// The start, sent by the collector once every worker is ready. Workers wait for it
@@ -142,9 +140,15 @@ impl Shared {
     fn open_gate(&self, warmup: Duration) -> Start {
         let mut opened = None;
         self.start.send_if_modified(|s| {
-            let start = *s.get_or_insert(Start {
-                measure_from: Instant::now() + warmup,
-                measure_from_wall: SystemTime::now() + warmup,
+            let start = *s.get_or_insert_with(|| {
+                let measure_from = Instant::now() + warmup;
+                let measure_from_wall = SystemTime::now() + warmup;
+                Start {
+                    measure_from,
+                    measure_from_wall,
+                    first_boundary: measure_from
+                        + to_second_boundary(measure_from_wall, Duration::from_millis(500)),
+                }
             });
             opened = Some(start);
             true
@@ -209,6 +213,7 @@ impl<D: Db> WorkerJob<D> {
             Arc::clone(&shared.recorders[index]),
             measure_from,
             unix_ms(start.measure_from_wall),
+            start.first_boundary,
             pacer,
         );
         // YCSB spreads slow per-thread schedules with a random first delay below one tick.
@@ -245,7 +250,7 @@ impl<D: Db> WorkerJob<D> {
             issued += 1;
             if op_start >= measure_from {
                 measured += 1;
-                shared.ops[index].0.fetch_add(1, Ordering::Relaxed);
+                timed.count_operation();
             }
         }
         if let Err(e) = timed.cleanup().await {
@@ -309,7 +314,6 @@ pub fn run_step<F: DbFactory>(
         recorders: (0..threads)
             .map(|_| Arc::new(WorkerRecorder::new(plan.interval_mode)))
             .collect(),
-        ops: (0..threads).map(|_| PaddedCounter::default()).collect(),
         ready: AtomicUsize::new(0),
         start: tokio::sync::watch::Sender::new(None),
         finished: AtomicUsize::new(0),
@@ -409,6 +413,7 @@ impl<'a> Collector<'a> {
     }
 
     fn run(self, progress: &mut Progress, observer: &mut dyn StepObserver) -> Result<StepResult> {
+        let _priority = CollectorPriority::raise();
         progress.phase_started(self.plan);
         // The warm-up and the window start once every worker is ready (its binding's init
         // done, waiting at the gate), not while threads are still being started.
@@ -423,6 +428,7 @@ impl<'a> Collector<'a> {
         let Start {
             measure_from,
             measure_from_wall,
+            first_boundary,
         } = self.shared.open_gate(self.plan.warmup);
         self.wait_until(measure_from);
         // Workers count operations from `measure_from`, so the window starts there too, not
@@ -437,15 +443,30 @@ impl<'a> Collector<'a> {
         let deadline = self.plan.max_execution.map(|d| started + d);
         let mut state = CollectState::new(started_wall);
         let mut ended_early = None;
+        // Interval k ends at `first_boundary` + k s, whenever the collector gets to it: the
+        // workers place each operation by its end, so a late collector (starved of CPU by 1024
+        // busy workers, say) still gives each second what ended in it. An interval is complete
+        // once every worker's part is taken; a worker descheduled while recording holds its
+        // part until its next turn, and meanwhile the collector keeps watching the clock.
+        let boundary = |k: u32| first_boundary + Duration::from_secs(u64::from(k));
+        let mut k = 0u32;
         loop {
-            let next = next_second_boundary(started_wall, started);
-            let until = deadline.map_or(next, |d| d.min(next));
-            self.wait_until(until);
+            let next = boundary(k);
+            let until = if state.taking() {
+                Instant::now() + Duration::from_millis(1)
+            } else {
+                next
+            };
+            self.wait_until(deadline.map_or(until, |d| d.min(until)));
             let time_up = deadline.is_some_and(|d| Instant::now() >= d);
             if self.should_end() || time_up {
                 break;
             }
-            state.collect(&self.shared, started)?;
+            if Instant::now() < next || !state.take(&self.shared, k) {
+                continue;
+            }
+            state.emit(next - started)?;
+            k += 1;
             if let Some(reason) = self
                 .plan
                 .unusable_after
@@ -464,13 +485,24 @@ impl<'a> Collector<'a> {
             );
         }
         // Let workers finish the operation in hand, then take what they recorded.
+        let halted = Instant::now();
         self.shared.halt.store(true, Ordering::Release);
         while !self.all_finished() {
             std::thread::sleep(Duration::from_millis(2));
         }
         let runtime = started.elapsed();
         let client_cpu = process_cpu().saturating_sub(cpu_at_start);
-        state.collect(&self.shared, started)?;
+        // Whole seconds that ended before the halt but were not complete yet, each on its own
+        // (no worker holds its lock now); then the last interval takes everything left:
+        // operations that ended after the last whole second, the ones in hand at the halt,
+        // and the workers' cleanup.
+        while ended_early.is_none() && boundary(k) <= halted {
+            state.take_all(&self.shared, k);
+            state.emit(boundary(k) - started)?;
+            k += 1;
+        }
+        state.take_all(&self.shared, u32::MAX);
+        state.emit(runtime.max(state.last_t))?;
         state.write_start_seconds(u64::MAX)?;
         progress.finished();
         let error = self
@@ -493,6 +525,47 @@ impl<'a> Collector<'a> {
             ended_early,
             client_cpu,
         })
+    }
+}
+
+/// The collector's thread at a higher scheduling priority for the step, when the process may
+/// raise it (root, CAP_SYS_NICE); the old one is restored on drop. A thread that sleeps gets no
+/// head start over busy ones under the kernel's EEVDF scheduler: with 1024 CPU-bound workers on
+/// two CPUs it waited seconds for each turn, so the step's seconds and its end came late. At
+/// nice −10 it runs within milliseconds of waking; it uses ~1 % of a CPU.
+struct CollectorPriority {
+    tid: libc::id_t,
+    old: Option<libc::c_int>,
+}
+
+impl CollectorPriority {
+    const NICE: libc::c_int = -10;
+
+    fn raise() -> Self {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as libc::id_t;
+        // SAFETY: getpriority and setpriority only read and set this thread's nice value;
+        // errno is cleared first because -1 is a valid nice value.
+        let old = unsafe {
+            *libc::__errno_location() = 0;
+            let old = libc::getpriority(libc::PRIO_PROCESS, tid);
+            (*libc::__errno_location() == 0
+                && old > Self::NICE
+                && libc::setpriority(libc::PRIO_PROCESS, tid, Self::NICE) == 0)
+                .then_some(old)
+        };
+        Self { tid, old }
+    }
+}
+
+impl Drop for CollectorPriority {
+    fn drop(&mut self) {
+        if let Some(old) = self.old {
+            // SAFETY: as in `raise`; lowering a priority back is always allowed.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, self.tid, old);
+            }
+        }
     }
 }
 
@@ -540,18 +613,16 @@ fn unusable(samples: &[Sample], seconds: u64) -> Option<String> {
     ))
 }
 
-/// The next whole wall-clock second at least half a second away, as an `Instant`, so client
+/// How long from `wall` to the next whole wall-clock second at least `min` away, so client
 /// samples share their boundaries with the tracer's and the system sampler's.
-fn next_second_boundary(started_wall: SystemTime, started: Instant) -> Instant {
-    let now = Instant::now();
-    let wall_now = started_wall + (now - started);
-    let since_epoch = wall_now.duration_since(UNIX_EPOCH).unwrap_or_default();
+fn to_second_boundary(wall: SystemTime, min: Duration) -> Duration {
+    let since_epoch = wall.duration_since(UNIX_EPOCH).unwrap_or_default();
     let mut to_next =
         Duration::from_secs(1) - Duration::from_nanos(u64::from(since_epoch.subsec_nanos()));
-    if to_next < Duration::from_millis(500) {
+    while to_next < min {
         to_next += Duration::from_secs(1);
     }
-    now + to_next
+    to_next
 }
 
 /// Accumulated results of the collector.
@@ -562,9 +633,15 @@ struct CollectState {
     samples: Vec<Sample>,
     operations: u64,
     last_t: Duration,
-    /// The empty recording swapped into the next worker; each worker's filled one becomes it
-    /// once merged, so a step holds one recording per worker plus this one.
-    spare: Recording,
+    /// Empty recordings to hand to workers: the ones taken come back here once merged, so a
+    /// step holds a few recordings per worker, not one per second.
+    spares: Vec<Recording>,
+    /// Recordings taken from a worker, being merged.
+    taken: Vec<Recording>,
+    /// Workers whose recordings are still to be taken this interval.
+    pending: Vec<usize>,
+    /// Workload operations of the interval being taken.
+    interval_ops: u64,
     hlog: Vec<u8>,
     /// Histograms by the unix second (ms) operations started in, until written out.
     by_start: BTreeMap<u64, SeriesSet>,
@@ -607,29 +684,68 @@ impl CollectState {
             samples: Vec::new(),
             operations: 0,
             last_t: Duration::ZERO,
-            spare: Recording::new(),
+            spares: Vec::new(),
+            taken: Vec::new(),
+            pending: Vec::new(),
+            interval_ops: 0,
             hlog,
             by_start: BTreeMap::new(),
             start_hlog,
         }
     }
 
-    /// Swaps every worker's recording out and merges it into one interval sample (an
-    /// operation counts in the interval it was recorded in, i.e. ended in) and into the
-    /// histograms of the seconds its operations started in.
-    fn collect(&mut self, shared: &Shared, started: Instant) -> Result<()> {
-        let t = started.elapsed();
-        let secs = (t - self.last_t).as_secs_f64();
-        self.interval.clear();
-        let wall_ms = unix_ms(self.started_wall);
-        for recorder in &shared.recorders {
-            recorder.swap(&mut self.spare);
-            self.spare
-                .drain_into(&mut self.interval, &mut self.by_start);
+    /// Whether an interval is being taken (some workers' parts are still to come).
+    fn taking(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Takes the workers' recordings of intervals up to `through` into the interval being
+    /// built (an operation counts in the interval it ended in) and into the histograms of the
+    /// seconds its operations started in; `true` once every worker's part is in. Workers whose
+    /// lock is held are left for the next call.
+    fn take(&mut self, shared: &Shared, through: u32) -> bool {
+        if self.pending.is_empty() {
+            self.pending.extend(0..shared.recorders.len());
         }
-        let ops_total: u64 = shared.ops.iter().map(|c| c.0.load(Ordering::Relaxed)).sum();
-        let operations = ops_total - self.operations;
-        self.operations = ops_total;
+        let Self {
+            pending,
+            taken,
+            spares,
+            interval,
+            interval_ops,
+            by_start,
+            ..
+        } = self;
+        pending.retain(|&w| {
+            if !shared.recorders[w].try_take(through, taken, spares) {
+                return true;
+            }
+            for mut r in taken.drain(..) {
+                *interval_ops += r.drain_into(interval, by_start);
+                spares.push(r);
+            }
+            false
+        });
+        // Spares beyond a few per worker would only be memory kept.
+        spares.truncate(2 * shared.recorders.len());
+        pending.is_empty()
+    }
+
+    /// [`CollectState::take`] until every part is in: for when the workers have finished, so
+    /// no lock is held for long.
+    fn take_all(&mut self, shared: &Shared, through: u32) {
+        while !self.take(shared, through) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Ends the interval taken: one sample ending at `t` from the start of the window, its
+    /// interval log lines, and the start seconds that can no longer change.
+    fn emit(&mut self, t: Duration) -> Result<()> {
+        let secs = (t - self.last_t).as_secs_f64();
+        let wall_ms = unix_ms(self.started_wall);
+        let operations = std::mem::take(&mut self.interval_ops);
+        self.operations += operations;
         self.totals.merge(&self.interval);
         self.write_hlog(t, secs)?;
         self.write_start_seconds(
@@ -648,6 +764,7 @@ impl CollectState {
             series: self.interval.summaries(),
         });
         self.last_t = t;
+        self.interval.clear();
         Ok(())
     }
 
@@ -777,6 +894,14 @@ mod tests {
                 }
             }
             assert_eq!(by_second, totals);
+            let sampled_ops: u64 = r.samples.iter().map(|s| s.operations).sum();
+            assert_eq!(sampled_ops, r.operations);
+            // Whole seconds, each with what ended in it, and the partial ones at the edges.
+            assert!(r.samples.len() >= 3, "{}", r.samples.len());
+            for s in &r.samples[1..r.samples.len() - 1] {
+                assert_eq!(s.unix_ms % 1000, 0);
+                assert!((s.secs - 1.0).abs() < 1e-9, "{}", s.secs);
+            }
             assert_eq!(hlog_counts(&r.hlog), totals);
             assert_eq!(hlog_counts(&r.start_hlog), totals);
         }

@@ -19,6 +19,8 @@ pub struct Timed<D: Db, P: Pacer> {
     /// `measure_from` on the wall clock (Unix ms), from which operations are placed in the
     /// second they started in.
     measure_from_unix_ms: u64,
+    /// The end of the collector's first interval; the others follow a second apart.
+    first_boundary: Instant,
     /// Scheduled start of the current operation; the actual start without a target rate.
     pub intended_start: Instant,
     /// How the worker waits for its scheduled starts and the workload's pauses.
@@ -28,12 +30,14 @@ pub struct Timed<D: Db, P: Pacer> {
 impl<D: Db, P: Pacer> Timed<D, P> {
     /// Wraps one worker's binding, recording into `recorder` every operation whose intended
     /// start is at or after `measure_from` (the end of warm-up, `measure_from_unix_ms` on the
-    /// wall clock).
+    /// wall clock), in the collector's interval its end falls in (the first ends at
+    /// `first_boundary`, the others a second apart).
     pub fn new(
         db: D,
         recorder: Arc<WorkerRecorder>,
         measure_from: Instant,
         measure_from_unix_ms: u64,
+        first_boundary: Instant,
         pacer: P,
     ) -> Self {
         Self {
@@ -41,6 +45,7 @@ impl<D: Db, P: Pacer> Timed<D, P> {
             recorder,
             measure_from,
             measure_from_unix_ms,
+            first_boundary,
             intended_start: Instant::now(),
             pacer,
         }
@@ -55,6 +60,7 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         }
         self.recorder.record(
             self.measure_from_unix_ms,
+            self.interval(end),
             &Entry {
                 op,
                 status: status.index() as u8,
@@ -72,6 +78,7 @@ impl<D: Db, P: Pacer> Timed<D, P> {
     pub async fn cleanup(&mut self) -> Result<(), DbError> {
         let start = Instant::now();
         let result = self.db.cleanup().await;
+        let end = Instant::now();
         // Cleanup happens after the measured window; record it regardless of warm-up.
         let status = if result.is_ok() {
             Status::Ok
@@ -80,18 +87,39 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         };
         self.recorder.record(
             self.measure_from_unix_ms,
+            self.interval(end),
             &Entry {
                 op: OpKind::Cleanup,
                 status: status.index() as u8,
                 ok: status.is_ok(),
-                service_us: micros_u32(start.elapsed()),
-                intended_us: micros_u32(start.elapsed()),
+                service_us: micros_u32(end - start),
+                intended_us: micros_u32(end - start),
                 end_ms: millis_u32(
-                    start.elapsed() + start.saturating_duration_since(self.measure_from),
+                    (end - start) + start.saturating_duration_since(self.measure_from),
                 ),
             },
         );
         result
+    }
+}
+
+impl<D: Db, P: Pacer> Timed<D, P> {
+    /// Counts one measured workload operation (the worker's, once per transaction) in the
+    /// interval of now, for the sample's throughput.
+    #[inline]
+    pub fn count_operation(&self) {
+        self.recorder.count_operation(self.interval(Instant::now()));
+    }
+
+    /// The collector's interval an operation that ended at `end` belongs to.
+    #[inline]
+    fn interval(&self, end: Instant) -> u32 {
+        match end.checked_duration_since(self.first_boundary) {
+            None => 0,
+            Some(d) => u32::try_from(d.as_secs())
+                .unwrap_or(u32::MAX)
+                .saturating_add(1),
+        }
     }
 }
 

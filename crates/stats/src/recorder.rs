@@ -1,8 +1,14 @@
 //! Per-worker recording in HdrHistogram's recorder pattern: each worker counts its own
-//! operations, per series and per second of start, in the bucket layout of [`new_histogram`];
-//! once per interval the collector swaps the filled [`Recording`] for an empty one and merges
-//! it into HDR histograms. The collector's work per interval is O(workers × buckets used), not
-//! O(operations), so it keeps up at any op rate, and nothing queues.
+//! operations, per series and per second of start, in the bucket layout of [`new_histogram`],
+//! in one [`Recording`] per collector interval (the interval the operation ended in, from its
+//! end time); the collector takes the recordings of intervals that are over and merges them
+//! into HDR histograms. Its work per interval is O(workers × buckets used), not O(operations),
+//! so it keeps up at any op rate, and nothing queues.
+//!
+//! The collector never waits for a worker: it takes a worker's recordings only when its lock is
+//! free, and comes back to the others. A worker descheduled while it records (1024 busy
+//! threads on 2 CPUs wait ~1 s for their next turn) would otherwise hold the collector up once
+//! per such worker, and a step's seconds would merge into one sample.
 //!
 //! A worker's counts are sparse (chunks of the layout allocated as values land in them), not
 //! full histograms: one 1 µs–1 h, 3-digit HDR histogram is 23,552 counters (184 KB of u64), and
@@ -131,8 +137,13 @@ impl StartSet {
 }
 
 /// What one worker recorded in one interval: counts per start second and series, and return
-/// codes. Swapped between a worker and the collector, never reallocated per operation.
+/// codes. Passed between a worker and the collector, never reallocated per operation.
 pub struct Recording {
+    /// The collector's interval (its sample's index) the operations ended in.
+    interval: u32,
+    /// Workload operations the worker counted in this interval (YCSB's: a read-modify-write
+    /// once, not its inner read and update), for the sample's throughput.
+    operations: u64,
     /// The first `active` sets hold this interval's counts; the rest are kept for reuse.
     sets: Vec<StartSet>,
     active: usize,
@@ -157,10 +168,16 @@ impl Recording {
     /// An empty recording: the collector's spare, or a worker's first.
     pub fn new() -> Self {
         Self {
+            interval: 0,
+            operations: 0,
             sets: Vec::new(),
             active: 0,
             returns: [[0; STATUSES]; OpKind::ALL.len()],
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.active == 0 && self.operations == 0
     }
 
     fn set_for(&mut self, second_ms: u64) -> &mut StartSet {
@@ -208,12 +225,13 @@ impl Recording {
 
     /// Adds this recording to `interval` (by second of completion: everything recorded) and
     /// to `by_start` (by the unix second, in ms, the operations started in), then empties it
-    /// for reuse. Exact: every count lands in the same HDR bucket as a direct record.
+    /// for reuse; returns the workload operations it counted. Exact: every count lands in the
+    /// same HDR bucket as a direct record.
     pub fn drain_into(
         &mut self,
         interval: &mut SeriesSet,
         by_start: &mut BTreeMap<u64, SeriesSet>,
-    ) {
+    ) -> u64 {
         for set in &mut self.sets[..self.active] {
             let start = by_start.entry(set.second_ms).or_default();
             for (slot, counts) in set.series.iter_mut().enumerate() {
@@ -235,17 +253,49 @@ impl Recording {
             }
         }
         self.active = 0;
+        self.interval = 0;
         // A stall can leave many start seconds in one interval; their sets are not kept.
         self.sets.truncate(KEPT_SETS);
+        std::mem::take(&mut self.operations)
     }
 }
 
-/// One worker's recorder: the worker records into the current [`Recording`] behind a mutex
-/// that only the collector's swap, once per interval, ever contends.
+/// A worker's recordings: the one it records into, and those of intervals it has left.
+#[derive(Debug, Default)]
+struct Slots {
+    current: Recording,
+    /// Recordings of earlier intervals, for the collector, oldest first.
+    sealed: Vec<Recording>,
+    /// An empty recording the collector handed back, for the worker's next interval.
+    spare: Option<Recording>,
+}
+
+impl Slots {
+    /// Moves on to `interval` when the worker's operations have reached it, keeping the
+    /// current recording for the collector.
+    #[inline]
+    fn advance(&mut self, interval: u32) {
+        if interval <= self.current.interval {
+            return;
+        }
+        let fresh = self.spare.take().unwrap_or_default();
+        let mut done = std::mem::replace(&mut self.current, fresh);
+        self.current.interval = interval;
+        if done.is_empty() {
+            done.interval = 0;
+            self.spare = Some(done);
+        } else {
+            self.sealed.push(done);
+        }
+    }
+}
+
+/// One worker's recorder: the worker records into its current [`Recording`] behind a mutex
+/// that only the collector, once per interval and without waiting, ever contends.
 #[derive(Debug)]
 pub struct WorkerRecorder {
     mode: IntervalMode,
-    current: Mutex<Recording>,
+    slots: Mutex<Slots>,
 }
 
 impl WorkerRecorder {
@@ -253,26 +303,57 @@ impl WorkerRecorder {
     pub fn new(mode: IntervalMode) -> Self {
         Self {
             mode,
-            current: Mutex::new(Recording::new()),
+            slots: Mutex::new(Slots::default()),
         }
     }
 
-    /// Records one measured operation of a step whose measurement started at
-    /// `measure_from_unix_ms` (the entry's `end_ms` counts from there).
+    /// Records one measured operation that ended in the collector's interval `interval`, of a
+    /// step whose measurement started at `measure_from_unix_ms` (the entry's `end_ms` counts
+    /// from there). An operation of an interval the collector has already taken (its worker
+    /// was descheduled between the operation's end and this call) goes to the worker's
+    /// current interval: the one case where an operation is counted a second late.
     #[inline]
-    pub fn record(&self, measure_from_unix_ms: u64, e: &Entry) {
-        self.current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .record(e, self.mode, measure_from_unix_ms);
+    pub fn record(&self, measure_from_unix_ms: u64, interval: u32, e: &Entry) {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.advance(interval);
+        slots.current.record(e, self.mode, measure_from_unix_ms);
     }
 
-    /// Takes what the worker recorded since the last swap into `spare`, leaving `spare`'s
-    /// (empty) recording with the worker: the lock is held for a swap of two structs, and the
-    /// worker goes on recording into memory already allocated.
-    pub fn swap(&self, spare: &mut Recording) {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::swap(&mut *current, spare);
+    /// Counts one measured workload operation that ended in interval `interval` (placed as
+    /// [`WorkerRecorder::record`] places operations).
+    #[inline]
+    pub fn count_operation(&self, interval: u32) {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.advance(interval);
+        slots.current.operations += 1;
+    }
+
+    /// Moves the worker's recordings of intervals up to `through` into `out`, giving the
+    /// worker an empty recording from `spares` in their place; `false` (nothing taken) when
+    /// the worker holds its lock, so the collector comes back rather than wait.
+    pub fn try_take(
+        &self,
+        through: u32,
+        out: &mut Vec<Recording>,
+        spares: &mut Vec<Recording>,
+    ) -> bool {
+        let mut slots = match self.slots.try_lock() {
+            Ok(slots) => slots,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        };
+        let slots = &mut *slots;
+        let ahead = slots.sealed.iter().position(|r| r.interval > through);
+        out.extend(slots.sealed.drain(..ahead.unwrap_or(slots.sealed.len())));
+        if slots.current.interval <= through && !slots.current.is_empty() {
+            let mut fresh = spares.pop().unwrap_or_default();
+            fresh.interval = through.saturating_add(1);
+            out.push(std::mem::replace(&mut slots.current, fresh));
+        }
+        if slots.spare.is_none() {
+            slots.spare = spares.pop();
+        }
+        true
     }
 }
 
@@ -356,27 +437,53 @@ mod tests {
         assert_eq!(a.returns(&names), b.returns(&names));
     }
 
+    /// Takes every worker's recordings through `through`, coming back to a locked one as the
+    /// collector does.
+    fn collect(
+        workers: &[WorkerRecorder],
+        through: u32,
+        spares: &mut Vec<Recording>,
+        interval: &mut SeriesSet,
+        by_start: &mut BTreeMap<u64, SeriesSet>,
+    ) {
+        let mut taken = Vec::new();
+        for w in workers {
+            assert!(w.try_take(through, &mut taken, spares));
+            for mut r in taken.drain(..) {
+                r.drain_into(interval, by_start);
+                spares.push(r);
+            }
+        }
+    }
+
     /// The same entries give the same histograms, per interval and by start second, whether
-    /// the collector records them one by one (as it did from per-worker logs) or merges
-    /// per-worker recordings swapped out at arbitrary points.
+    /// the collector records them one by one (as it did from per-worker logs) or merges the
+    /// workers' recordings, some workers already recording the next interval when it does.
     #[test]
-    fn swapped_recordings_merge_to_the_entries_histograms() {
+    fn taken_recordings_merge_to_the_entries_histograms() {
         const WALL_MS: u64 = 1_700_000_000_750;
+        const INTERVALS: u32 = 6;
         for mode in [IntervalMode::Op, IntervalMode::Intended, IntervalMode::Both] {
             let mut rng = Lcg(mode as u64 + 1);
             let workers: Vec<WorkerRecorder> = (0..5).map(|_| WorkerRecorder::new(mode)).collect();
-            let mut spare = Recording::new();
+            // Which workers have moved on to the next interval (they must not go back).
+            let mut at = [0u32; 5];
+            let mut spares = Vec::new();
+            let mut old: Vec<SeriesSet> = (0..=INTERVALS).map(|_| SeriesSet::new()).collect();
             let mut by_start_old = BTreeMap::<u64, SeriesSet>::new();
             let mut by_start_new = BTreeMap::<u64, SeriesSet>::new();
             let mut totals_old = SeriesSet::new();
             let mut totals_new = SeriesSet::new();
-            for _interval in 0..6 {
-                let mut old = SeriesSet::new();
-                let mut new = SeriesSet::new();
+            for k in 0..INTERVALS {
                 for _ in 0..(rng.next_u64() % 3000) {
+                    let w = (rng.next_u64() % 5) as usize;
+                    // A few operations of the next interval before the collector comes.
+                    let next = rng.next_u64().is_multiple_of(20);
+                    let interval = if next { k + 1 } else { k.max(at[w]) };
+                    at[w] = interval;
                     let e = entry(&mut rng);
-                    workers[(rng.next_u64() % 5) as usize].record(WALL_MS, &e);
-                    old.record(&e, mode);
+                    workers[w].record(WALL_MS, interval, &e);
+                    old[interval as usize].record(&e, mode);
                     let end = u64::from(e.end_ms);
                     let started = WALL_MS + end - u64::from(mode.latency_us(&e) / 1000).min(end);
                     by_start_old
@@ -384,14 +491,24 @@ mod tests {
                         .or_default()
                         .record(&e, mode);
                 }
-                for w in &workers {
-                    w.swap(&mut spare);
-                    spare.drain_into(&mut new, &mut by_start_new);
-                }
-                assert_same(&old, &new);
-                totals_old.merge(&old);
+                let mut new = SeriesSet::new();
+                collect(&workers, k, &mut spares, &mut new, &mut by_start_new);
+                assert_same(&old[k as usize], &new);
+                totals_old.merge(&old[k as usize]);
                 totals_new.merge(&new);
             }
+            // The step's end: everything left, whatever its interval.
+            let mut last = SeriesSet::new();
+            collect(
+                &workers,
+                u32::MAX,
+                &mut spares,
+                &mut last,
+                &mut by_start_new,
+            );
+            assert_same(&old[INTERVALS as usize], &last);
+            totals_old.merge(&old[INTERVALS as usize]);
+            totals_new.merge(&last);
             assert_same(&totals_old, &totals_new);
             assert_eq!(
                 by_start_old.keys().collect::<Vec<_>>(),
@@ -406,13 +523,14 @@ mod tests {
                     assert!(ah == bh, "second {second}, {ai:?} differs");
                 }
             }
+            // Recordings circulate: a few per worker, not one per interval.
+            assert!(spares.len() <= 3 * workers.len(), "{}", spares.len());
         }
     }
 
     #[test]
-    fn a_swap_leaves_the_worker_an_empty_recording_and_memory_is_reused() {
+    fn a_take_leaves_the_worker_an_empty_recording_and_never_waits() {
         let w = WorkerRecorder::new(IntervalMode::Op);
-        let mut spare = Recording::new();
         let e = Entry {
             op: OpKind::Read,
             status: 0,
@@ -422,25 +540,34 @@ mod tests {
             end_ms: 1500,
         };
         for _ in 0..1000 {
-            w.record(0, &e);
+            w.record(0, 0, &e);
         }
-        w.swap(&mut spare);
+        w.record(0, 1, &e);
+        let (mut taken, mut spares) = (Vec::new(), Vec::new());
+        // While the worker holds its lock, the collector takes nothing and goes on.
+        {
+            let _held = w.slots.lock().unwrap();
+            assert!(!w.try_take(0, &mut taken, &mut spares));
+        }
+        assert!(w.try_take(0, &mut taken, &mut spares));
+        assert_eq!(taken.len(), 1, "interval 1 is not over");
         let mut interval = SeriesSet::new();
         let mut by_start = BTreeMap::new();
-        spare.drain_into(&mut interval, &mut by_start);
+        let mut r = taken.pop().unwrap();
+        r.drain_into(&mut interval, &mut by_start);
         assert_eq!(interval.summaries()["READ"].count, 1000);
         assert_eq!(by_start.keys().copied().collect::<Vec<_>>(), vec![1000]);
-        // The drained recording is empty but keeps its start set and chunk for the next worker.
-        assert_eq!((spare.active, spare.sets.len()), (0, 1));
-        let mut again = SeriesSet::new();
-        spare.drain_into(&mut again, &mut by_start);
-        assert!(again.summaries().is_empty());
-        // The worker records into the recording it was given, from empty.
-        w.record(0, &e);
-        w.swap(&mut spare);
+        // The drained recording is empty but keeps its start set and chunk for reuse.
+        assert_eq!((r.active, r.sets.len()), (0, 1));
+        spares.push(r);
+        assert!(w.try_take(1, &mut taken, &mut spares));
         let mut next = SeriesSet::new();
-        spare.drain_into(&mut next, &mut by_start);
+        for mut r in taken.drain(..) {
+            r.drain_into(&mut next, &mut by_start);
+        }
         assert_eq!(next.summaries()["READ"].count, 1);
         assert_eq!(by_start[&1000].summaries()["READ"].count, 1001);
+        // The worker went on into the spare it was handed.
+        assert!(spares.is_empty());
     }
 }
