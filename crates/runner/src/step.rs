@@ -413,7 +413,7 @@ impl<'a> Collector<'a> {
     }
 
     fn run(self, progress: &mut Progress, observer: &mut dyn StepObserver) -> Result<StepResult> {
-        let _priority = CollectorPriority::raise();
+        let priority = CollectorPriority::raise();
         progress.phase_started(self.plan);
         // The warm-up and the window start once every worker is ready (its binding's init
         // done, waiting at the gate), not while threads are still being started.
@@ -439,7 +439,9 @@ impl<'a> Collector<'a> {
         let started = measure_from.min(now);
         // Earlier than `measure_from` only when every worker ended during the warm-up.
         let started_wall = measure_from_wall - (measure_from - started);
-        observer.measurement_started();
+        // Threads inherit their creator's nice value: the tracers and samplers started here
+        // run at the process's own.
+        priority.lowered(|| observer.measurement_started());
         let deadline = self.plan.max_execution.map(|d| started + d);
         let mut state = CollectState::new(started_wall);
         let mut ended_early = None;
@@ -555,6 +557,22 @@ impl CollectorPriority {
                 .then_some(old)
         };
         Self { tid, old }
+    }
+}
+
+impl CollectorPriority {
+    /// Runs `f` at the thread's old priority (for threads it starts, which inherit it).
+    fn lowered<T>(&self, f: impl FnOnce() -> T) -> T {
+        let Some(old) = self.old else {
+            return f();
+        };
+        // SAFETY: as in `raise`; lowering a priority is always allowed, and raising it back
+        // was allowed in `raise`.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, self.tid, old) };
+        let out = f();
+        // SAFETY: as above.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, self.tid, Self::NICE) };
+        out
     }
 }
 
