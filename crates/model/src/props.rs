@@ -170,7 +170,7 @@ impl Properties {
             .filter(|d| d.subsec_nanos() == 0);
         d.map(|d| d.as_secs()).ok_or_else(|| {
             PropertyError(format!(
-                "property {key}={} (from {}): expected a duration in whole seconds, e.g. 600, 10m or 1h",
+                "property {key}={} (from {}): expected a whole number of seconds, or a duration in whole seconds (10m, 1h)",
                 redact_value(key, v),
                 self.origin(key).unwrap_or("?")
             ))
