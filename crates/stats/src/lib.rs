@@ -1,7 +1,8 @@
 //! Latency measurement. Each worker records its operations into its own [`WorkerRecorder`]
-//! (counts per series and start second, in HDR's bucket layout); one collector swaps every
-//! worker's [`Recording`] out once per interval and merges it into HDR histograms per series
-//! ([`SeriesSet`]), so the collector's work per interval does not grow with the op rate.
+//! (counts per series and start second, in HDR's bucket layout, one [`Recording`] per interval
+//! the operations ended in); one collector takes the recordings of each interval that is over
+//! and merges them into HDR histograms per series ([`SeriesSet`]), so its work per interval
+//! does not grow with the op rate.
 
 mod hlog;
 mod log;
