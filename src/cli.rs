@@ -1,6 +1,8 @@
 //! The command line: one subcommand per verb, flags named as YCSB names them where YCSB has them.
 
 use clap::{Args, Parser, Subcommand};
+/// The one duration syntax of every flag (`--duration`, `--warmup`, …), shared with `--fault`.
+pub use iodig_model::duration::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -227,30 +229,6 @@ pub struct BenchArgs {
     /// (-p versionedwrites=true) and count missing, stale and corrupt ones (exit 1 if any).
     #[arg(long)]
     pub verify: bool,
-}
-
-/// Parses `30s`, `500ms`, `2m` (or `2min`), `1h` or plain seconds (`10`, `0.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration; write e.g. 30s, 500ms, 2m or 10"))?;
-    let secs = match unit {
-        "" | "s" => v,
-        "ms" => v / 1000.0,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => {
-            return Err(format!(
-                "{s:?}: unknown duration unit {unit:?}; use ms, s, m or h"
-            ))
-        }
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a duration"))
 }
 
 /// Parses `--fail-on-regression`: a percentage, 0 or more.

@@ -13,6 +13,7 @@ macro_rules! eprintln_lossy {
 
 pub mod cluster;
 pub mod device_stats;
+pub mod duration;
 pub mod events;
 pub mod fsio;
 pub mod integrity;

@@ -159,6 +159,24 @@ impl Properties {
         self.parse(key, default, "a whole number ≥ 0")
     }
 
+    /// A time in whole seconds written as any duration (`600`, `10m`, `1h`; see
+    /// [`crate::duration::parse_duration`]), or `default` when the property is not set.
+    pub fn get_secs(&self, key: &str, default: u64) -> Result<u64, PropertyError> {
+        let Some(v) = self.get(key) else {
+            return Ok(default);
+        };
+        let d = crate::duration::parse_duration(v)
+            .ok()
+            .filter(|d| d.subsec_nanos() == 0);
+        d.map(|d| d.as_secs()).ok_or_else(|| {
+            PropertyError(format!(
+                "property {key}={} (from {}): expected a whole number of seconds, or a duration in whole seconds (10m, 1h)",
+                redact_value(key, v),
+                self.origin(key).unwrap_or("?")
+            ))
+        })
+    }
+
     /// A finite number, or `default` when the property is not set.
     pub fn get_f64(&self, key: &str, default: f64) -> Result<f64, PropertyError> {
         let v: f64 = self.parse(key, default, "a number")?;
@@ -288,6 +306,21 @@ mod tests {
             .0
             .contains("-p noequals"));
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn time_properties_take_any_duration_in_whole_seconds() {
+        let mut p = Properties::new();
+        for (v, secs) in [("600", 600), ("10m", 600), ("1h", 3600), ("1500ms", 0)] {
+            p.apply_override(&format!("maxexecutiontime={v}")).unwrap();
+            match p.get_secs("maxexecutiontime", 0) {
+                Ok(s) => assert_eq!(s, secs, "{v}"),
+                Err(e) => assert!(v == "1500ms" && e.0.contains("whole seconds"), "{v}: {e}"),
+            }
+        }
+        assert_eq!(p.get_secs("unset", 7), Ok(7));
+        p.apply_override("maxexecutiontime=soon").unwrap();
+        assert!(p.get_secs("maxexecutiontime", 0).is_err());
     }
 
     #[test]

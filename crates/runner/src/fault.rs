@@ -8,6 +8,7 @@
 pub use iodig_faultdisk::Direction;
 pub use iodig_sysstat::cgroup::IoLimit;
 
+use iodig_model::duration::parse_duration;
 use iodig_model::events::DbEvent;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -232,24 +233,6 @@ fn direction(suffix: &str) -> Option<Direction> {
     }
 }
 
-/// `10s`, `500ms`, `2m`, or bare seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (30s, 500ms, 2m)"))?;
-    let secs = match unit {
-        "" | "s" => v,
-        "ms" => v / 1000.0,
-        "m" => v * 60.0,
-        _ => return Err(format!("{s:?} has an unknown unit (use ms, s or m)")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is not a duration"))
-}
-
 /// Does a fault to a node; returns the node's name and what was done, or why it could not.
 pub type FaultHandler = Arc<dyn Fn(&Fault) -> Result<(String, String), String> + Send + Sync>;
 
@@ -337,6 +320,16 @@ mod tests {
             Duration::from_secs(120)
         );
         assert_eq!(parse("0:stop:node1").unwrap().action, FaultAction::Stop);
+        // The same durations as --duration: hours too, at the time and in pause= and slow=.
+        let f = parse("1h:kill:node2").unwrap();
+        assert_eq!(
+            (f.at, f.action),
+            (Duration::from_secs(3600), FaultAction::Kill)
+        );
+        assert_eq!(
+            parse("90min:pause=0.5h:node1").unwrap().action,
+            FaultAction::Pause(Duration::from_secs(1800))
+        );
         let f = parse("2s:cap=5MB/s:device").unwrap();
         assert_eq!(f.action, FaultAction::Cap(IoLimit::BytesPerSec(5_000_000)));
         assert!(f.action.on_device());

@@ -1,10 +1,11 @@
-//! The one place that measures: [`Timed`] wraps any binding, times each call and logs it with
-//! its status, its service time and its latency from the intended start (YCSB's `DBWrapper`).
+//! The one place that measures: [`Timed`] wraps any binding, times each call and records it
+//! with its status, its service time and its latency from the intended start (YCSB's
+//! `DBWrapper`).
 
 use crate::pacer::{micros_u32, Pacer};
 use iodig_db::{Db, DbError, Fields, Record, Status};
 use iodig_model::OpKind;
-use iodig_stats::{Entry, WorkerLog};
+use iodig_stats::{Entry, WorkerRecorder};
 use iodig_workload::MeasuredDb;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,9 +13,14 @@ use std::time::{Duration, Instant};
 /// A binding with timing around every call.
 pub struct Timed<D: Db, P: Pacer> {
     db: D,
-    log: Arc<WorkerLog>,
-    /// Operations that start before this instant (warm-up) are not logged.
+    recorder: Arc<WorkerRecorder>,
+    /// Operations that start before this instant (warm-up) are not recorded.
     measure_from: Instant,
+    /// `measure_from` on the wall clock (Unix ms), from which operations are placed in the
+    /// second they started in.
+    measure_from_unix_ms: u64,
+    /// The end of the collector's first interval; the others follow a second apart.
+    first_boundary: Instant,
     /// Scheduled start of the current operation; the actual start without a target rate.
     pub intended_start: Instant,
     /// How the worker waits for its scheduled starts and the workload's pauses.
@@ -22,13 +28,24 @@ pub struct Timed<D: Db, P: Pacer> {
 }
 
 impl<D: Db, P: Pacer> Timed<D, P> {
-    /// Wraps one worker's binding, logging into `log` every operation whose intended start is
-    /// at or after `measure_from` (the end of warm-up).
-    pub fn new(db: D, log: Arc<WorkerLog>, measure_from: Instant, pacer: P) -> Self {
+    /// Wraps one worker's binding, recording into `recorder` every operation whose intended
+    /// start is at or after `measure_from` (the end of warm-up, `measure_from_unix_ms` on the
+    /// wall clock), in the collector's interval its end falls in (the first ends at
+    /// `first_boundary`, the others a second apart).
+    pub fn new(
+        db: D,
+        recorder: Arc<WorkerRecorder>,
+        measure_from: Instant,
+        measure_from_unix_ms: u64,
+        first_boundary: Instant,
+        pacer: P,
+    ) -> Self {
         Self {
             db,
-            log,
+            recorder,
             measure_from,
+            measure_from_unix_ms,
+            first_boundary,
             intended_start: Instant::now(),
             pacer,
         }
@@ -41,42 +58,68 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         if self.intended_start < self.measure_from {
             return;
         }
-        self.log.push(Entry {
-            op,
-            status: status.index() as u8,
-            ok: status.is_ok(),
-            service_us: micros_u32(end - start),
-            intended_us: micros_u32(end.saturating_duration_since(self.intended_start.min(start))),
-            end_ms: millis_u32(end.saturating_duration_since(self.measure_from)),
-        });
-    }
-
-    /// Runs the binding's per-worker init.
-    pub async fn init(&mut self) -> Result<(), DbError> {
-        self.db.init().await
+        self.recorder.record(
+            self.measure_from_unix_ms,
+            self.interval(end),
+            &Entry {
+                op,
+                status: status.index() as u8,
+                ok: status.is_ok(),
+                service_us: micros_u32(end - start),
+                intended_us: micros_u32(
+                    end.saturating_duration_since(self.intended_start.min(start)),
+                ),
+                end_ms: millis_u32(end.saturating_duration_since(self.measure_from)),
+            },
+        );
     }
 
     /// Runs and measures the binding's per-worker cleanup (YCSB's `[CLEANUP]`).
     pub async fn cleanup(&mut self) -> Result<(), DbError> {
         let start = Instant::now();
         let result = self.db.cleanup().await;
-        // Cleanup happens after the measured window; log it regardless of warm-up.
+        let end = Instant::now();
+        // Cleanup happens after the measured window; record it regardless of warm-up.
         let status = if result.is_ok() {
             Status::Ok
         } else {
             Status::Error
         };
-        self.log.push(Entry {
-            op: OpKind::Cleanup,
-            status: status.index() as u8,
-            ok: status.is_ok(),
-            service_us: micros_u32(start.elapsed()),
-            intended_us: micros_u32(start.elapsed()),
-            end_ms: millis_u32(
-                start.elapsed() + start.saturating_duration_since(self.measure_from),
-            ),
-        });
+        self.recorder.record(
+            self.measure_from_unix_ms,
+            self.interval(end),
+            &Entry {
+                op: OpKind::Cleanup,
+                status: status.index() as u8,
+                ok: status.is_ok(),
+                service_us: micros_u32(end - start),
+                intended_us: micros_u32(end - start),
+                end_ms: millis_u32(
+                    (end - start) + start.saturating_duration_since(self.measure_from),
+                ),
+            },
+        );
         result
+    }
+}
+
+impl<D: Db, P: Pacer> Timed<D, P> {
+    /// Counts one measured workload operation (the worker's, once per transaction) in the
+    /// interval of now, for the sample's throughput.
+    #[inline]
+    pub fn count_operation(&self) {
+        self.recorder.count_operation(self.interval(Instant::now()));
+    }
+
+    /// The collector's interval an operation that ended at `end` belongs to.
+    #[inline]
+    fn interval(&self, end: Instant) -> u32 {
+        match end.checked_duration_since(self.first_boundary) {
+            None => 0,
+            Some(d) => u32::try_from(d.as_secs())
+                .unwrap_or(u32::MAX)
+                .saturating_add(1),
+        }
     }
 }
 

@@ -1,8 +1,7 @@
-//! The per-worker measurement log: a vector of raw entries behind an uncontended mutex, swapped
-//! out by the collector once per second.
+//! One measured operation as the timing wrapper sees it ([`Entry`]), and the series it lands
+//! in ([`Variant`]); workers record entries into their [`crate::WorkerRecorder`].
 
 use iodig_model::OpKind;
-use std::sync::Mutex;
 
 /// Which series of an op an entry lands in, as YCSB names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -34,38 +33,4 @@ pub struct Entry {
     /// When the operation ended, in ms from the start of measurement: with the latency it says
     /// which second the operation started in (the split by start of `latency-by-start.hlog`).
     pub end_ms: u32,
-}
-
-/// A worker's buffer of entries since the collector's last drain.
-#[derive(Debug, Default)]
-pub struct WorkerLog {
-    entries: Mutex<Vec<Entry>>,
-}
-
-impl WorkerLog {
-    /// An empty log, one per worker.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Appends one measured operation, for the collector's next drain.
-    #[inline]
-    pub fn push(&self, e: Entry) {
-        // Only the collector contends, once per second, so the lock is almost always free.
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(e);
-    }
-
-    /// Moves the buffered entries into `spare` (cleared first) and keeps `spare`'s old buffer,
-    /// so both vectors are reused and the worker's lock is held only for a swap.
-    pub fn drain_into(&self, spare: &mut Vec<Entry>) {
-        spare.clear();
-        let mut guard = self
-            .entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        std::mem::swap(&mut *guard, spare);
-    }
 }

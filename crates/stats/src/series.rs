@@ -15,7 +15,7 @@ pub type Histogram = hdrhistogram::Histogram<u64>;
 pub const HIGHEST_US: u64 = 3_600_000_000;
 
 /// Number of `Status` values counted per op.
-const STATUSES: usize = 9;
+pub(crate) const STATUSES: usize = 9;
 
 /// An op and variant: one named series.
 pub type SeriesId = (OpKind, Variant);
@@ -110,6 +110,12 @@ impl SeriesSet {
 
     fn histogram(&mut self, id: SeriesId) -> &mut Histogram {
         self.histograms.entry(id).or_insert_with(new_histogram)
+    }
+
+    /// Adds `count` values of `value_us` to one series (a worker recording's bucket).
+    pub(crate) fn record_n(&mut self, id: SeriesId, value_us: u64, count: u64) {
+        self.histogram(id)
+            .saturating_record_n(value_us.min(HIGHEST_US), count);
     }
 
     /// Adds one entry under YCSB's rules: failures go to `<OP>-FAILED`; the return code is

@@ -200,7 +200,7 @@ impl Plan {
     pub fn unusable_after(&self) -> Result<Option<u64>> {
         let n = self
             .props
-            .get_u64("unusableafter", 10)
+            .get_secs("unusableafter", 10)
             .map_err(|e| UsageError(e.0))?;
         Ok((n > 0).then_some(n))
     }
@@ -346,7 +346,7 @@ fn resolve_workload(req: &RunRequest, w: &WorkloadRun) -> Result<ResolvedWorkloa
     }
     // Parsed now, not when the first run step reaches it after a long load.
     let max_execution_secs = props
-        .get_u64("maxexecutiontime", 0)
+        .get_secs("maxexecutiontime", 0)
         .map_err(|e| UsageError(format!("{label}: {}", e.0)))?;
     let threads = match (w.threads.is_empty(), props.get("threadcount")) {
         (true, Some(list)) => {
