@@ -18,6 +18,7 @@ pub mod errors;
 pub mod experiment;
 pub mod experiment_file;
 pub mod fault;
+mod le;
 pub mod memory;
 pub mod merge;
 pub mod observe;

@@ -3,6 +3,7 @@
 //! the Identify UUID list that says which UUID index the OCP pages answer to. Pure: the bytes
 //! in, the model out, so the offsets are tested against buffers laid out by the specifications.
 
+use crate::le::{u16_at, u32_at, u64_at};
 use iodig_model::device_stats::{LatencyBucket, LatencyCounter, LatencyMonitorLog, SmartLog};
 
 /// Both log pages are 512 bytes.
@@ -27,18 +28,6 @@ pub const OCP_UUID: [u8; 16] = [
 
 /// Why a C3h page is not an OCP latency monitor.
 pub const NOT_IMPLEMENTED: &str = "not implemented by this device";
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
 
 /// A 16-byte little-endian counter, saturating at u64::MAX (2^64 data units is 9 ZB).
 fn u128_at(b: &[u8], at: usize) -> u64 {

@@ -4,6 +4,7 @@
 //! (its ELF version needs, `.gnu.version_r`, and the dynamic symbols that use them), so a build
 //! made on another machine states its own floor instead of a figure written in the docs.
 
+use crate::le::{u16_at, u32_at, u64_at};
 use std::fmt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -411,18 +412,6 @@ fn parse_version_needs(
         n.symbols.dedup();
     }
     Ok(out)
-}
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
 /// The NUL-terminated string at `offset` of a string table.
