@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{expect_usage_error, read_json, run_iodig, IodigArgs, Run};
+use common::{expect_usage_error, kill_seed, read_json, run_iodig, IodigArgs, Run};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -40,6 +40,19 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         }
     }
     out
+}
+
+/// Resumes the run to its end and returns its steps' directories as run.json lists them
+/// (quoted), after checking it completed.
+fn resumed_step_dirs(run_dir: &Path) -> Vec<String> {
+    let r = resume(run_dir);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let (status, steps, _) = structure(run_dir);
+    assert_eq!(status, "completed");
+    steps
+        .iter()
+        .map(|s| s.split(' ').nth(1).unwrap().to_string())
+        .collect()
 }
 
 /// What a run is made of, whatever was measured: its status, each step's place, phase,
@@ -287,11 +300,7 @@ fn a_rocksdb_sweep_killed_in_its_load_or_after_it_resumes_and_refuses_another_da
         Duration::ZERO,
     );
     assert_eq!(steps_listed(&run_dir), 0);
-    let r = resume(&run_dir);
-    assert_eq!(r.code(), 0, "{}", r.stderr);
-    let (status, steps, _) = structure(&run_dir);
-    assert_eq!(status, "completed");
-    let dirs: Vec<&str> = steps.iter().map(|s| s.split(' ').nth(1).unwrap()).collect();
+    let dirs = resumed_step_dirs(&run_dir);
     assert_eq!(
         dirs,
         [
@@ -353,18 +362,7 @@ fn sigkill_at_any_moment_of_a_run_or_of_its_resumes_leaves_a_run_that_resumes() 
         .tempdir_in("/var/tmp")
         .unwrap();
     let out = dir.path();
-    // Seeded from the clock, printed, so a failing moment can be found again.
-    let mut x = std::env::var("IODIG_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    eprintln!("kill moments from seed {x} (IODIG_KILL_SEED to repeat)");
+    let mut x = kill_seed();
     let mut run_dir: Option<PathBuf> = None;
     // Each finished step's files as first seen: no later resume may change them.
     let mut finished: BTreeMap<String, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
@@ -483,11 +481,7 @@ fn a_stop_rule_met_before_the_kill_still_leaves_its_thread_counts_out() {
         |d| d.is_some_and(|d| steps_listed(d) == 1),
         Duration::from_millis(500),
     );
-    let r = resume(&run_dir);
-    assert_eq!(r.code(), 0, "{}", r.stderr);
-    let (status, steps, _) = structure(&run_dir);
-    assert_eq!(status, "completed");
-    let dirs: Vec<&str> = steps.iter().map(|s| s.split(' ').nth(1).unwrap()).collect();
+    let dirs = resumed_step_dirs(&run_dir);
     assert_eq!(
         dirs,
         [

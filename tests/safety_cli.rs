@@ -220,18 +220,7 @@ fn sigkill_at_any_moment_leaves_a_run_that_reports_as_killed_and_the_next_run_se
         .tempdir_in("/var/tmp")
         .unwrap();
     let out = dir.path().to_str().unwrap();
-    // Seeded from the clock, printed, so a failing moment can be found again.
-    let seed = std::env::var("IODIG_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
-    eprintln!("kill moments from seed {seed} (IODIG_KILL_SEED to repeat)");
+    let seed = kill_seed();
     let mut x = seed;
     let mut killed = Vec::new();
     // What every run printed: each settles the runs killed before it.

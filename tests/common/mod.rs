@@ -169,6 +169,23 @@ pub fn run_step(run: &serde_json::Value) -> &serde_json::Value {
 }
 
 /// Whether the tests run as root (the tracer, loop devices and sshd tests need it).
+/// The seed of a test's random kill moments: `IODIG_KILL_SEED`, else one from the clock,
+/// printed either way so a failing moment can be found again.
+pub fn kill_seed() -> u64 {
+    let seed = std::env::var("IODIG_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("kill moments from seed {seed} (IODIG_KILL_SEED to repeat)");
+    seed
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
