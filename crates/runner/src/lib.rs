@@ -19,6 +19,7 @@ pub mod experiment;
 pub mod experiment_file;
 pub mod fault;
 mod le;
+pub mod live;
 pub mod memory;
 pub mod merge;
 pub mod observe;
