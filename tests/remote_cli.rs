@@ -286,6 +286,179 @@ fn a_host_lost_mid_step_is_marked_partial_and_the_run_goes_on() {
     drop(sshd);
 }
 
+/// The steps recorded so far in the one run directory under `out`.
+fn steps_recorded(out: &Path) -> usize {
+    std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|d| std::fs::read(d.path().join("run.json")).ok())
+        .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
+        .map(|run| run["steps"].as_array().map_or(0, Vec::len))
+        .max()
+        .unwrap_or(0)
+}
+
+fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[test]
+fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
+    assert!(is_root(), "this test traces block IO: run it as root");
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let sshd = Sshd::start(&["127.0.0.1"]);
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    // A load step, then two run steps of 12 s; the link dies 7 s into the first.
+    let child = IodigArgs::run()
+        .db("rocksdb")
+        .workload("workloada")
+        .props(&[
+            "recordcount=20000",
+            "rocksdb.writebuffersize=1048576",
+            &sshd.property(),
+        ])
+        .threads("1,2")
+        .duration("12s")
+        .warmup("0s")
+        .observe("127.0.0.1")
+        .out(&out)
+        .command()
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while steps_recorded(&out) < 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the load step never ended"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Past the step's start and a few 2 s chunks.
+    std::thread::sleep(Duration::from_secs(7));
+    let agents = agent_pids();
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    // SAFETY: signalling the agent this test's run started, by its pid.
+    unsafe { libc::kill(agents[0] as i32, libc::SIGKILL) };
+    let killed_ms = unix_ms_now();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "the run goes on: {stderr}");
+    assert!(stderr.contains("warning: 127.0.0.1: lost ("), "{stderr}");
+    assert!(
+        stderr.contains("note: 127.0.0.1: reconnected"),
+        "the next step says it reconnected: {stderr}"
+    );
+    let dir = Path::new(
+        stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("results: "))
+            .unwrap()
+            .trim(),
+    )
+    .to_path_buf();
+    let run = read_json(&dir.join("run.json"));
+    assert_eq!(run["status"], "completed");
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "load and two run steps");
+
+    // The first run step: the host's part is what streamed before the kill, and says so.
+    let cut = &steps[1]["nodes"][0];
+    let partial = cut["partial"].as_str().unwrap_or_default();
+    assert!(
+        partial.contains("the link to 127.0.0.1 was lost at ") && partial.contains("partial from "),
+        "{cut}"
+    );
+    let from = cut["partial_from_unix_ms"]
+        .as_u64()
+        .expect("partial from a second");
+    assert!(
+        from <= killed_ms + 1000,
+        "partial from {from}, killed at {killed_ms}"
+    );
+    let node_dir = dir.join(cut["dir"].as_str().unwrap());
+    let trace = read_json(&node_dir.join("trace.json"));
+    let seconds: Vec<u64> = trace["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["seconds"].as_array().unwrap().iter())
+        .map(|s| s["unix_ms"].as_u64().unwrap())
+        .collect();
+    assert!(
+        seconds
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            >= 3,
+        "a few streamed seconds: {seconds:?}"
+    );
+    let last = *seconds.iter().max().unwrap();
+    assert_eq!(
+        from,
+        last + 1000,
+        "partial from the first second that did not come"
+    );
+    assert!(
+        last + 1000 <= killed_ms,
+        "no second after the kill: {last} vs {killed_ms}"
+    );
+    // The op totals are the sums of the seconds that arrived.
+    for d in trace["devices"].as_array().unwrap() {
+        for (op, total) in d["ops"].as_object().unwrap() {
+            let summed: u64 = d["seconds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|s| s["ops"][op]["ios"].as_u64())
+                .sum();
+            assert_eq!(total["ios"].as_u64(), Some(summed), "{op}: {d}");
+        }
+    }
+    let sys = read_json(&node_dir.join("sys.json"));
+    let samples = sys["samples"].as_array().unwrap();
+    assert!(samples.len() >= 3, "{sys}");
+    assert!(
+        samples
+            .iter()
+            .all(|s| s["unix_ms"].as_u64().unwrap() <= killed_ms),
+        "no sample after the kill: {sys}"
+    );
+
+    // The second run step: a fresh agent, the host's part whole.
+    let whole = &steps[2]["nodes"][0];
+    assert!(whole["partial"].is_null(), "{whole}");
+    assert_eq!(whole["trace_mode"], "ebpf", "{whole}");
+    let node_dir = dir.join(whole["dir"].as_str().unwrap());
+    let trace = read_json(&node_dir.join("trace.json"));
+    assert_eq!(
+        trace["histograms"], true,
+        "the agent's whole trace: {trace}"
+    );
+    let step_ms = steps[2]["runtime_ms"].as_u64().unwrap_or(12_000);
+    let covered = trace["end_unix_ms"].as_u64().unwrap() - trace["start_unix_ms"].as_u64().unwrap();
+    assert!(
+        covered + 1500 >= step_ms,
+        "covers its step: {covered} of {step_ms} ms"
+    );
+
+    // The report says it in the node's section.
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        report.contains("its data for this step is partial (the link to 127.0.0.1 was lost at"),
+        "the report says it"
+    );
+    no_agent_left();
+    drop(sshd);
+}
+
 #[test]
 fn bad_observe_values_are_refused_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();

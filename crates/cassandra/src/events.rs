@@ -30,32 +30,141 @@ pub fn read_node_logs(log_dir: &Path, node: &str) -> Result<Vec<DbEvent>> {
     }
 }
 
+/// A node's log followed as it grows: each [`LogFollower::poll`] reads only what was
+/// appended since the last one (whole lines), so an hour-long step never reads its log from the
+/// start again. A log that shrank was rotated: it is read again from its start, with the
+/// flushes and compactions still open carried over.
+#[derive(Debug)]
+pub struct LogFollower {
+    path: std::path::PathBuf,
+    offset: u64,
+    /// The end of a line still being written, kept until its newline comes.
+    partial: Vec<u8>,
+    parser: LogParser,
+}
+
+impl LogFollower {
+    /// Follows the node's log in `log_dir` (its debug.log, else its system.log) from its
+    /// current end: what is logged from now on.
+    pub fn from_end(log_dir: &Path, node: &str) -> LogFollower {
+        let debug = log_dir.join("debug.log");
+        let path = if debug.is_file() {
+            debug
+        } else {
+            log_dir.join("system.log")
+        };
+        let offset = std::fs::metadata(&path).map_or(0, |m| m.len());
+        LogFollower {
+            path,
+            offset,
+            partial: Vec::new(),
+            parser: LogParser::new(node),
+        }
+    }
+
+    /// The events that appeared or changed (completed) since the last poll, each with an
+    /// index that stays the same for the same event.
+    pub fn poll(&mut self) -> Result<Vec<(usize, DbEvent)>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let io = |source| crate::Error::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = match std::fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(e)),
+        };
+        let len = file.metadata().map_err(io)?.len();
+        if len < self.offset {
+            self.offset = 0;
+            self.partial.clear();
+        }
+        file.seek(SeekFrom::Start(self.offset)).map_err(io)?;
+        let mut added = Vec::new();
+        file.take(len - self.offset)
+            .read_to_end(&mut added)
+            .map_err(io)?;
+        self.offset += added.len() as u64;
+        self.partial.extend_from_slice(&added);
+        if let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') {
+            let rest = self.partial.split_off(end + 1);
+            let whole = std::mem::replace(&mut self.partial, rest);
+            for line in String::from_utf8_lossy(&whole).lines() {
+                self.parser.line(line);
+            }
+        }
+        Ok(self.parser.take_changed())
+    }
+}
+
 /// Parses the flush and compaction lines of a Cassandra log.
 pub fn parse_log(text: &str, node: &str) -> Vec<DbEvent> {
-    let mut events: Vec<DbEvent> = Vec::new();
-    // Flushes started but not completed, per keyspace.table, oldest first.
-    let mut open_flush: HashMap<String, Vec<usize>> = HashMap::new();
-    // Last completed flush per table, to add the bytes of further sstables of the same memtable.
-    let mut last_flush: HashMap<String, usize> = HashMap::new();
-    let mut open_compaction: HashMap<String, usize> = HashMap::new();
-
+    let mut p = LogParser::new(node);
     for line in text.lines() {
+        p.line(line);
+    }
+    p.events
+}
+
+/// The parser of a node's log, a line at a time: a flush or compaction that starts in one
+/// part of the log and ends in a later one is one event, wherever the log was cut.
+#[derive(Debug, Default)]
+pub struct LogParser {
+    node: String,
+    /// Every event seen, in the order their first line came.
+    events: Vec<DbEvent>,
+    /// Flushes started but not completed, per keyspace.table, oldest first.
+    open_flush: HashMap<String, Vec<usize>>,
+    /// Last completed flush per table, to add the bytes of further sstables of the same memtable.
+    last_flush: HashMap<String, usize>,
+    open_compaction: HashMap<String, usize>,
+    /// Events added or completed since [`LogParser::take_changed`] last ran.
+    changed: std::collections::BTreeSet<usize>,
+}
+
+impl LogParser {
+    /// A parser of the log of `node` (the address its events name).
+    pub fn new(node: &str) -> LogParser {
+        LogParser {
+            node: node.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Events that appeared or changed since the last call, each with its index (stable for
+    /// this parser: a later call may return the same index, completed).
+    pub fn take_changed(&mut self) -> Vec<(usize, DbEvent)> {
+        std::mem::take(&mut self.changed)
+            .into_iter()
+            .map(|i| (i, self.events[i].clone()))
+            .collect()
+    }
+
+    fn push(&mut self, e: DbEvent) -> usize {
+        self.events.push(e);
+        self.changed.insert(self.events.len() - 1);
+        self.events.len() - 1
+    }
+
+    /// Takes one line of the log.
+    pub fn line(&mut self, line: &str) {
         let Some((ts, msg)) = split_line(line) else {
-            continue;
+            return;
         };
         if let Some(rest) = msg.strip_prefix("Enqueuing flush of ") {
             let table = rest.split(',').next().unwrap_or(rest).trim().to_string();
             let reason = field(rest, "Reason: ").unwrap_or("?");
             let usage = field(rest, "Usage: ").unwrap_or("?");
-            events.push(DbEvent {
+            let i = self.push(DbEvent {
                 kind: "flush".into(),
                 start_unix_ms: ts,
                 end_unix_ms: None,
                 bytes: None,
-                node: node.into(),
+                node: self.node.clone(),
                 detail: format!("{table} reason={reason} memtable={usage}"),
             });
-            open_flush.entry(table).or_default().push(events.len() - 1);
+            self.open_flush.entry(table).or_default().push(i);
         } else if let Some(rest) = msg.strip_prefix("Completed flushing ") {
             let (path, size) = match rest.find(" (") {
                 Some(i) => (
@@ -65,31 +174,33 @@ pub fn parse_log(text: &str, node: &str) -> Vec<DbEvent> {
                 None => (rest, None),
             };
             let table = table_of_path(path).unwrap_or_else(|| "?".into());
-            let idx = open_flush
+            let idx = self
+                .open_flush
                 .get_mut(&table)
                 .filter(|v| !v.is_empty())
                 .map(|v| v.remove(0));
-            match idx.or_else(|| last_flush.get(&table).copied()) {
+            match idx.or_else(|| self.last_flush.get(&table).copied()) {
                 Some(i) => {
-                    let e = &mut events[i];
+                    self.changed.insert(i);
+                    let e = &mut self.events[i];
                     e.end_unix_ms = Some(ts.max(e.end_unix_ms.unwrap_or(0)));
                     e.bytes = match (e.bytes, size) {
                         (Some(a), Some(b)) => Some(a + b),
                         (a, b) => a.or(b),
                     };
-                    last_flush.insert(table, i);
+                    self.last_flush.insert(table, i);
                 }
                 None => {
                     // The start line is in a rotated log: the event is known only by its end.
-                    events.push(DbEvent {
+                    let i = self.push(DbEvent {
                         kind: "flush".into(),
                         start_unix_ms: ts,
                         end_unix_ms: Some(ts),
                         bytes: size,
-                        node: node.into(),
+                        node: self.node.clone(),
                         detail: table.clone(),
                     });
-                    last_flush.insert(table, events.len() - 1);
+                    self.last_flush.insert(table, i);
                 }
             }
         } else if let Some(rest) = msg.strip_prefix("Compacting (") {
@@ -100,15 +211,15 @@ pub fn parse_log(text: &str, node: &str) -> Vec<DbEvent> {
                 .find(|s| s.contains('/'))
                 .and_then(table_of_path)
                 .unwrap_or_else(|| "?".into());
-            events.push(DbEvent {
+            let i = self.push(DbEvent {
                 kind: "compaction".into(),
                 start_unix_ms: ts,
                 end_unix_ms: None,
                 bytes: None,
-                node: node.into(),
+                node: self.node.clone(),
                 detail: format!("{table} id={id} inputs={inputs}"),
             });
-            open_compaction.insert(id, events.len() - 1);
+            self.open_compaction.insert(id, i);
         } else if let Some(rest) = msg.strip_prefix("Compacted (") {
             let id = rest.split(')').next().unwrap_or("").to_string();
             // "... to level=0.  1.234MiB to 1.100MiB (~89% of original) in 123ms. ..."
@@ -129,25 +240,27 @@ pub fn parse_log(text: &str, node: &str) -> Vec<DbEvent> {
                 read.map(|b| b.to_string()).unwrap_or("?".into()),
                 written.map(|b| b.to_string()).unwrap_or("?".into())
             );
-            match open_compaction.remove(&id) {
+            match self.open_compaction.remove(&id) {
                 Some(i) => {
-                    let e = &mut events[i];
+                    self.changed.insert(i);
+                    let e = &mut self.events[i];
                     e.end_unix_ms = Some(ts);
                     e.bytes = written;
                     e.detail = format!("{} {summary}", e.detail);
                 }
-                None => events.push(DbEvent {
-                    kind: "compaction".into(),
-                    start_unix_ms: ts,
-                    end_unix_ms: Some(ts),
-                    bytes: written,
-                    node: node.into(),
-                    detail: format!("id={id} {summary}"),
-                }),
+                None => {
+                    self.push(DbEvent {
+                        kind: "compaction".into(),
+                        start_unix_ms: ts,
+                        end_unix_ms: Some(ts),
+                        bytes: written,
+                        node: self.node.clone(),
+                        detail: format!("id={id} {summary}"),
+                    });
+                }
             }
         }
     }
-    events
 }
 
 /// Splits `LEVEL [thread] 2025-01-02 03:04:05,678 File.java:12 - message` into unix ms and the
@@ -267,6 +380,56 @@ DEBUG [CompactionExecutor:2] 2025-03-04 05:06:09,500 CompactionTask.java:258 - C
             "{}",
             ev[1].detail
         );
+    }
+
+    #[test]
+    fn a_followed_log_gives_each_event_once_and_again_when_it_completes() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("debug.log");
+        let lines: Vec<&str> = LOG.lines().collect();
+        std::fs::write(
+            &log,
+            "INFO  [main] 2025-03-04 05:00:00,000 X.java:1 - before the step\n",
+        )
+        .unwrap();
+        let mut f = LogFollower::from_end(dir.path(), "127.0.0.1");
+        assert!(
+            f.poll().unwrap().is_empty(),
+            "what was there before is not read"
+        );
+        let append = |text: &str| {
+            use std::io::Write;
+            let mut w = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+            w.write_all(text.as_bytes()).unwrap();
+        };
+        // The flush starts; the compaction's first line is still being written.
+        append(&format!("{}\n{}", lines[0], &lines[2][..40]));
+        let first = f.poll().unwrap();
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert_eq!(first[0].1.kind, "flush");
+        assert_eq!(first[0].1.end_unix_ms, None, "not complete yet");
+        assert!(f.poll().unwrap().is_empty(), "nothing new");
+        append(&format!(
+            "{}\n{}\n{}\n",
+            &lines[2][40..],
+            lines[1],
+            lines[3]
+        ));
+        let second = f.poll().unwrap();
+        assert_eq!(second.len(), 2, "{second:?}");
+        assert_eq!(second[0].0, first[0].0, "the same flush, now complete");
+        assert_eq!(second[0].1.bytes, Some(5 * 1024 * 1024));
+        assert_eq!(second[1].1.kind, "compaction");
+        assert_eq!(
+            second[1].1.bytes,
+            Some(8 * 1024 * 1024),
+            "paired across polls"
+        );
+        // Rotated: the log starts again, shorter; its new lines are read from its start.
+        std::fs::write(&log, format!("{}\n", lines[0])).unwrap();
+        let third = f.poll().unwrap();
+        assert_eq!(third.len(), 1, "{third:?}");
+        assert!(third[0].0 > second[1].0, "a new event");
     }
 
     #[test]

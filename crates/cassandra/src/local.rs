@@ -33,6 +33,17 @@ pub struct LocalNode {
 }
 
 impl LocalNode {
+    /// Its log followed from its current end (flushes and compactions as they are logged),
+    /// or none when its command line names no log directory.
+    pub fn follow_events(&self) -> Option<events::LogFollower> {
+        let dir = self.log_dir.as_ref()?;
+        let node = self
+            .address
+            .rsplit_once(':')
+            .map_or(self.address.as_str(), |(a, _)| a);
+        Some(events::LogFollower::from_end(dir, node))
+    }
+
     /// Flushes and compactions from its log that started at or after the time, or why its
     /// log tells none: no log directory on its command line, no log there, an unreadable one.
     pub fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String> {

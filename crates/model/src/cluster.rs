@@ -148,6 +148,10 @@ pub struct NodeStep {
     /// Why the host's data for the step is incomplete (the host or its link died), when it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+    /// The first second (unix ms, on this machine's clock) the host's files lack, when its
+    /// link died mid-step: they hold what its agent streamed before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_from_unix_ms: Option<u64>,
     /// What is missing from the host's part and why (a node log that cannot be read), one
     /// line each; the rest of its part stands.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -111,6 +111,7 @@ fn observed_nodes(
                 applied_offset_ms: 0,
                 trace_mode: Some("ebpf".into()),
                 partial: None,
+                partial_from_unix_ms: None,
                 notes: Vec::new(),
             });
         }

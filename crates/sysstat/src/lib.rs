@@ -48,10 +48,16 @@ impl Default for SysOptions {
     }
 }
 
+/// Where a sampler also sends each sample as it is taken (an observed host's agent streams
+/// them during the step).
+pub type LiveFeed = mpsc::Sender<sys::SysSample>;
+
 /// A running sampler. Dropping it without [`Sampler::stop`] ends the thread and loses the samples.
 pub struct Sampler {
     stop_tx: mpsc::Sender<()>,
     handle: JoinHandle<SysDoc>,
+    /// The document as it started: host facts and processes, no samples yet.
+    header: SysDoc,
 }
 
 /// Shortest interval accepted: CPU figures come in ticks of 1/HZ (10 ms at the usual 100 Hz),
@@ -63,6 +69,12 @@ impl Sampler {
     /// first interval starts now, then starts sampling in the background. A process that is not
     /// running is not an error: it is recorded as `missing`, with a note.
     pub fn start(opts: SysOptions) -> anyhow::Result<Sampler> {
+        Sampler::start_feeding(opts, None)
+    }
+
+    /// As [`Sampler::start`], and every sample is also sent to `live` as soon as it is taken
+    /// (the final partial one at stop included); a feed nobody reads any more is let go.
+    pub fn start_feeding(opts: SysOptions, live: Option<LiveFeed>) -> anyhow::Result<Sampler> {
         if opts.interval < MIN_INTERVAL {
             bail!(
                 "system sampling interval {:?} is too short: the minimum is {:?} (one CPU tick)",
@@ -115,8 +127,10 @@ impl Sampler {
             doc.notes.extend(note);
             procs.push(t);
         }
+        let header = doc.clone();
         let state = sampler::State {
             doc,
+            live,
             per_cpu: opts.per_cpu,
             follow_restarts: opts.follow_restarts,
             prev: base,
@@ -128,7 +142,16 @@ impl Sampler {
             .name("iodig-sysstat".into())
             .spawn(move || sampler::run(state, interval, stop_rx))
             .context("starting the system sampler thread")?;
-        Ok(Sampler { stop_tx, handle })
+        Ok(Sampler {
+            stop_tx,
+            handle,
+            header,
+        })
+    }
+
+    /// What the document held when sampling started: host facts, processes, notes, no samples.
+    pub fn header(&self) -> &SysDoc {
+        &self.header
     }
 
     /// Stops promptly (the thread is woken, not waited out), takes a final partial sample unless

@@ -24,6 +24,8 @@ pub fn next_boundary(now_ms: u64, interval_ms: u64, gap_ms: u64) -> u64 {
 /// Everything the loop carries between samples.
 pub struct State {
     pub doc: SysDoc,
+    /// Where each sample also goes as it is taken; dropped once its reader is gone.
+    pub live: Option<crate::LiveFeed>,
     pub per_cpu: bool,
     pub follow_restarts: bool,
     pub prev: SysCounters,
@@ -96,7 +98,7 @@ impl State {
                 stats,
             });
         }
-        self.doc.samples.push(SysSample {
+        let sample = SysSample {
             unix_ms: cur.unix_ms,
             secs,
             cpu: delta::cpu_pct(&self.prev.cpu, &cur.cpu),
@@ -104,7 +106,13 @@ impl State {
             mem: cur.mem,
             net: delta::net_rates(&self.prev.net, &cur.net, secs),
             procs,
-        });
+        };
+        if let Some(live) = &self.live {
+            if live.send(sample.clone()).is_err() {
+                self.live = None;
+            }
+        }
+        self.doc.samples.push(sample);
         if self.per_cpu && self.prev.per_cpu.len() != cur.per_cpu.len() {
             self.note("per-CPU figures left out where the set of online CPUs changed".into());
         }

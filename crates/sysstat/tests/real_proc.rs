@@ -392,3 +392,22 @@ fn too_short_interval_is_refused() {
         .expect("1 ms must be refused");
     assert!(format!("{err:#}").contains("too short"));
 }
+
+#[test]
+fn a_fed_sampler_sends_each_sample_as_it_is_taken() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s = Sampler::start_feeding(opts(200, vec![], false), Some(tx)).unwrap();
+    assert!(s.header().samples.is_empty());
+    assert!(s.header().host.cpus > 0, "{:?}", s.header().host);
+    // The first sample arrives while the sampler runs, not at stop.
+    let first = rx
+        .recv_timeout(Duration::from_secs(2))
+        .expect("no sample sent while sampling");
+    sleep(Duration::from_millis(500));
+    let doc = s.stop();
+    let fed: Vec<_> = std::iter::once(first).chain(rx.try_iter()).collect();
+    assert_eq!(
+        fed, doc.samples,
+        "the feed holds every sample, in order, once"
+    );
+}

@@ -9,7 +9,7 @@ use crate::errors::UsageError;
 use crate::fault::{cap_done, Fault, FaultAction, FaultHandler, IoLimit};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::probe::{probe_dataset, Presence};
-use crate::remote::agent::NodeOnHost;
+use crate::remote::agent::{EventFeed, NodeOnHost};
 use crate::request::{LoadPolicy, RunOutcome};
 use crate::step::Phase;
 use anyhow::{Context, Result};
@@ -619,5 +619,23 @@ impl NodeOnHost for HostCassandra {
 
     fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String> {
         self.0.events_since(since_unix_ms)
+    }
+
+    fn follow_events(&self) -> Option<Box<dyn EventFeed>> {
+        self.0
+            .follow_events()
+            .map(|f| Box::new(FollowedLog(f)) as Box<dyn EventFeed>)
+    }
+}
+
+/// A host node's log followed during a step.
+struct FollowedLog(iodig_cassandra::events::LogFollower);
+
+impl EventFeed for FollowedLog {
+    fn poll(&mut self) -> Result<Vec<(u64, DbEvent)>, String> {
+        self.0
+            .poll()
+            .map(|v| v.into_iter().map(|(i, e)| (i as u64, e)).collect())
+            .map_err(|e| e.to_string())
     }
 }

@@ -3,7 +3,7 @@
 //! and the node's process, and hands back what it measured with the node's own events. It keeps
 //! nothing running once its stdin closes (iodig ended, or the link died).
 
-use super::protocol::{line, Hello, Reply, Request};
+use super::protocol::{line, Hello, Reply, Request, StreamChunk, StreamedEvent, CHUNK_EVERY};
 use crate::device_stats::DeviceStatsProbe;
 use crate::environment;
 use crate::observe::stat_devices;
@@ -11,9 +11,12 @@ use anyhow::Context;
 use iodig_iotrace::{PreparedTrace, TraceMode, TraceOptions, TraceSession, WatchOptions};
 use iodig_model::cluster::{HostNode, NodeObservation};
 use iodig_model::events::DbEvent;
+use iodig_model::sys::{SysDoc, SysSample};
+use iodig_model::trace::LiveSecond;
 use iodig_sysstat::{command_line, find_by_command_line, Sampler, SysOptions};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 /// A database node on this host, as a deployment finds it.
@@ -25,6 +28,18 @@ pub trait NodeOnHost {
     /// The node's flushes and compactions that started at or after the time (Unix ms), or why
     /// its log tells none.
     fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String>;
+    /// The node's events as its log tells them from now on, read a little at a time while a
+    /// step runs; none where the node's log tells none.
+    fn follow_events(&self) -> Option<Box<dyn EventFeed>> {
+        None
+    }
+}
+
+/// A node's events followed as they are logged ([`NodeOnHost::follow_events`]).
+pub trait EventFeed: Send {
+    /// Events that appeared or completed since the last call, each with an id that stays the
+    /// same for the same event (a completed one comes again under its id).
+    fn poll(&mut self) -> Result<Vec<(u64, DbEvent)>, String>;
 }
 
 /// Finds the node of a database (`--db`) at an address (or the only one) on this host.
@@ -175,8 +190,7 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 .map(std::path::Path::new),
         )),
     };
-    let mut out = std::io::stdout().lock();
-    send(&mut out, &Reply::Hello(Box::new(hello)))?;
+    send(&Reply::Hello(Box::new(hello)))?;
     let mut running: Option<Running> = None;
     // The tracer loaded by `Prepare`, or why it could not be.
     let mut prepared: Option<Result<PreparedTrace, String>> = None;
@@ -185,12 +199,20 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
     let mut device_stats: Option<DeviceStatsProbe> = None;
     let locate_stats =
         || (trace.mode != TraceMode::Off).then(|| DeviceStatsProbe::locate(&stat_devices(&trace)));
+    // The tracer's completed seconds, streamed during the step: a feed made with each load.
+    let mut seconds_feed: Option<Receiver<LiveSecond>> = None;
     let prepare = |pid: u32| {
         if trace.mode == TraceMode::Off {
-            return None;
+            return (None, None);
         }
-        Some(iodig_iotrace::prepare_watching(&trace, &watch_of(pid)).map_err(|e| e.to_string()))
+        let (opts, feed) = with_seconds_feed(&trace);
+        let loaded =
+            iodig_iotrace::prepare_watching(&opts, &watch_of(pid)).map_err(|e| e.to_string());
+        (Some(loaded), feed)
     };
+    // The node's log, followed from before the step's warm-up so its events stream too.
+    let mut events_feed: Option<Box<dyn EventFeed>> = None;
+    let mut streamer: Option<Streamer> = None;
     // 0 without a node, where neither the sampler nor the watch asks for a pid.
     let mut refind = || node_now.as_mut().map_or(0, RunningNode::refind);
     for request in std::io::stdin().lock().lines() {
@@ -205,26 +227,35 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 Err(e) => Reply::Error(e),
             },
             Ok(Request::Prepare) => {
-                prepared = prepare(refind());
+                (prepared, seconds_feed) = prepare(refind());
                 device_stats = locate_stats();
+                events_feed = node.as_ref().and_then(|n| n.follow_events());
                 Reply::Prepared
             }
             Ok(Request::Start) => {
                 let pid = refind();
-                let sampler = Sampler::start(SysOptions {
-                    interval: Duration::from_secs(1),
-                    pids: facts
-                        .iter()
-                        .map(|f| (format!("node {}", f.address), pid))
-                        .collect(),
-                    per_cpu: true,
-                    // A node killed and started again within the step (a fault of this run,
-                    // or its service manager) is sampled on under its new pid.
-                    follow_restarts: true,
-                })
+                let (samples_tx, samples_feed) = mpsc::channel();
+                let sampler = Sampler::start_feeding(
+                    SysOptions {
+                        interval: Duration::from_secs(1),
+                        pids: facts
+                            .iter()
+                            .map(|f| (format!("node {}", f.address), pid))
+                            .collect(),
+                        per_cpu: true,
+                        // A node killed and started again within the step (a fault of this
+                        // run, or its service manager) is sampled on under its new pid.
+                        follow_restarts: true,
+                    },
+                    Some(samples_tx),
+                )
                 .ok();
+                let sys_header = sampler.as_ref().map(|s| Box::new(s.header().clone()));
                 // Started without a Prepare first (an older observer): load now.
-                let (session, error) = match prepared.take().or_else(|| prepare(pid)) {
+                if prepared.is_none() {
+                    (prepared, seconds_feed) = prepare(pid);
+                }
+                let (session, error) = match prepared.take() {
                     None => (None, None),
                     Some(Ok(p)) => match p.start() {
                         Ok(s) => (Some(s), None),
@@ -233,6 +264,15 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                     Some(Err(e)) => (None, Some(e)),
                 };
                 let mode = session.as_ref().map_or("off", |s| s.mode()).to_string();
+                if events_feed.is_none() {
+                    events_feed = node.as_ref().and_then(|n| n.follow_events());
+                }
+                streamer = Some(Streamer::start(StreamFeeds {
+                    seconds: session.as_ref().and(seconds_feed.take()),
+                    sys_header,
+                    samples: sampler.as_ref().map(|_| samples_feed),
+                    events: events_feed.take(),
+                }));
                 let mut stats = device_stats.take().or_else(locate_stats);
                 if let Some(d) = stats.as_mut() {
                     d.read_before();
@@ -246,6 +286,10 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 Reply::Started { mode }
             }
             Ok(Request::Stop { since_unix_ms }) => {
+                // No chunk after `stopped`: the results below hold the whole step.
+                if let Some(s) = streamer.take() {
+                    s.stop();
+                }
                 let Running {
                     session,
                     sampler,
@@ -292,9 +336,12 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 }))
             }
         };
-        send(&mut out, &reply)?;
+        send(&reply)?;
     }
     // stdin closed: dropping the sessions detaches the BPF programs.
+    if let Some(s) = streamer.take() {
+        s.stop();
+    }
     drop(running);
     Ok(())
 }
@@ -337,9 +384,97 @@ impl RunningNode {
     }
 }
 
-fn send(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
+/// One reply, whole, on stdout: the streamer's chunks and the answers to requests come from
+/// two threads, and each line is written under the lock.
+fn send(reply: &Reply) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
     out.write_all(line(reply).as_bytes())?;
     out.flush()
+}
+
+/// The tracer's options with a feed of its completed seconds, and the feed's end; none while
+/// the tracer cannot feed seconds during its window.
+fn with_seconds_feed(trace: &TraceOptions) -> (TraceOptions, Option<Receiver<LiveSecond>>) {
+    (trace.clone(), None)
+}
+
+/// What a step streams from.
+struct StreamFeeds {
+    /// The tracer's completed seconds.
+    seconds: Option<Receiver<LiveSecond>>,
+    /// The sampler's document as it started, sent with the first chunk.
+    sys_header: Option<Box<SysDoc>>,
+    /// The sampler's samples as they are taken.
+    samples: Option<Receiver<SysSample>>,
+    /// The node's log, followed.
+    events: Option<Box<dyn EventFeed>>,
+}
+
+/// Sends, every [`CHUNK_EVERY`] of a step, what completed since its last chunk
+/// ([`Reply::Chunk`]), until the step stops.
+struct Streamer {
+    stop: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Streamer {
+    fn start(mut feeds: StreamFeeds) -> Streamer {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let mut seq = 0;
+            let mut events_said = false;
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHUNK_EVERY) {
+                let events = match feeds.events.as_mut().map(|f| f.poll()) {
+                    Some(Ok(e)) => e,
+                    Some(Err(e)) => {
+                        // Said once: the whole step's events still come at `stop`, read anew.
+                        if !events_said {
+                            eprintln!(
+                                "note: the node's log cannot be followed during the step: {e}"
+                            );
+                            events_said = true;
+                        }
+                        Vec::new()
+                    }
+                    None => Vec::new(),
+                };
+                let chunk = StreamChunk {
+                    seq,
+                    seconds: feeds
+                        .seconds
+                        .as_ref()
+                        .map(|r| r.try_iter().collect())
+                        .unwrap_or_default(),
+                    sys_header: feeds.sys_header.take(),
+                    samples: feeds
+                        .samples
+                        .as_ref()
+                        .map(|r| r.try_iter().collect())
+                        .unwrap_or_default(),
+                    events: events
+                        .into_iter()
+                        .map(|(id, event)| StreamedEvent { id, event })
+                        .collect(),
+                };
+                // A quiet host sends nothing.
+                if chunk.is_empty() {
+                    continue;
+                }
+                if send(&Reply::Chunk(Box::new(chunk))).is_err() {
+                    // iodig is gone; the request loop ends on its own.
+                    return;
+                }
+                seq += 1;
+            }
+        });
+        Streamer { stop, thread }
+    }
+
+    /// Stops streaming; returns once no chunk can follow.
+    fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
 }
 
 fn read_trimmed(path: &str) -> String {

@@ -7,9 +7,11 @@
 //! `ssh` reaches hosts, `floor` is what iodig's binary and its tracer need of one, `protocol`
 //! is what travels, `agent` is the far end, `clock` the offsets,
 //! `faults` signals the observed nodes (`--fault …:kill:HOST`) over SSH commands of their own,
-//! and `relaunch` starts one it took down again as it was.
-//! A host that cannot be reached fails the run before it starts; one that dies mid-run leaves
-//! its steps marked partial, and the run goes on.
+//! and `relaunch` starts one it took down again as it was; `stream` keeps what each agent
+//! streams during a step and publishes it live.
+//! A host that cannot be reached fails the run before it starts; one whose link dies mid-step
+//! keeps what it streamed, marked partial from there, gets a fresh agent for the next step, and
+//! the run goes on.
 
 pub mod agent;
 pub mod caps;
@@ -20,8 +22,10 @@ pub mod floor;
 pub mod protocol;
 pub mod relaunch;
 pub mod ssh;
+mod stream;
 
 use crate::errors::{PrivilegeError, UsageError};
+use crate::live::{LiveSink, NoLive};
 use anyhow::{anyhow, Context, Result};
 use iodig_iotrace::{TraceMode, TraceOptions};
 use iodig_model::cluster::{
@@ -32,7 +36,9 @@ use ssh::{Ssh, SshHost};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
 use std::time::Duration;
+use stream::{HostStream, SharedStream};
 
 /// How long a host may take to answer: the introduction (ssh, finding the node, checking the
 /// tracer), starting (attaching BPF programs), stopping (building the trace document).
@@ -56,6 +62,7 @@ pub fn parse_hosts(flag: &'static str, values: &[String]) -> Result<Vec<SshHost>
 }
 
 /// What a run asks of its remote observers.
+#[derive(Clone)]
 pub struct RemoteOptions {
     /// The `--observe` hosts, parsed.
     pub hosts: Vec<SshHost>,
@@ -85,12 +92,18 @@ struct Agent {
     mode: Option<String>,
     /// Why its tracer fell back, once said (each step's trace says it again).
     fallback_said: bool,
+    /// What it streamed during the current step, kept by its reader as it arrives.
+    stream: SharedStream,
 }
 
 /// Every observed host's agent, for the whole run.
 pub struct RemoteHosts {
     agents: Vec<Agent>,
     facts: Vec<ObservedHost>,
+    /// How the agents were started: a host whose link died gets a fresh one the same way.
+    opts: RemoteOptions,
+    /// Where the agents' streamed figures are published as they arrive.
+    sink: Arc<dyn LiveSink>,
     ssh: Ssh,
     /// The nodes as faults left them (pid, launch), kept across steps.
     fault_targets: faults::FaultTargets,
@@ -146,15 +159,17 @@ impl RemoteHosts {
         Ok(RemoteHosts {
             agents,
             facts,
+            opts: opts.clone(),
+            sink: Arc::new(NoLive),
             ssh: opts.ssh.clone(),
-            fault_targets: std::sync::Arc::new(std::sync::Mutex::new(fault_targets)),
+            fault_targets: Arc::new(std::sync::Mutex::new(fault_targets)),
         })
     }
 
     /// Faults to the observed hosts' nodes (kill, pause, stop, restart, cap, uncap), each over
     /// an SSH command.
     pub fn fault_handler(&self) -> crate::fault::FaultHandler {
-        faults::handler(self.ssh.clone(), std::sync::Arc::clone(&self.fault_targets))
+        faults::handler(self.ssh.clone(), Arc::clone(&self.fault_targets))
     }
 
     /// After a step: lifts the caps its faults left on the observed nodes.
@@ -167,10 +182,60 @@ impl RemoteHosts {
         &self.facts
     }
 
-    /// Before a step: each host's clock.
+    /// Publishes what the agents stream during each step to `sink` as it arrives (each host
+    /// under its node's address, else its name), on this machine's clock.
+    pub fn watch(&mut self, sink: Arc<dyn LiveSink>) {
+        for a in &self.agents {
+            HostStream::lock(&a.stream).watch(Arc::clone(&sink));
+        }
+        self.sink = sink;
+    }
+
+    /// Before a step: a host whose link died gets a fresh agent (the same checks as the
+    /// first), then each host's clock.
     pub fn before_step(&mut self) {
+        self.reconnect_lost();
         for a in &mut self.agents {
             a.clock_before = a.clock();
+        }
+    }
+
+    /// Starts a fresh agent, over a new SSH session, on each host whose link died, so the
+    /// following steps are whole again; one that cannot be reached stays lost and its part of
+    /// the step is missing (said, and marked partial), as before.
+    fn reconnect_lost(&mut self) {
+        for (i, a) in self.agents.iter_mut().enumerate() {
+            let Some(why) = a.lost.clone() else { continue };
+            let host = a.host.clone();
+            iodig_model::eprintln_lossy!(
+                "note: {}: its link was lost ({why}); starting a fresh agent over SSH for the next step",
+                host.spec
+            );
+            match Agent::start(&host, &self.opts) {
+                Ok((fresh, fact)) => {
+                    HostStream::lock(&fresh.stream).watch(Arc::clone(&self.sink));
+                    // The node may run under another pid now; faults aim at the one found.
+                    if let Some(t) = self
+                        .fault_targets
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get_mut(i)
+                    {
+                        if let Some(n) = &fact.node {
+                            t.pid = Some(n.pid);
+                        }
+                    }
+                    *a = fresh;
+                    iodig_model::eprintln_lossy!(
+                        "note: {}: reconnected: a fresh agent observes it from this step on",
+                        host.spec
+                    );
+                }
+                Err(e) => iodig_model::eprintln_lossy!(
+                    "warning: {}: cannot reconnect ({e:#}); its part of this step is missing",
+                    host.spec
+                ),
+            }
         }
     }
 
@@ -220,6 +285,9 @@ impl RemoteHosts {
     pub fn start(&mut self) {
         for a in &mut self.agents {
             a.mode = None;
+            // Published on this machine's clock as the offset before the step says; the files
+            // get the step's mean of both samples.
+            HostStream::lock(&a.stream).start_step(applied_offset_ms(a.clock_before, None));
             a.send(&Request::Start);
         }
     }
@@ -247,6 +315,7 @@ impl RemoteHosts {
             };
             let clock_after = a.clock();
             let applied = applied_offset_ms(a.clock_before, clock_after);
+            HostStream::lock(&a.stream).end_step();
             let fallback = observation
                 .as_ref()
                 .and_then(|o| o.trace.as_ref())
@@ -256,6 +325,14 @@ impl RemoteHosts {
                 iodig_model::eprintln_lossy!("note: {}: {why}", a.host.spec);
                 a.fallback_said = true;
             }
+            // A host lost mid-step: its part is what it streamed before the link died.
+            let (observation, partial, partial_from_unix_ms) = match observation {
+                Some(o) => (Some(o), a.lost.clone(), None),
+                None => match &a.lost {
+                    Some(why) => a.streamed_part(why, self.opts.trace.slot_ms, applied),
+                    None => (None, None, None),
+                },
+            };
             let mut observation = observation;
             if let Some(o) = &mut observation {
                 o.shift_to_local(applied);
@@ -283,7 +360,8 @@ impl RemoteHosts {
                         .as_ref()
                         .and_then(|o| o.trace.as_ref().map(|t| t.mode.clone()))
                         .or_else(|| a.mode.clone()),
-                    partial: a.lost.clone(),
+                    partial,
+                    partial_from_unix_ms,
                     notes: observation
                         .as_ref()
                         .map(|o| o.notes.clone())
@@ -304,6 +382,42 @@ fn slot_ms_of(o: &Option<NodeObservation>) -> u32 {
 }
 
 impl Agent {
+    /// The host's part of a step whose link died mid-step, from what it streamed: the
+    /// observation (on the host's clock), why and from when it is partial (this machine's
+    /// clock, `applied` being the host's offset).
+    fn streamed_part(
+        &self,
+        why: &str,
+        slot_ms: u32,
+        applied: i64,
+    ) -> (Option<NodeObservation>, Option<String>, Option<u64>) {
+        let utc = |ms: u64| {
+            crate::start_at::format_utc(std::time::UNIX_EPOCH + Duration::from_millis(ms))
+        };
+        let st = HostStream::lock(&self.stream);
+        let when = match (st.closed_at(), st.last_arrival()) {
+            (Some(t), _) => format!("at {}", utc(t)),
+            (None, Some(t)) => format!("after its last word at {}", utc(t)),
+            (None, None) => "during the step".to_string(),
+        };
+        let lost = format!("the link to {} was lost {when}: {why}", self.host.spec);
+        let observation = st.partial_observation(self.mode.as_deref(), slot_ms, &lost);
+        let from = st
+            .partial_from()
+            .filter(|_| observation.is_some())
+            .map(|t| t.saturating_add_signed(-applied));
+        let partial = match from {
+            Some(t) => format!(
+                "{lost}; its files hold the {} chunk{} it streamed before, partial from {} on",
+                st.chunks(),
+                if st.chunks() == 1 { "" } else { "s" },
+                utc(t)
+            ),
+            None => format!("{lost}; nothing of the step arrived before"),
+        };
+        (observation, Some(partial), from)
+    }
+
     fn start(host: &SshHost, opts: &RemoteOptions) -> Result<(Agent, ObservedHost)> {
         let ssh::Provisioned {
             remote: remote_bin,
@@ -353,6 +467,8 @@ impl Agent {
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
         let (tx, replies) = std::sync::mpsc::channel();
+        let stream = HostStream::shared(host.spec.clone());
+        let chunks = Arc::clone(&stream);
         std::thread::spawn(move || {
             for l in BufReader::new(stdout).lines() {
                 let msg = match l {
@@ -360,10 +476,20 @@ impl Agent {
                         .map_err(|e| format!("unreadable reply ({e}): {l}")),
                     Err(e) => Err(e.to_string()),
                 };
+                // Chunks come on the agent's own: kept and published here as they arrive, never
+                // taken for the answer to a request.
+                let msg = match msg {
+                    Ok(Reply::Chunk(c)) => {
+                        HostStream::lock(&chunks).take(*c, now_unix_ms());
+                        continue;
+                    }
+                    other => other,
+                };
                 if tx.send(msg).is_err() {
                     return;
                 }
             }
+            HostStream::lock(&chunks).closed(now_unix_ms());
             let _ = tx.send(Err("the connection closed".into()));
         });
         let spec = host.spec.clone();
@@ -387,6 +513,7 @@ impl Agent {
             clock_before: None,
             mode: None,
             fallback_said: false,
+            stream,
         };
         agent.stdin = agent.child.stdin.take();
         match agent.replies.recv_timeout(HELLO_WAIT) {
@@ -402,6 +529,9 @@ impl Agent {
             }
         }
         let h = &agent.hello;
+        if let Some(n) = &h.node {
+            HostStream::lock(&agent.stream).set_place(n.address.clone());
+        }
         let mut notes = kernel_notes;
         notes.extend(floor::version_note(&h.version, env!("CARGO_PKG_VERSION")));
         let fact = ObservedHost {
@@ -510,6 +640,10 @@ impl Drop for Agent {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+fn now_unix_ms() -> u64 {
+    clock::unix_now_ns() / 1_000_000
 }
 
 /// Which node address is the host's: the one ssh connects to, when it is a node's; else none

@@ -3,7 +3,15 @@
 //! notes for the user). Closing stdin ends the agent and detaches everything it attached.
 
 use iodig_model::cluster::{HostNode, NodeObservation};
+use iodig_model::events::DbEvent;
+use iodig_model::sys::{SysDoc, SysSample};
+use iodig_model::trace::LiveSecond;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How often an agent sends what completed during a step ([`Reply::Chunk`]): a lost link
+/// costs at most this much more than the seconds still in the tracer's hands.
+pub const CHUNK_EVERY: Duration = Duration::from_secs(2);
 
 /// From iodig to the agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +61,51 @@ pub enum Reply {
     },
     /// A request the agent could not do, said plainly.
     Error(String),
+    /// Sent by the agent on its own between `started` and `stopped`, every [`CHUNK_EVERY`]:
+    /// what completed since its previous chunk, so a link lost mid-step keeps what arrived.
+    /// Not an answer to a request: iodig takes chunks aside as they come.
+    Chunk(Box<StreamChunk>),
+}
+
+/// What completed on a host since the agent's previous chunk of the step, on the host's clock.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamChunk {
+    /// 0 for a step's first chunk, then one more each: a gap means a chunk was lost.
+    pub seq: u64,
+    /// The tracer's seconds that completed (each sent once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seconds: Vec<LiveSecond>,
+    /// The sampler's document as it started (host facts, processes), without samples: in
+    /// the first chunk only, so a step cut short still has a `sys.json` around its samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sys_header: Option<Box<SysDoc>>,
+    /// The system samples taken since (each sent once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<SysSample>,
+    /// The node's flushes and compactions that appeared in its log or changed (one that
+    /// started earlier now completed) since the previous chunk.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<StreamedEvent>,
+}
+
+impl StreamChunk {
+    /// Nothing completed: a quiet host sends nothing.
+    pub fn is_empty(&self) -> bool {
+        self.seconds.is_empty()
+            && self.sys_header.is_none()
+            && self.samples.is_empty()
+            && self.events.is_empty()
+    }
+}
+
+/// One of the node's events as it stands now; a later chunk may bring the same `id` again,
+/// completed, and then replaces it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamedEvent {
+    /// Stable within the step's stream.
+    pub id: u64,
+    /// The event as far as the log told it.
+    pub event: DbEvent,
 }
 
 /// The agent's introduction.
@@ -104,5 +157,78 @@ mod tests {
             assert_eq!(serde_json::from_str::<Request>(l.trim()).unwrap(), r);
         }
         assert_eq!(line(&Request::Clock), "{\"op\":\"clock\"}\n");
+    }
+
+    #[test]
+    fn a_chunk_is_one_line_and_reads_back_whole() {
+        use iodig_model::trace::{DeviceSecond, LiveDevice, OpSecond};
+        let second = LiveSecond {
+            unix_ms: 1_700_000_001_000,
+            devices: vec![LiveDevice {
+                name: "vda".into(),
+                second: DeviceSecond {
+                    unix_ms: 1_700_000_001_000,
+                    covered_ms: 1000,
+                    ops: [(
+                        "write".to_string(),
+                        OpSecond {
+                            ios: 12,
+                            bytes: 49_152,
+                            ..Default::default()
+                        },
+                    )]
+                    .into(),
+                    qd_max: Some(3),
+                    ..Default::default()
+                },
+                classes: [(
+                    "cassandra.flush".to_string(),
+                    [("write".to_string(), (12, 49_152))].into(),
+                )]
+                .into(),
+            }],
+        };
+        let chunk = StreamChunk {
+            seq: 3,
+            seconds: vec![second],
+            sys_header: Some(Box::new(SysDoc {
+                interval_ms: 1000,
+                notes: vec!["a note\nwith a newline".into()],
+                ..Default::default()
+            })),
+            samples: vec![SysSample {
+                unix_ms: 1_700_000_002_000,
+                secs: 1.0,
+                ..Default::default()
+            }],
+            events: vec![StreamedEvent {
+                id: 7,
+                event: DbEvent {
+                    kind: "flush".into(),
+                    start_unix_ms: 1_700_000_001_500,
+                    end_unix_ms: None,
+                    bytes: None,
+                    node: "10.0.0.1".into(),
+                    detail: "ycsb.usertable".into(),
+                },
+            }],
+        };
+        let l = line(&Reply::Chunk(Box::new(chunk.clone())));
+        assert_eq!(l.matches('\n').count(), 1, "{l}");
+        assert!(l.starts_with("{\"chunk\":{\"seq\":3,"), "{l}");
+        match serde_json::from_str::<Reply>(l.trim()).unwrap() {
+            Reply::Chunk(back) => assert_eq!(*back, chunk),
+            other => panic!("read back as {other:?}"),
+        }
+        // A quiet second's chunk carries only its number, and is not sent at all.
+        let quiet = StreamChunk {
+            seq: 4,
+            ..Default::default()
+        };
+        assert!(quiet.is_empty());
+        assert_eq!(
+            line(&Reply::Chunk(Box::new(quiet))),
+            "{\"chunk\":{\"seq\":4}}\n"
+        );
     }
 }
