@@ -184,7 +184,7 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
         vda_line || nvme_table,
         "the host's disks under \"The drive's own statistics\""
     );
-    no_agent_left();
+    no_agent_left(&sshd);
 }
 
 #[test]
@@ -210,7 +210,7 @@ fn ctrl_c_stops_the_remote_agent_too() {
         .unwrap();
     // Wait until the run step is under way (its agent started), then interrupt.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while agent_pids().is_empty() {
+    while agents_under(&sshd).is_empty() {
         assert!(std::time::Instant::now() < deadline, "no agent started");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -230,7 +230,7 @@ fn ctrl_c_stops_the_remote_agent_too() {
     // The interrupted step still has the host's part, written after the stop.
     let last = run["steps"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["nodes"][0]["host"], "127.0.0.1", "{last}");
-    no_agent_left();
+    no_agent_left(&sshd);
     drop(sshd);
 }
 
@@ -252,12 +252,12 @@ fn a_host_lost_mid_step_is_marked_partial_and_the_run_goes_on() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while agent_pids().is_empty() {
+    while agents_under(&sshd).is_empty() {
         assert!(std::time::Instant::now() < deadline, "no agent started");
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(3));
-    for pid in agent_pids() {
+    for pid in agents_under(&sshd) {
         // SAFETY: signalling the agent this test's run started, by its pid.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
@@ -315,7 +315,8 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
     let sshd = Sshd::start(&["127.0.0.1"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
-    // A load step, then two run steps of 12 s; the link dies 7 s into the first.
+    // A load step, then two run steps of 15 s; the link dies 10 s after the load ended, some
+    // 6 s into the first (loading the tracers and starting take a few seconds here).
     let child = IodigArgs::run()
         .db("rocksdb")
         .workload("workloada")
@@ -325,7 +326,7 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
             &sshd.property(),
         ])
         .threads("1,2")
-        .duration("12s")
+        .duration("15s")
         .warmup("0s")
         .observe("127.0.0.1")
         .out(&out)
@@ -342,8 +343,8 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // Past the step's start and a few 2 s chunks.
-    std::thread::sleep(Duration::from_secs(7));
-    let agents = agent_pids();
+    std::thread::sleep(Duration::from_secs(10));
+    let agents = agents_under(&sshd);
     assert_eq!(agents.len(), 1, "{agents:?}");
     // SAFETY: signalling the agent this test's run started, by its pid.
     unsafe { libc::kill(agents[0] as i32, libc::SIGKILL) };
@@ -442,7 +443,7 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
         trace["histograms"], true,
         "the agent's whole trace: {trace}"
     );
-    let step_ms = steps[2]["runtime_ms"].as_u64().unwrap_or(12_000);
+    let step_ms = steps[2]["runtime_ms"].as_u64().unwrap_or(15_000);
     let covered = trace["end_unix_ms"].as_u64().unwrap() - trace["start_unix_ms"].as_u64().unwrap();
     assert!(
         covered + 1500 >= step_ms,
@@ -455,7 +456,7 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
         report.contains("its data for this step is partial (the link to 127.0.0.1 was lost at"),
         "the report says it"
     );
-    no_agent_left();
+    no_agent_left(&sshd);
     drop(sshd);
 }
 
@@ -666,7 +667,7 @@ fn a_host_where_iodig_is_not_root_falls_back_to_diskstats_and_says_so() {
         "{}",
         run["cluster"]
     );
-    no_agent_left();
+    no_agent_left(&sshd);
 }
 
 /// libfaketime's library, which scripts/test.sh installs.
@@ -738,7 +739,7 @@ fn a_host_whose_clock_is_off_is_warned_about_and_put_on_this_clock() {
             "{edge}: local {l}, host {h} after the shift"
         );
     }
-    no_agent_left();
+    no_agent_left(&sshd);
 }
 
 /// Agents (`iodig-<hash> agent …` under sshd) still running.
@@ -760,13 +761,35 @@ fn agent_pids() -> Vec<u32> {
         .collect()
 }
 
-fn no_agent_left() {
+/// The agents this sshd's sessions run (other tests' agents on this machine are not theirs).
+fn agents_under(sshd: &Sshd) -> Vec<u32> {
+    let parent = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                let after = s.rsplit_once(") ")?.1.to_string();
+                after.split_whitespace().nth(1)?.parse::<u32>().ok()
+            })
+    };
+    agent_pids()
+        .into_iter()
+        .filter(|pid| {
+            let mut p = *pid;
+            (0..4).any(|_| {
+                p = parent(p).unwrap_or(1);
+                p == sshd.pid()
+            })
+        })
+        .collect()
+}
+
+fn no_agent_left(sshd: &Sshd) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !agent_pids().is_empty() {
+    while !agents_under(sshd).is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
             "agents still running: {:?}",
-            agent_pids()
+            agents_under(sshd)
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -905,7 +928,7 @@ fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used()
     );
     // The kernel here has all the tracer needs: the host's part is still traced with eBPF.
     assert_eq!(run_step(&run)["nodes"][0]["trace_mode"], "ebpf", "{run}");
-    no_agent_left();
+    no_agent_left(&host.sshd);
 }
 
 #[test]

@@ -102,6 +102,11 @@ impl Sshd {
         }
     }
 
+    /// The server's pid: every session it serves is a process under it.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// `ssh.config=PATH`, for `-p`.
     pub fn property(&self) -> String {
         format!("ssh.config={}", self.config.display())

@@ -392,10 +392,12 @@ fn send(reply: &Reply) -> std::io::Result<()> {
     out.flush()
 }
 
-/// The tracer's options with a feed of its completed seconds, and the feed's end; none while
-/// the tracer cannot feed seconds during its window.
+/// The tracer's options with a feed of its completed seconds, and the feed's end.
 fn with_seconds_feed(trace: &TraceOptions) -> (TraceOptions, Option<Receiver<LiveSecond>>) {
-    (trace.clone(), None)
+    let (tx, rx) = mpsc::channel();
+    let mut opts = trace.clone();
+    opts.live = Some(tx);
+    (opts, Some(rx))
 }
 
 /// What a step streams from.
