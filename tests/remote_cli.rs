@@ -352,7 +352,10 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "the run goes on: {stderr}");
-    assert!(stderr.contains("warning: 127.0.0.1: lost ("), "{stderr}");
+    assert!(
+        stderr.contains("warning: 127.0.0.1: the link was lost mid-step at "),
+        "said when it happened: {stderr}"
+    );
     assert!(
         stderr.contains("note: 127.0.0.1: reconnected"),
         "the next step says it reconnected: {stderr}"

@@ -391,9 +391,6 @@ impl Agent {
         slot_ms: u32,
         applied: i64,
     ) -> (Option<NodeObservation>, Option<String>, Option<u64>) {
-        let utc = |ms: u64| {
-            crate::start_at::format_utc(std::time::UNIX_EPOCH + Duration::from_millis(ms))
-        };
         let st = HostStream::lock(&self.stream);
         let when = match (st.closed_at(), st.last_arrival()) {
             (Some(t), _) => format!("at {}", utc(t)),
@@ -468,6 +465,7 @@ impl Agent {
         let stderr = child.stderr.take().expect("piped");
         let (tx, replies) = std::sync::mpsc::channel();
         let stream = HostStream::shared(host.spec.clone());
+        let spec_lost = host.spec.clone();
         let chunks = Arc::clone(&stream);
         std::thread::spawn(move || {
             for l in BufReader::new(stdout).lines() {
@@ -489,7 +487,14 @@ impl Agent {
                     return;
                 }
             }
-            HostStream::lock(&chunks).closed(now_unix_ms());
+            let now = now_unix_ms();
+            if HostStream::lock(&chunks).closed(now) {
+                // Said when it happens: the step may have long to run.
+                iodig_model::eprintln_lossy!(
+                    "warning: {spec_lost}: the link was lost mid-step at {}; what it streamed until then is kept",
+                    utc(now)
+                );
+            }
             let _ = tx.send(Err("the connection closed".into()));
         });
         let spec = host.spec.clone();
@@ -593,7 +598,7 @@ impl Agent {
 
     fn lose(&mut self, why: String) {
         iodig_model::eprintln_lossy!(
-            "warning: {}: lost ({why}); its data is partial from here on, the run goes on",
+            "warning: {}: lost ({why}); its part of the step is what it streamed before, the run goes on",
             self.host.spec
         );
         self.lost = Some(why);
@@ -644,6 +649,11 @@ impl Drop for Agent {
 
 fn now_unix_ms() -> u64 {
     clock::unix_now_ns() / 1_000_000
+}
+
+/// A time as messages show it (RFC 3339, UTC, ms).
+fn utc(unix_ms: u64) -> String {
+    crate::start_at::format_utc(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms))
 }
 
 /// Which node address is the host's: the one ssh connects to, when it is a node's; else none

@@ -86,9 +86,10 @@ impl HostStream {
         self.streaming = false;
     }
 
-    /// The reader saw the host's output end.
-    pub(crate) fn closed(&mut self, unix_ms: u64) {
+    /// The reader saw the host's output end; true when that was mid-step.
+    pub(crate) fn closed(&mut self, unix_ms: u64) -> bool {
         self.closed_unix_ms.get_or_insert(unix_ms);
+        self.streaming
     }
 
     /// When this machine saw the link close, if it did.
@@ -188,7 +189,6 @@ impl HostStream {
             trace,
             sys,
             events,
-            notes: vec![said],
             ..Default::default()
         })
     }
