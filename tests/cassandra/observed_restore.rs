@@ -29,11 +29,22 @@ pub fn each_step_starts_from_the_snapshot_of_the_load(
             if !std::thread::panicking() {
                 return;
             }
-            for pid in super::java_pids_with(self.0) {
+            let pids = super::java_pids_with(self.0);
+            for pid in &pids {
                 if let Ok(pid) = pid.parse::<i32>() {
                     // SAFETY: kill has no memory-safety preconditions.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
+            }
+            // Gone before the node's loop device is unmounted, which a JVM still tearing
+            // down keeps busy.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while pids
+                .iter()
+                .any(|p| Path::new(&format!("/proc/{p}/exe")).exists())
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
             }
         }
     }
@@ -75,6 +86,9 @@ pub fn each_step_starts_from_the_snapshot_of_the_load(
         "one restore before each run step:\n{}",
         r.stderr
     );
+    for line in r.stderr.lines().filter(|l| l.contains("restore")) {
+        eprintln!("{line}");
+    }
     let run = r.run_json();
     let steps = run["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 3, "load + two run steps");
