@@ -221,3 +221,51 @@ impl<F: DbFactory, D: Deployment<F>> Deployment<F> for Observed<'_, D> {
         self.inner.check_each_node(plan, ledger)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iodig_model::cluster::{HostNode, NodeFacts};
+
+    fn ring(addresses: &[&str]) -> ClusterDoc {
+        ClusterDoc {
+            nodes: addresses
+                .iter()
+                .map(|a| NodeFacts {
+                    address: (*a).to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn observing(address: &str) -> ObservedHost {
+        ObservedHost {
+            node: Some(HostNode {
+                address: address.to_string(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_restore_needs_every_node_of_the_ring_observed() {
+        let hosts = [observing("127.0.0.1:9042"), observing("127.0.0.2:9042")];
+        check_every_node_observed(Some(&ring(&["127.0.0.1", "127.0.0.2"])), &hosts).unwrap();
+        let e = check_every_node_observed(
+            Some(&ring(&["127.0.0.1", "127.0.0.2", "127.0.0.3"])),
+            &hosts,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("node(s) 127.0.0.3 of the cluster are on no --observe host")
+                && e.contains("add each node's host to --observe"),
+            "{e}"
+        );
+        // A binding that knows no ring leaves the check to the agents.
+        check_every_node_observed(None, &hosts).unwrap();
+    }
+}
