@@ -7,8 +7,9 @@
 //! `ssh` reaches hosts, `floor` is what iodig's binary and its tracer need of one, `protocol`
 //! is what travels, `agent` is the far end, `clock` the offsets,
 //! `faults` signals the observed nodes (`--fault …:kill:HOST`) over SSH commands of their own,
-//! and `relaunch` starts one it took down again as it was; `stream` keeps what each agent
-//! streams during a step and publishes it live.
+//! and `relaunch` starts one it took down again as it was; `restore` puts a node's dataset
+//! back to its snapshot before each step (`--restore-each-step`); `stream` keeps what each
+//! agent streams during a step and publishes it live.
 //! A host that cannot be reached fails the run before it starts; one whose link dies mid-step
 //! keeps what it streamed, marked partial from there, gets a fresh agent for the next step, and
 //! the run goes on.
@@ -21,6 +22,7 @@ pub mod faults;
 pub mod floor;
 pub mod protocol;
 pub mod relaunch;
+pub mod restore;
 pub mod ssh;
 mod stream;
 
@@ -94,6 +96,8 @@ struct Agent {
     fallback_said: bool,
     /// What it streamed during the current step, kept by its reader as it arrives.
     stream: SharedStream,
+    /// Said of the host between steps (its restore), added to the next step's notes.
+    notes_for_next_step: Vec<String>,
 }
 
 /// Every observed host's agent, for the whole run.
@@ -192,7 +196,8 @@ impl RemoteHosts {
     }
 
     /// Before a step: a host whose link died gets a fresh agent (the same checks as the
-    /// first), then each host's clock.
+    /// first; also done before a restore or a cache drop, which come first), then each host's
+    /// clock.
     pub fn before_step(&mut self) {
         self.reconnect_lost();
         for a in &mut self.agents {
@@ -245,6 +250,8 @@ impl RemoteHosts {
     pub fn drop_caches(&mut self) -> Vec<(String, crate::page_cache::Dropped)> {
         // Writing dirty pages back first can take a while on a host that just loaded data.
         const DROP_WAIT: Duration = Duration::from_secs(120);
+        // A host whose link died in the step before is reached again first.
+        self.reconnect_lost();
         for a in &mut self.agents {
             a.send(&Request::DropCaches);
         }
@@ -362,10 +369,10 @@ impl RemoteHosts {
                         .or_else(|| a.mode.clone()),
                     partial,
                     partial_from_unix_ms,
-                    notes: observation
-                        .as_ref()
-                        .map(|o| o.notes.clone())
-                        .unwrap_or_default(),
+                    notes: std::mem::take(&mut a.notes_for_next_step)
+                        .into_iter()
+                        .chain(observation.iter().flat_map(|o| o.notes.clone()))
+                        .collect(),
                 },
                 observation,
             });
@@ -519,6 +526,7 @@ impl Agent {
             mode: None,
             fallback_said: false,
             stream,
+            notes_for_next_step: Vec::new(),
         };
         agent.stdin = agent.child.stdin.take();
         match agent.replies.recv_timeout(HELLO_WAIT) {
