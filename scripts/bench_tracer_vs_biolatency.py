@@ -153,7 +153,7 @@ def describe(values, spec, scale=1.0):
     values = [v * scale for v in values if v is not None]
     if not values:
         return "-"
-    return f"{statistics.median(values):{spec}} ({min(values):{spec}}-{max(values):{spec}})"
+    return f"{statistics.median(values):{spec}} ({min(values):{spec}} to {max(values):{spec}})"
 
 
 def main():
@@ -240,7 +240,7 @@ def main():
         user_med = statistics.median(r["user_ns_per_io"] for r in rows)
         lost = [r.get("lost_events") for r in rows + b if "lost_events" in r]
         print(f"| {names[v]} | {iops} | {describe(ratios[v], '.3f')} "
-              f"| {'-' if not iqr else f'{iqr[0]:.3f}-{iqr[1]:.3f}'} "
+              f"| {'-' if not iqr else f'{iqr[0]:.3f} to {iqr[1]:.3f}'} "
               f"| {describe([1 - x for x in ratios[v]], '.1f', 100)} "
               f"| {describe([r['bpf_ns_per_io'] for r in b], '.0f')} "
               f"| {statistics.median(r['programs'] for r in b) if b else '-'}, "
