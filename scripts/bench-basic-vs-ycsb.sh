@@ -33,6 +33,8 @@ die() { echo "bench-basic-vs-ycsb.sh: $*" >&2; exit 2; }
 for tool in java mvn python3; do
     command -v "$tool" > /dev/null || die "$tool missing; scripts/setup.sh installs it"
 done
+[[ $THREADS =~ ^[[:space:],]*[1-9][0-9]*([[:space:],]+[1-9][0-9]*)*[[:space:],]*$ ]] \
+    || die "THREADS=$THREADS: give thread counts separated by spaces, e.g. THREADS=\"1 4 16\""
 [[ $PAIRS =~ ^[1-9][0-9]*$ ]] || die "PAIRS=$PAIRS: give a whole number of pairs, e.g. PAIRS=5"
 [[ $TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "TIMEOUT=$TIMEOUT: give whole seconds, e.g. TIMEOUT=60"
 [[ $DURATION =~ ^[1-9][0-9]*$ ]] || die "DURATION=$DURATION: give whole seconds, e.g. DURATION=10 (YCSB's maxexecutiontime takes seconds)"
