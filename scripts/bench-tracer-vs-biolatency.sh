@@ -17,6 +17,12 @@
 #   IODIG=path        default $CARGO_TARGET_DIR/release/iodig, else target/release/iodig
 #   BENCH_DIR=dir     where the backing file lives (default /var/tmp)
 #   RAW=file          also append every run as a JSON line to file
+#   MODE=toggle       instead of the rounds: one long fio run per tracer in which the tracer is
+#                     switched on and off (scripts/bench-tracer-toggle.sh, biolatency through
+#                     scripts/biolatency_as_trace.py), iodig's run then biolatency's, TOGGLE_PASSES
+#                     times (default 1); each traced stretch is compared with the untraced seconds
+#                     around it, the least noisy IOPS comparison on a shared machine. CYCLES=20,
+#                     ON=4, OFF=4 seconds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bench_disk.sh
@@ -42,6 +48,21 @@ if [[ -z $biolatency ]]; then
         || die "could not install libbpf-tools (apt-get install libbpf-tools)"
     biolatency=$(command -v biolatency) || die "libbpf-tools installed but no biolatency on PATH"
 fi
+
+if [[ ${MODE:-rounds} == toggle ]]; then
+    for pass in $(seq 1 "${TOGGLE_PASSES:-1}"); do
+        for who in iodig biolatency; do
+            echo "# toggle pass $pass: $who"
+            tracer=$IODIG
+            [[ $who == biolatency ]] && tracer=$PWD/scripts/biolatency_as_trace.py
+            # The per-cycle lines stay out of the table; the summary lines are printed.
+            IODIG=$tracer BIOLATENCY=$biolatency scripts/bench-tracer-toggle.sh \
+                "${CYCLES:-20}" "${ON:-4}" "${OFF:-4}" | grep -v '^cycle '
+        done
+    done
+    exit 0
+fi
+[[ ${MODE:-rounds} == rounds ]] || die "MODE=$MODE: give MODE=toggle, or leave it unset for the rounds"
 
 work=$(mktemp -d "$DIR/iodig-bench-biolat.XXXXXX")
 loopdev=""
