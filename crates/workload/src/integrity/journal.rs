@@ -90,14 +90,13 @@ impl<'a, W: Write + ?Sized> BlockWriter<'a, W> {
             }
             Saved::Full(state) => {
                 self.run = None;
-                let entries: Vec<FieldState> = state.entries().collect();
                 self.payload.push(FULL_KEY);
                 self.payload.extend_from_slice(&keynum.to_le_bytes());
                 self.payload
                     .extend_from_slice(&state.unacked_max.to_le_bytes());
                 self.payload
-                    .extend_from_slice(&(entries.len() as u16).to_le_bytes());
-                for e in &entries {
+                    .extend_from_slice(&(state.entries().count() as u16).to_le_bytes());
+                for e in state.entries() {
                     self.payload.extend_from_slice(&e.field.to_le_bytes());
                     self.payload.extend_from_slice(&e.acked.to_le_bytes());
                     self.payload.extend_from_slice(&e.floor.to_le_bytes());

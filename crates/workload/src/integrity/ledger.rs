@@ -104,13 +104,34 @@ pub(super) enum Saved {
     Full(KeyState),
 }
 
+/// Hashes a key number with one multiplication (Fibonacci hashing): key numbers are not chosen
+/// by an adversary, and the sparse map is looked up on every write of a key that lives in it.
+#[derive(Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type KeyMap = HashMap<u64, KeyState, std::hash::BuildHasherDefault<KeyHasher>>;
+
 /// One shard: the writes in flight on its keys (few: at most one per worker), the keys whose
 /// state is more than a word (and every key beyond the flat array), and the keys changed since
 /// the last save.
 #[derive(Debug, Default)]
 struct Shard {
     in_flight: Vec<(u64, u64)>,
-    extras: HashMap<u64, KeyState>,
+    extras: KeyMap,
     changed: Vec<u64>,
 }
 
@@ -191,14 +212,17 @@ impl Ledger {
         Some(&segment[keynum as usize & (SEGMENT_KEYS - 1)])
     }
 
-    /// The state of `keynum`, read under its shard's lock (`shard`).
+    /// The state of `keynum`, read under its shard's lock (`shard`): the word's flag says
+    /// whether to look in the sparse map, so the common key costs no hashing.
     fn state_in(&self, shard: &Shard, keynum: u64) -> Option<KeyState> {
-        if let Some(s) = shard.extras.get(&keynum) {
-            return Some(s.clone());
+        if let Some(word) = self.word(keynum) {
+            let w = word.load(Ordering::Acquire);
+            if w & EXTRA == 0 {
+                let version = w & VERSION_MASK;
+                return (version > 0).then(|| KeyState::plain(version));
+            }
         }
-        let w = self.word(keynum)?.load(Ordering::Acquire);
-        let version = w & VERSION_MASK;
-        (w & EXTRA == 0 && version > 0).then(|| KeyState::plain(version))
+        shard.extras.get(&keynum).cloned()
     }
 
     /// Replaces the state of `keynum` under its shard's lock; `track` puts it on the list of
@@ -211,23 +235,23 @@ impl Ledger {
             }
             return;
         };
-        let new = if state.is_plain() {
-            shard.extras.remove(&keynum);
+        self.flat_end.fetch_max(keynum + 1, Ordering::AcqRel);
+        let plain = state.is_plain();
+        let new = if plain {
             state.all.acked
         } else {
+            // In the map before the word says so: a reader seeing the flag finds the state.
             shard.extras.insert(keynum, state);
             EXTRA
         };
-        self.flat_end.fetch_max(keynum + 1, Ordering::AcqRel);
-        if track {
-            // One atomic swap, so a save clearing DIRTY either sees the new word or leaves the
-            // flag for this write to find clear and list the key again.
-            let before = word.swap(new | DIRTY, Ordering::AcqRel);
-            if before & DIRTY == 0 {
-                shard.changed.push(keynum);
-            }
-        } else {
-            word.store(new, Ordering::Release);
+        // One atomic swap, so a save clearing DIRTY either sees the new word or leaves the
+        // flag for this write to find clear and list the key again.
+        let before = word.swap(new | if track { DIRTY } else { 0 }, Ordering::AcqRel);
+        if plain && before & EXTRA != 0 {
+            shard.extras.remove(&keynum);
+        }
+        if track && before & DIRTY == 0 {
+            shard.changed.push(keynum);
         }
     }
 
@@ -290,7 +314,8 @@ impl Ledger {
 
     /// Records the outcome of a write: acknowledged or not (failed, timed out, unknown).
     pub fn end(&self, ticket: WriteTicket, acknowledged: bool) {
-        let mut shard = self.shard(ticket.keynum);
+        let mut guard = self.shard(ticket.keynum);
+        let shard = &mut *guard;
         if let Some(i) = shard
             .in_flight
             .iter()
@@ -298,19 +323,45 @@ impl Ledger {
         {
             shard.in_flight.swap_remove(i);
         }
-        let mut state = self
-            .state_in(&shard, ticket.keynum)
-            .unwrap_or_else(KeyState::empty);
-        if acknowledged {
-            let entry = state.entry_mut(ticket.field);
-            if ticket.version > entry.acked {
-                entry.acked = ticket.version;
-                entry.floor = ticket.floor;
+        let record = |state: &mut KeyState| {
+            if acknowledged {
+                let entry = state.entry_mut(ticket.field);
+                if ticket.version > entry.acked {
+                    entry.acked = ticket.version;
+                    entry.floor = ticket.floor;
+                }
+            } else {
+                state.unacked_max = state.unacked_max.max(ticket.version);
             }
-        } else {
-            state.unacked_max = state.unacked_max.max(ticket.version);
+        };
+        let word = self.word_or_make(ticket.keynum);
+        let in_map = word.is_none_or(|w| w.load(Ordering::Acquire) & EXTRA != 0);
+        if !in_map {
+            let mut state = self
+                .state_in(shard, ticket.keynum)
+                .unwrap_or_else(KeyState::empty);
+            record(&mut state);
+            self.store_in(shard, ticket.keynum, state, true);
+            return;
         }
-        self.store_in(&mut shard, ticket.keynum, state, true);
+        // Changed where it lies, without taking it out of the map and putting it back.
+        let state = shard
+            .extras
+            .entry(ticket.keynum)
+            .or_insert_with(KeyState::empty);
+        record(state);
+        match word {
+            Some(_) if state.is_plain() => {
+                let state = shard.extras.remove(&ticket.keynum).expect("just changed");
+                self.store_in(shard, ticket.keynum, state, true);
+            }
+            Some(w) => {
+                if w.fetch_or(DIRTY, Ordering::AcqRel) & DIRTY == 0 {
+                    shard.changed.push(ticket.keynum);
+                }
+            }
+            None => shard.changed.push(ticket.keynum),
+        }
     }
 
     /// What a read of `keynum` must find, per field index; `None` when the run never wrote it.
@@ -510,25 +561,30 @@ impl Ledger {
     /// a key changed again meanwhile is listed again for the next call. Workers wait on a
     /// shard only while its list is swapped out, or while a key with more than a word is read.
     pub(super) fn take_changes(&self) -> Vec<(u64, Saved)> {
-        let mut keys: Vec<u64> = Vec::new();
+        let mut out = Vec::new();
         for s in &*self.shards {
-            keys.append(&mut std::mem::take(&mut lock(s).changed));
-        }
-        keys.sort_unstable();
-        keys.dedup();
-        let mut out = Vec::with_capacity(keys.len());
-        for keynum in keys {
-            if let Some(word) = self.word(keynum) {
-                let w = word.fetch_and(!DIRTY, Ordering::AcqRel);
-                if w & EXTRA == 0 {
-                    out.push((keynum, Saved::Plain(w & VERSION_MASK)));
-                    continue;
+            let mut keys = std::mem::take(&mut lock(s).changed);
+            keys.sort_unstable();
+            keys.dedup();
+            // A few dozen keys per hold of the lock: workers of the shard wait for a copy
+            // of that many states at most, never for the whole list.
+            for chunk in keys.chunks(32) {
+                let shard = lock(s);
+                for &keynum in chunk {
+                    if let Some(word) = self.word(keynum) {
+                        let w = word.fetch_and(!DIRTY, Ordering::AcqRel);
+                        if w & EXTRA == 0 {
+                            out.push((keynum, Saved::Plain(w & VERSION_MASK)));
+                            continue;
+                        }
+                    }
+                    if let Some(state) = shard.extras.get(&keynum) {
+                        out.push((keynum, Saved::Full(state.clone())));
+                    }
                 }
             }
-            if let Some(s) = self.state_in(&self.shard(keynum), keynum) {
-                out.push((keynum, Saved::Full(s)));
-            }
         }
+        out.sort_unstable_by_key(|c| c.0);
         out
     }
 
