@@ -90,19 +90,19 @@ impl<'a, W: Write + ?Sized> BlockWriter<'a, W> {
             }
             Saved::Full(state) => {
                 self.run = None;
-                self.payload.push(FULL_KEY);
-                self.payload.extend_from_slice(&keynum.to_le_bytes());
-                self.payload
-                    .extend_from_slice(&state.unacked_max.to_le_bytes());
-                self.payload
-                    .extend_from_slice(&(state.entries().count() as u16).to_le_bytes());
-                for e in state.entries() {
-                    self.payload.extend_from_slice(&e.field.to_le_bytes());
-                    self.payload.extend_from_slice(&e.acked.to_le_bytes());
-                    self.payload.extend_from_slice(&e.floor.to_le_bytes());
-                }
+                encode_full(&mut self.payload, keynum, state);
             }
         }
+        Ok(())
+    }
+
+    /// Adds one record [`encode_full`] wrote.
+    fn add_encoded(&mut self, record: &[u8]) -> io::Result<()> {
+        if self.payload.len() >= BLOCK_PAYLOAD {
+            self.flush()?;
+        }
+        self.run = None;
+        self.payload.extend_from_slice(record);
         Ok(())
     }
 
@@ -129,6 +129,19 @@ impl<'a, W: Write + ?Sized> BlockWriter<'a, W> {
             self.flush()?;
         }
         Ok(())
+    }
+}
+
+/// Appends the record of one key in full to `out`.
+pub(super) fn encode_full(out: &mut Vec<u8>, keynum: u64, state: &KeyState) {
+    out.push(FULL_KEY);
+    out.extend_from_slice(&keynum.to_le_bytes());
+    out.extend_from_slice(&state.unacked_max.to_le_bytes());
+    out.extend_from_slice(&(state.entries().count() as u16).to_le_bytes());
+    for e in state.entries() {
+        out.extend_from_slice(&e.field.to_le_bytes());
+        out.extend_from_slice(&e.acked.to_le_bytes());
+        out.extend_from_slice(&e.floor.to_le_bytes());
     }
 }
 
@@ -204,11 +217,16 @@ impl Ledger {
         let reads = self.read_counts();
         let changes = self.take_changes();
         let mut blocks = BlockWriter::new(out, CHANGES, reads);
-        for (keynum, saved) in &changes {
-            blocks.add(*keynum, saved)?;
+        for &(keynum, version) in &changes.plain {
+            blocks.add(keynum, &Saved::Plain(version))?;
+        }
+        let mut start = 0;
+        for &end in &changes.full_ends {
+            blocks.add_encoded(&changes.full[start..end])?;
+            start = end;
         }
         blocks.finish()?;
-        Ok(changes.len() as u64)
+        Ok((changes.plain.len() + changes.full_ends.len()) as u64)
     }
 
     /// Reads a ledger [`Ledger::save`] wrote, with the batches appended since, or one of the

@@ -125,6 +125,15 @@ impl std::hash::Hasher for KeyHasher {
 
 type KeyMap = HashMap<u64, KeyState, std::hash::BuildHasherDefault<KeyHasher>>;
 
+/// The keys changed since the last save: plain ones as (keynum, version), in key order, and the
+/// others already encoded as records (`full`, each ending at the offset in `full_ends`).
+#[derive(Default)]
+pub(super) struct Changes {
+    pub(super) plain: Vec<(u64, u64)>,
+    pub(super) full: Vec<u8>,
+    pub(super) full_ends: Vec<usize>,
+}
+
 /// One shard: the writes in flight on its keys (few: at most one per worker), the keys whose
 /// state is more than a word (and every key beyond the flat array), and the keys changed since
 /// the last save.
@@ -235,7 +244,7 @@ impl Ledger {
             }
             return;
         };
-        self.flat_end.fetch_max(keynum + 1, Ordering::AcqRel);
+        self.extend_flat_end(keynum);
         let plain = state.is_plain();
         let new = if plain {
             state.all.acked
@@ -255,13 +264,21 @@ impl Ledger {
         }
     }
 
+    /// Makes the flat array's end cover `keynum`. Read first: every worker writes keys, and a
+    /// write to this one shared word for each would bounce its cache line between the cores.
+    fn extend_flat_end(&self, keynum: u64) {
+        if self.flat_end.load(Ordering::Relaxed) <= keynum {
+            self.flat_end.fetch_max(keynum + 1, Ordering::AcqRel);
+        }
+    }
+
     /// Sets the saved state of `keynum` while a ledger is read back.
     pub(super) fn restore(&self, keynum: u64, state: &KeyState) {
         if state.is_plain() && keynum < FLAT_KEYS {
             // The common key, without the shard's lock: only the reader touches the ledger.
             let word = self.word_or_make(keynum).expect("below FLAT_KEYS");
             let before = word.swap(state.all.acked, Ordering::AcqRel);
-            self.flat_end.fetch_max(keynum + 1, Ordering::AcqRel);
+            self.extend_flat_end(keynum);
             if before & EXTRA != 0 {
                 self.shard(keynum).extras.remove(&keynum);
             }
@@ -378,12 +395,18 @@ impl Ledger {
             }
         }
         let shard = self.shard(keynum);
-        self.state_in(&shard, keynum)
-            .filter(KeyState::written)
-            .map(|s| KeyExpectation {
+        if let Some(s) = shard.extras.get(&keynum) {
+            return s.written().then(|| KeyExpectation {
                 fields: s.entries().collect(),
                 unacked_max: s.unacked_max,
-            })
+            });
+        }
+        // Changed back to a word since it was looked at.
+        let version = self.word(keynum)?.load(Ordering::Acquire) & VERSION_MASK;
+        (version > 0).then(|| KeyExpectation {
+            fields: vec![KeyState::plain(version).all],
+            unacked_max: 0,
+        })
     }
 
     /// Counts a value judged during a run's read.
@@ -557,35 +580,36 @@ impl Ledger {
         Ok(())
     }
 
-    /// Takes the keys changed since the last call, in ascending order, with their states now;
-    /// a key changed again meanwhile is listed again for the next call. Workers wait on a
-    /// shard only while its list is swapped out, or while a key with more than a word is read.
-    pub(super) fn take_changes(&self) -> Vec<(u64, Saved)> {
-        let mut out = Vec::new();
+    /// Takes the keys changed since the last call with their states now; a key changed again
+    /// meanwhile is listed again for the next call. Workers wait on a shard only while its list
+    /// is swapped out, or while a few dozen of its keys are read: a key with more than a word
+    /// is encoded right there, with no copy made of it.
+    pub(super) fn take_changes(&self) -> Changes {
+        let mut changes = Changes::default();
         for s in &*self.shards {
             let mut keys = std::mem::take(&mut lock(s).changed);
             keys.sort_unstable();
             keys.dedup();
-            // A few dozen keys per hold of the lock: workers of the shard wait for a copy
-            // of that many states at most, never for the whole list.
             for chunk in keys.chunks(32) {
                 let shard = lock(s);
                 for &keynum in chunk {
                     if let Some(word) = self.word(keynum) {
                         let w = word.fetch_and(!DIRTY, Ordering::AcqRel);
                         if w & EXTRA == 0 {
-                            out.push((keynum, Saved::Plain(w & VERSION_MASK)));
+                            changes.plain.push((keynum, w & VERSION_MASK));
                             continue;
                         }
                     }
                     if let Some(state) = shard.extras.get(&keynum) {
-                        out.push((keynum, Saved::Full(state.clone())));
+                        super::journal::encode_full(&mut changes.full, keynum, state);
+                        changes.full_ends.push(changes.full.len());
                     }
                 }
             }
         }
-        out.sort_unstable_by_key(|c| c.0);
-        out
+        // In key order, so keys changed together (a load) make runs of plain keys.
+        changes.plain.sort_unstable_by_key(|c| c.0);
+        changes
     }
 
     /// Forgets the changes listed so far: a snapshot taken next holds them.
