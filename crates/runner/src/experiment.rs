@@ -55,6 +55,8 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     schedule: Option<StartSchedule>,
     /// The acknowledged versioned writes of every step (`versionedwrites`), saved after each.
     ledger: Option<Arc<Ledger>>,
+    /// The ledger's file in the run directory, appended to by every step's saves.
+    ledger_journal: Arc<std::sync::Mutex<crate::verify::LedgerJournal>>,
     /// Each recorded step's directory and the window its database events were read for.
     event_windows: Vec<(std::path::PathBuf, u64, u64)>,
 }
@@ -114,6 +116,9 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             .get_u64("status.interval", 10)
             .map_err(|e| UsageError(e.0))?,
     );
+    let ledger_journal = Arc::new(std::sync::Mutex::new(crate::verify::LedgerJournal::new(
+        &run.path,
+    )));
     let mut sweep = Sweep {
         plan,
         factory,
@@ -132,6 +137,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             }
             (true, _) => Some(Arc::new(Ledger::new())),
         },
+        ledger_journal,
         event_windows: Vec::new(),
     };
     let mut interrupted = false;
@@ -349,10 +355,9 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 observer = observer.with_faults(self.plan.faults.clone(), handler);
             }
         }
-        let saver = self
-            .ledger
-            .as_ref()
-            .map(|l| crate::verify::LedgerSaver::start(Arc::clone(l), self.run.path.clone()));
+        let saver = self.ledger.as_ref().map(|l| {
+            crate::verify::LedgerSaver::start(Arc::clone(l), Arc::clone(&self.ledger_journal))
+        });
         let result = run_step(
             self.factory,
             &workload,
@@ -535,7 +540,7 @@ fn check_integrity<F: DbFactory, D: Deployment<F>>(
     plan: &Plan,
     factory: &F,
     deployment: &D,
-    ledger: &Ledger,
+    ledger: &Arc<Ledger>,
     checked_by: &str,
 ) -> Result<iodig_model::integrity::IntegrityDoc> {
     let read_with = match plan.props.get("cassandra.readconsistencylevel") {
@@ -544,7 +549,7 @@ fn check_integrity<F: DbFactory, D: Deployment<F>>(
     };
     iodig_model::eprintln_lossy!(
         "verify: reading back {} keys written by the run ({read_with})",
-        ledger.keys().len()
+        ledger.key_count()
     );
     let mut doc = crate::verify::check(factory, plan.spec(), ledger, checked_by, read_with)?;
     doc.per_node = deployment.check_each_node(plan, ledger)?;
@@ -573,7 +578,7 @@ fn verify_existing<F: DbFactory, D: Deployment<F>>(
     deployment: &D,
     run_dir: &std::path::Path,
 ) -> Result<RunOutcome> {
-    let ledger = crate::verify::load_ledger(run_dir)?;
+    let ledger = Arc::new(crate::verify::load_ledger(run_dir)?);
     let doc = check_integrity(plan, factory, deployment, &ledger, "verify")?;
     let closed = factory.close();
     let run_json = run_dir.join(iodig_model::files::RUN);
