@@ -5,6 +5,7 @@
 use crate::deployment::{self, db_error, Deployment};
 use crate::environment;
 use crate::errors::RunError;
+use crate::live::{LiveSink, LiveStep};
 use crate::observe::{preflight_trace, trace_options, Observer};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::progress::{Progress, ProgressMode};
@@ -38,7 +39,21 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome, RunErr
         // Refused before a database opens or a node starts.
         crate::resume::check_plan(&plan, from)?;
     }
-    Ok(deployment::run(plan, stop)?)
+    // Bound before a node starts or a load begins: a port in use is said now (exit 2).
+    let metrics = match &plan.req.metrics {
+        Some(addr) => Some(crate::live::MetricsServer::start(
+            addr,
+            Arc::clone(&plan.live),
+        )?),
+        None => None,
+    };
+    let linger = plan.metrics_linger;
+    let outcome = deployment::run(plan, stop);
+    if let Some(server) = metrics {
+        // Also after a failed run: what was measured up to the failure is worth a last scrape.
+        server.stop(linger);
+    }
+    Ok(outcome?)
 }
 
 /// The sweep of one run over an open binding in its deployment.
@@ -108,6 +123,12 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             run
         }
     };
+    plan.live.set_run(
+        &run.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
     let mode = ProgressMode::detect(
         plan.req.status,
         plan.props
@@ -120,7 +141,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         deployment,
         trace: (plan.req.trace.mode != TraceMode::Off).then_some(trace_opts),
         run,
-        progress: Progress::new(mode),
+        progress: Progress::watched(mode, Arc::clone(&plan.live)),
         stop,
         schedule: plan.req.start_at.map(StartSchedule::new),
         ledger: match (plan.spec().versioned_writes, &plan.req.resume) {
@@ -339,7 +360,8 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             self.plan.req.watch.clone(),
             processes,
             hosts.as_deref_mut(),
-        );
+        )
+        .watched_by(Arc::clone(&self.plan.live) as Arc<dyn LiveSink>);
         // Clients started together wait for the step's common start (--start-at).
         if let Some(late) = self.schedule.as_ref().and_then(|s| s.wait(name, self.stop)) {
             self.run.doc.notes.push(late);
@@ -349,6 +371,17 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 observer = observer.with_faults(self.plan.faults.clone(), handler);
             }
         }
+        let live_step = LiveStep {
+            step: name.to_string(),
+            workload: if step.phase == Phase::Load {
+                "load".into()
+            } else {
+                w.label.clone()
+            },
+            threads: u32::try_from(step.threads).unwrap_or(u32::MAX),
+            target: step.target_ops_per_sec,
+        };
+        self.plan.live.step_started(&live_step);
         let saver = self
             .ledger
             .as_ref()
@@ -361,6 +394,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             &mut self.progress,
             &mut observer,
         )?;
+        self.plan.live.step_ended(&live_step);
         if let Some(s) = &mut self.schedule {
             s.step_ended(step);
         }

@@ -7,6 +7,7 @@ use crate::device_stats::DeviceStatsProbe;
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
 use crate::fault::{Fault, FaultHandler, FaultRunner};
+use crate::live::{LiveSink, NoLive};
 use crate::remote::{NodeResult, RemoteHosts};
 use crate::step::StepObserver;
 use anyhow::Result;
@@ -18,6 +19,7 @@ use iodig_model::sys::SysDoc;
 use iodig_model::trace::TraceDoc;
 use iodig_sysstat::{Sampler, SysOptions};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The trace covers the devices named with `--device` and the one under the data directory.
@@ -100,6 +102,8 @@ pub struct Observer<'r> {
     sys: Option<Sampler>,
     /// Why the trace of this step is missing, when it is.
     pub trace_error: Option<String>,
+    /// Who watches the run live: the faults as they fire, the local tracer's seconds.
+    live: Arc<dyn LiveSink>,
 }
 
 /// What the observers measured over one step.
@@ -140,6 +144,7 @@ impl<'r> Observer<'r> {
             device_stats: None,
             sys: None,
             trace_error: None,
+            live: Arc::new(NoLive),
         };
         o.prepare();
         o
@@ -163,6 +168,12 @@ impl<'r> Observer<'r> {
         if let Some(r) = self.remote.as_deref_mut() {
             r.await_prepared();
         }
+    }
+
+    /// Publishes what it sees as it happens to `live`: set before the step starts.
+    pub fn watched_by(mut self, live: Arc<dyn LiveSink>) -> Self {
+        self.live = live;
+        self
     }
 
     /// Injects these faults at their offsets from the start of measurement.
@@ -246,7 +257,7 @@ impl StepObserver for Observer<'_> {
             r.await_started();
         }
         if let Some((faults, handler)) = self.faults.take() {
-            self.fault_runner = Some(FaultRunner::start(&faults, handler));
+            self.fault_runner = Some(FaultRunner::start(&faults, handler, Arc::clone(&self.live)));
         }
     }
 }
