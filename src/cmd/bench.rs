@@ -49,6 +49,7 @@ fn request(args: &BenchArgs, phase: Phase) -> Result<(RunRequest, Vec<String>), 
             devices: args.device.clone(),
             slot_ms: args.slot_ms,
             events_file: None,
+            live: None,
         },
         load: match (args.reload, args.no_load) {
             (true, _) => LoadPolicy::Always,

@@ -57,6 +57,7 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode, RunError> {
         devices: args.devices.clone(),
         slot_ms: args.slot_ms,
         events_file: args.events.clone(),
+        live: None,
     };
     let watch = WatchOptions {
         cgroups: args.cgroups.clone(),

@@ -4,7 +4,7 @@ use crate::attr;
 use crate::cgroups::{self, Hierarchy, Target, Watch};
 use crate::devices::{self, Disk};
 use crate::diskstats::Stat;
-use crate::ebpf::{AttrRaw, DevRaw, Raw, SplitRaw};
+use crate::ebpf::{DevRaw, Raw, SplitRaw};
 use crate::fallback::Samples;
 use crate::hist::{self, LAT_SUB_BITS};
 use crate::series::{self, Window};
@@ -102,22 +102,6 @@ pub fn from_ebpf(ctx: &Ctx, raw: Raw) -> TraceDoc {
     doc
 }
 
-/// Device index, op index and class of row `idx`: reserved rows by position, others by key.
-fn row_identity(raw: &Raw, idx: u32, r: &AttrRaw) -> Option<(usize, usize, usize)> {
-    let nops = OPS.len() as u32;
-    let half = raw.attr_reserved / 2;
-    if idx < raw.attr_reserved {
-        let (class, i) = if idx < half {
-            (attr::UNKNOWN, idx)
-        } else {
-            (attr::CAPPED, idx - half)
-        };
-        return Some(((i / nops) as usize, (i % nops) as usize, class));
-    }
-    let k = r.key?;
-    Some((k.dev as usize, k.op as usize, k.class as usize))
-}
-
 /// Bounds `(lower, upper]` in bytes of attribution size bucket `i` (0 = zero bytes).
 fn attr_size_bounds(i: usize) -> (u64, u64) {
     if i == 0 {
@@ -138,7 +122,7 @@ fn attribution(ctx: &Ctx, raw: &Raw, w: Window) -> Attribution {
         if r.ios == 0 && r.bytes == 0 {
             continue;
         }
-        let Some((d, op, class)) = row_identity(raw, idx, r) else {
+        let Some((d, op, class)) = crate::ebpf::row_identity(raw.attr_reserved, idx, r.key) else {
             continue;
         };
         let (Some(disk), Some(op_name), Some(c)) =

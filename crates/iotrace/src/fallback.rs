@@ -3,6 +3,7 @@
 
 use crate::devices::Disk;
 use crate::diskstats::{self, Stat};
+use crate::live::DiskstatsLive;
 use std::collections::HashMap;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
@@ -16,7 +17,7 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn start(disks: Vec<Disk>, slot_ns: u64) -> Sampler {
+    pub fn start(disks: Vec<Disk>, slot_ns: u64, mut live: Option<DiskstatsLive>) -> Sampler {
         let (tx, rx) = mpsc::channel::<()>();
         let first = (crate::ebpf::unix_now_ns(), diskstats::read(&disks));
         let handle = std::thread::Builder::new()
@@ -29,11 +30,17 @@ impl Sampler {
                     match rx.recv_timeout(Duration::from_nanos(wait)) {
                         Err(RecvTimeoutError::Timeout) => {
                             samples.push((crate::ebpf::unix_now_ns(), diskstats::read(&disks)));
+                            if let Some(l) = &mut live {
+                                l.send_complete(&samples, false);
+                            }
                         }
                         _ => break,
                     }
                 }
                 samples.push((crate::ebpf::unix_now_ns(), diskstats::read(&disks)));
+                if let Some(l) = &mut live {
+                    l.send_complete(&samples, true);
+                }
                 samples
             })
             .ok();

@@ -11,6 +11,7 @@ mod doc;
 mod ebpf;
 mod fallback;
 pub mod hist;
+mod live;
 pub mod ops;
 pub mod render;
 pub mod series;
@@ -18,6 +19,7 @@ pub mod series;
 use devices::Disk;
 pub use ebpf::ATTR_KEYS;
 pub use iodig_model::trace::TraceDoc;
+pub use live::LiveFeed;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -66,6 +68,10 @@ pub struct TraceOptions {
     pub slot_ms: u32,
     /// Raw per-IO events as CSV (eBPF mode only).
     pub events_file: Option<PathBuf>,
+    /// Each second of the trace, sent about one to two seconds after it ends (the last one at
+    /// stop), in eBPF and diskstats modes: what a live view shows while `trace.json` waits for
+    /// the end.
+    pub live: Option<LiveFeed>,
 }
 
 impl Default for TraceOptions {
@@ -75,6 +81,7 @@ impl Default for TraceOptions {
             devices: Vec::new(),
             slot_ms: 100,
             events_file: None,
+            live: None,
         }
     }
 }
@@ -141,6 +148,7 @@ pub struct TraceSession {
     attr_notes: Vec<String>,
     hierarchy: Option<cgroups::Hierarchy>,
     cgroups_at_start: std::collections::HashMap<u64, String>,
+    live: Option<LiveFeed>,
 }
 
 impl TraceSession {
@@ -310,6 +318,7 @@ pub fn prepare_watching(
         slot_ms: opts.slot_ms,
         start_unix_ms: 0,
         events_file: opts.events_file.clone(),
+        live: opts.live.clone(),
     };
     let ready = |session, pending| Ok(PreparedTrace { session, pending });
     match opts.mode {
@@ -332,8 +341,14 @@ pub fn prepare_watching(
     }
     let tried = match ebpf_precheck() {
         Some(reason) => Err(reason),
-        None => prepare_ebpf(&s.disks, opts, attribution, s.watch.task_cgroups())
-            .map_err(|e| format!("eBPF load failed: {e:#}")),
+        None => prepare_ebpf(
+            &s.disks,
+            opts,
+            attribution,
+            s.watch.task_cgroups(),
+            auto_devices,
+        )
+        .map_err(|e| format!("eBPF load failed: {e:#}")),
     };
     match (tried, opts.mode) {
         (Ok(p), mode) => ready(s, Pending::Ebpf(p, mode)),
@@ -357,6 +372,8 @@ impl PreparedTrace {
                 Ok(sess) => {
                     s.inner = Inner::Ebpf(sess);
                     s.mode = "ebpf";
+                    // The tracer thread holds its own sender: the feed ends when it does.
+                    s.live = None;
                     Ok(s)
                 }
                 Err(e) if mode == TraceMode::Ebpf => Err(TraceError::Privilege {
@@ -375,6 +392,7 @@ fn prepare_ebpf(
     opts: &TraceOptions,
     attribution: bool,
     watch_cgroups: Vec<(u32, u64)>,
+    auto_devices: bool,
 ) -> anyhow::Result<ebpf::Prepared> {
     anyhow::ensure!(!disks.is_empty(), "no block device to trace");
     ebpf::prepare(ebpf::Config {
@@ -383,14 +401,20 @@ fn prepare_ebpf(
         events_file: opts.events_file.clone(),
         attribution,
         watch_cgroups,
+        live: opts.live.clone().map(|feed| (feed, auto_devices)),
     })
 }
 
 impl TraceSession {
     fn with_diskstats(mut self, note: Option<String>) -> Self {
+        let live = self
+            .live
+            .take()
+            .map(|feed| live::DiskstatsLive::new(feed, &self.disks, self.auto_devices));
         self.inner = Inner::Diskstats(fallback::Sampler::start(
             self.disks.clone(),
             u64::from(self.slot_ms) * 1_000_000,
+            live,
         ));
         self.mode = "diskstats";
         self.note = note;

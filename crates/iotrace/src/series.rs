@@ -86,45 +86,79 @@ pub fn from_slots(
     slots: &BTreeMap<u64, SlotRec>,
     sec_lat: &BTreeMap<(u64, usize), Vec<u64>>,
 ) -> Vec<DeviceSecond> {
-    let s_ns = w.slot_ns;
-    let mut out: BTreeMap<u64, (DeviceSecond, f64)> = BTreeMap::new();
-    let mut depth: i64 = 0;
-    let empty = SlotRec::default();
-    for id in w.start_ns / s_ns..=(w.end_ns.saturating_sub(1)) / s_ns {
-        let r = slots.get(&id).unwrap_or(&empty);
-        let (from, to) = (id * s_ns, (id + 1) * s_ns);
-        let cov = w.covered(from, to).max(1);
-        let sec = from / NS;
-        let area = depth as f64 * s_ns as f64 + (r.n_issue * s_ns) as f64
-            - r.sum_issue_off as f64
-            - (r.n_done * s_ns) as f64
-            + r.sum_done_off as f64;
-        let qd_max = (depth.max(0) as u64).max(r.qd_max);
-        depth += r.n_issue as i64 - r.n_done as i64;
-        let entry = out
-            .entry(sec)
-            .or_insert_with(|| (empty_second(sec, w.covered(sec * NS, (sec + 1) * NS)), 0.0));
-        entry.1 += area;
-        let d = &mut entry.0;
-        d.qd_max = Some(d.qd_max.unwrap_or(0).max(qd_max));
-        for (i, op) in OPS.iter().enumerate() {
-            let (ios, bytes, lat_max) = r.ops[i];
-            if i == 4 && ios == 0 && bytes == 0 {
-                continue;
-            }
-            let o = d.ops.entry(op.to_string()).or_default();
-            o.ios += ios;
-            o.bytes += bytes;
-            o.mb_s_max = o.mb_s_max.max(rate(bytes, cov) / 1e6);
-            o.iops_max = o.iops_max.max(rate(ios, cov));
-            if lat_max > 0 {
-                o.lat_max_ns = Some(o.lat_max_ns.unwrap_or(0).max(lat_max));
+    if w.end_ns <= w.start_ns {
+        return Vec::new();
+    }
+    let mut b = SecondsBuilder::new(w);
+    (w.start_ns / NS..=(w.end_ns - 1) / NS)
+        .map(|sec| b.second(sec, slots, sec_lat))
+        .collect()
+}
+
+/// One device's seconds built in order, carrying the queue depth from one to the next: the
+/// whole window at the end ([`from_slots`]) and each second as it completes while tracing (the
+/// live feed) are the same arithmetic.
+#[derive(Debug, Clone)]
+pub struct SecondsBuilder {
+    w: Window,
+    /// In-flight depth at the start of the next slot.
+    depth: i64,
+}
+
+impl SecondsBuilder {
+    /// Starts at the window's first slot. While tracing the window's end is unknown: give
+    /// `u64::MAX` and every second after the first is whole.
+    pub fn new(w: Window) -> Self {
+        SecondsBuilder { w, depth: 0 }
+    }
+
+    /// The window's end, once known: the last second is then as partial as it was.
+    pub fn end_at(&mut self, end_ns: u64) {
+        self.w.end_ns = end_ns;
+    }
+
+    /// Second `sec` (unix s) from its slots: seconds must be asked in order, from the window's
+    /// first, and every slot of the second must have been drained.
+    pub fn second(
+        &mut self,
+        sec: u64,
+        slots: &BTreeMap<u64, SlotRec>,
+        sec_lat: &BTreeMap<(u64, usize), Vec<u64>>,
+    ) -> DeviceSecond {
+        let (w, s_ns) = (self.w, self.w.slot_ns);
+        let first = (sec * NS / s_ns).max(w.start_ns / s_ns);
+        let last = ((sec + 1) * NS / s_ns - 1).min(w.end_ns.saturating_sub(1) / s_ns);
+        let mut d = empty_second(sec, w.covered(sec * NS, (sec + 1) * NS));
+        let mut area = 0.0;
+        let empty = SlotRec::default();
+        for id in first..=last {
+            let r = slots.get(&id).unwrap_or(&empty);
+            let (from, to) = (id * s_ns, (id + 1) * s_ns);
+            let cov = w.covered(from, to).max(1);
+            area += self.depth as f64 * s_ns as f64 + (r.n_issue * s_ns) as f64
+                - r.sum_issue_off as f64
+                - (r.n_done * s_ns) as f64
+                + r.sum_done_off as f64;
+            let qd_max = (self.depth.max(0) as u64).max(r.qd_max);
+            self.depth += r.n_issue as i64 - r.n_done as i64;
+            d.qd_max = Some(d.qd_max.unwrap_or(0).max(qd_max));
+            for (i, op) in OPS.iter().enumerate() {
+                let (ios, bytes, lat_max) = r.ops[i];
+                if i == 4 && ios == 0 && bytes == 0 {
+                    continue;
+                }
+                let o = d.ops.entry(op.to_string()).or_default();
+                o.ios += ios;
+                o.bytes += bytes;
+                o.mb_s_max = o.mb_s_max.max(rate(bytes, cov) / 1e6);
+                o.iops_max = o.iops_max.max(rate(ios, cov));
+                if lat_max > 0 {
+                    o.lat_max_ns = Some(o.lat_max_ns.unwrap_or(0).max(lat_max));
+                }
             }
         }
+        finish_second(&mut d, sec, area, sec_lat)
     }
-    out.into_iter()
-        .map(|(sec, (mut d, area))| finish_second(&mut d, sec, area, sec_lat))
-        .collect()
 }
 
 fn finish_second(

@@ -61,6 +61,7 @@ fn ebpf_on(dev: &LoopDev) -> TraceOptions {
         devices: vec![dev.path.clone()],
         slot_ms: 100,
         events_file: None,
+        live: None,
     }
 }
 

@@ -17,6 +17,7 @@ fn opts(dev: &LoopDev, mode: TraceMode) -> TraceOptions {
         devices: vec![dev.path.clone()],
         slot_ms: 100,
         events_file: None,
+        live: None,
     }
 }
 
@@ -283,6 +284,7 @@ fn sixteen_devices_trace_at_once_and_each_gets_exactly_its_io() {
         devices: devs.iter().map(|d| d.path.clone()).collect(),
         slot_ms: 100,
         events_file: None,
+        live: None,
     })
     .expect("eBPF tracing loads as root");
     assert_eq!(session.mode(), "ebpf", "sixteen devices load in eBPF mode");
@@ -344,6 +346,95 @@ fn diskstats_fallback_reports_the_same_io_counts() {
     assert!(secs
         .iter()
         .any(|s| s.util_pct.is_some() && s.qd_mean.is_some()));
+}
+
+/// Reads and writes spread over about three seconds, so the live feed has whole seconds to
+/// send before the trace stops.
+fn io_over_three_seconds(dev: &LoopDev) {
+    let f = dev.open_direct();
+    let buf = AlignedBuf::new(64 * KIB as usize);
+    for round in 0..6u64 {
+        reads_then_writes(&f, &buf, 256 * MIB + round * MIB, 64 * KIB);
+        std::thread::sleep(std::time::Duration::from_millis(450));
+    }
+}
+
+#[test]
+fn the_live_feed_sends_each_second_as_the_trace_will_hold_it() {
+    let _g = lock();
+    let dev = LoopDev::new(GIB, 0, false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let session = start(&TraceOptions {
+        live: Some(tx),
+        ..opts(&dev, TraceMode::Ebpf)
+    })
+    .expect("eBPF tracing loads as root");
+    io_over_three_seconds(&dev);
+    let before_stop: Vec<_> = rx.try_iter().collect();
+    assert!(
+        !before_stop.is_empty(),
+        "whole seconds are sent while tracing, not only at stop"
+    );
+    let doc = session.stop().unwrap();
+    let mut live: Vec<_> = before_stop;
+    live.extend(rx.try_iter());
+    let traced = &doc.devices[0];
+    let seconds: Vec<_> = live
+        .iter()
+        .map(|s| {
+            assert_eq!(s.devices.len(), 1, "one device asked for, one sent");
+            assert_eq!(s.devices[0].name, dev.name);
+            s.devices[0].second.clone()
+        })
+        .collect();
+    assert_eq!(
+        seconds, traced.seconds,
+        "every second of trace.json, sent once, in order, with the same figures"
+    );
+    assert_eq!(seconds.iter().map(|s| s.ops["read"].ios).sum::<u64>(), 600);
+    if let Some(a) = &doc.self_check.attribution {
+        for op in ["read", "write"] {
+            let by_rows: u64 = a
+                .rows
+                .iter()
+                .filter(|r| r.device == dev.name && r.op == op)
+                .flat_map(|r| r.seconds.iter().map(|s| s.ios))
+                .sum();
+            let by_live: u64 = live
+                .iter()
+                .flat_map(|s| s.devices[0].classes.values())
+                .filter_map(|ops| ops.get(op).map(|v| v.0))
+                .sum();
+            assert_eq!(by_live, by_rows, "{op}: IO by class, live and in the rows");
+        }
+    }
+}
+
+#[test]
+fn the_live_feed_runs_in_diskstats_mode_too() {
+    let _g = lock();
+    let dev = LoopDev::new(GIB, 0, false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let session = start(&TraceOptions {
+        live: Some(tx),
+        ..opts(&dev, TraceMode::Diskstats)
+    })
+    .unwrap();
+    io_over_three_seconds(&dev);
+    let mut live: Vec<_> = rx.try_iter().collect();
+    assert!(!live.is_empty(), "seconds are sent while sampling");
+    let doc = session.stop().unwrap();
+    // What was sent while sampling and the rest at stop add up to the trace.
+    live.extend(rx.try_iter());
+    let sum = |op: &str| -> u64 {
+        live.iter()
+            .flat_map(|s| s.devices.iter())
+            .map(|d| d.second.ops[op].ios)
+            .sum()
+    };
+    assert_eq!(sum("read"), op(&doc, "read").ios);
+    assert_eq!(sum("write"), op(&doc, "write").ios);
+    assert_eq!(sum("read"), 600);
 }
 
 #[test]

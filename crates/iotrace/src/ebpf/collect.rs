@@ -286,33 +286,60 @@ pub fn read_attr(skel: &IotraceSkel<'_>, rows: &mut BTreeMap<u32, AttrRaw>, in_u
                 .zip(v.lat.iter())
                 .for_each(|(a, b)| *a += u64::from(*b));
         }
-        if let Ok(Some(b)) = skel
-            .maps
-            .attr_info
-            .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
-        {
-            if let Some(info) = pod::<types::attr_info>(&b) {
-                let k = info.key;
-                if k.cgid != 0
-                    || k.tgid != 0
-                    || k.class_id != 0
-                    || k.in_watched != 0
-                    || info.thread[0] != 0
-                {
-                    r.key = Some(AttrKey {
-                        cgid: k.cgid,
-                        tgid: k.tgid,
-                        class: k.class_id,
-                        dev: k.dev,
-                        op: k.op,
-                        in_watched: k.in_watched,
-                    });
-                    r.thread = cstr(&info.thread);
-                    r.process = cstr(&info.process);
-                }
-            }
+        if let Some((key, thread, process)) = attr_key(skel, idx) {
+            r.key = Some(key);
+            r.thread = thread;
+            r.process = process;
         }
     }
+}
+
+/// Who attribution row `idx` is (its key, thread and process names), once the kernel has
+/// handed it out; none for reserved rows.
+pub fn attr_key(skel: &IotraceSkel<'_>, idx: u32) -> Option<(AttrKey, String, String)> {
+    let b = skel
+        .maps
+        .attr_info
+        .lookup(&idx.to_ne_bytes(), MapFlags::ANY)
+        .ok()??;
+    let info = pod::<types::attr_info>(&b)?;
+    let k = info.key;
+    let named = k.cgid != 0 || k.tgid != 0 || k.class_id != 0 || k.in_watched != 0;
+    (named || info.thread[0] != 0).then(|| {
+        (
+            AttrKey {
+                cgid: k.cgid,
+                tgid: k.tgid,
+                class: k.class_id,
+                dev: k.dev,
+                op: k.op,
+                in_watched: k.in_watched,
+            },
+            cstr(&info.thread),
+            cstr(&info.process),
+        )
+    })
+}
+
+/// Device index, op index and class of row `idx`: reserved rows by position (the first half
+/// `unknown`, the second `capped`, each device × op), others by their key.
+pub fn row_identity(
+    reserved: u32,
+    idx: u32,
+    key: Option<AttrKey>,
+) -> Option<(usize, usize, usize)> {
+    let nops = NOPS as u32;
+    let half = reserved / 2;
+    if idx < reserved {
+        let (class, i) = if idx < half {
+            (crate::attr::UNKNOWN, idx)
+        } else {
+            (crate::attr::CAPPED, idx - half)
+        };
+        return Some(((i / nops) as usize, (i % nops) as usize, class));
+    }
+    let k = key?;
+    Some((k.dev as usize, k.op as usize, k.class as usize))
 }
 
 /// Self-check counters summed over CPUs (indexes as C_* in iotrace.h).

@@ -22,8 +22,10 @@ mod skel {
 
 use crate::devices::Disk;
 use crate::diskstats::{self, Stat};
+use crate::live::EbpfLive;
+use crate::series::Window;
 use anyhow::{anyhow, Context, Result};
-pub use collect::{AttrRaw, DevRaw, SplitRaw};
+pub use collect::{row_identity, AttrRaw, DevRaw, SplitRaw};
 use iodig_model::trace::ProgStat;
 pub use load::{has_io_start, ATTR_KEYS};
 use std::collections::HashMap;
@@ -53,6 +55,8 @@ pub struct Config {
     pub attribution: bool,
     /// Cgroups of the v2 tree (level, id) to key rows by (see [`load::LoadConfig`]).
     pub watch_cgroups: Vec<(u32, u64)>,
+    /// Where each second goes once drained, and whether idle devices are left out of it.
+    pub live: Option<(crate::LiveFeed, bool)>,
 }
 
 /// Everything the session read, ready to become a TraceDoc.
@@ -231,6 +235,14 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
     let _ = phases.ready.send(Ok(flavour.name().to_string()));
     let reserved = load::attr_reserved(cfg.disks.len());
     let mut st = Drain::new(cfg.disks.len(), start_ns, cfg.slot_ns, reserved);
+    st.live = cfg.live.clone().map(|(feed, only_active)| {
+        let w = Window {
+            start_ns,
+            end_ns: u64::MAX,
+            slot_ns: cfg.slot_ns,
+        };
+        EbpfLive::new(feed, &cfg.disks, only_active, w)
+    });
     // Detaches before the final reads, so nothing changes under them, and only then ends the
     // window: detaching takes milliseconds on a busy machine, and an IO completing meanwhile is
     // counted, so the window (and diskstats' end) must include it. The event stream is drained
@@ -285,6 +297,10 @@ struct Drain {
     next_slot: u64,
     next_sec: u64,
     slot_ns: u64,
+    /// The live feed, when asked for, and the rows it has named so far (a row's owner does
+    /// not change once the kernel hands it out).
+    live: Option<EbpfLive>,
+    row_names: HashMap<u32, (usize, usize, usize)>,
 }
 
 impl Drain {
@@ -296,6 +312,37 @@ impl Drain {
             next_slot: start_ns / slot_ns,
             next_sec: start_ns / 1_000_000_000,
             slot_ns,
+            live: None,
+            row_names: HashMap::new(),
+        }
+    }
+
+    /// Sends the seconds drained in full to the live feed; at the end, the rest up to `end_ns`.
+    fn feed_live(&mut self, skel: &skel::IotraceSkel<'_>, end_ns: Option<u64>) {
+        let Some(live) = &mut self.live else {
+            return;
+        };
+        let (reserved, names) = (self.reserved, &mut self.row_names);
+        let mut identity = |idx: u32| {
+            if let Some(id) = names.get(&idx) {
+                return Some(*id);
+            }
+            let key = (idx >= reserved)
+                .then(|| collect::attr_key(skel, idx).map(|k| k.0))
+                .flatten();
+            let id = row_identity(reserved, idx, key)?;
+            names.insert(idx, id);
+            Some(id)
+        };
+        match end_ns {
+            None => live.send_complete(
+                &self.devs,
+                &self.attr,
+                &mut identity,
+                self.next_slot,
+                self.next_sec,
+            ),
+            Some(end) => live.finish(&self.devs, &self.attr, &mut identity, end),
         }
     }
 
@@ -317,6 +364,7 @@ impl Drain {
             collect::drain_seconds(skel, &mut self.devs, self.next_sec, cur_sec - 1);
             self.next_sec = cur_sec - 1;
         }
+        self.feed_live(skel, None);
     }
 
     fn finish(&mut self, skel: &skel::IotraceSkel<'_>, end_ns: u64) {
@@ -327,6 +375,7 @@ impl Drain {
             self.next_sec,
             end_ns / 1_000_000_000 + 1,
         );
+        self.feed_live(skel, Some(end_ns));
     }
 }
 
