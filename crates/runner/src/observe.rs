@@ -16,10 +16,14 @@ use iodig_iotrace::{
 };
 use iodig_model::device_stats::DeviceStatsDoc;
 use iodig_model::sys::SysDoc;
+use iodig_model::trace::LiveSecond;
 use iodig_model::trace::TraceDoc;
 use iodig_sysstat::{Sampler, SysOptions};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The trace covers the devices named with `--device` and the one under the data directory.
@@ -104,6 +108,12 @@ pub struct Observer<'r> {
     pub trace_error: Option<String>,
     /// Who watches the run live: the faults as they fire, the local tracer's seconds.
     live: Arc<dyn LiveSink>,
+    /// The local tracer's seconds as they complete, until someone watches them.
+    live_seconds: Option<Receiver<LiveSecond>>,
+    /// Hands the local tracer's seconds to `live` as the client host's; ends with the trace.
+    live_forwarder: Option<JoinHandle<()>>,
+    /// Set once the trace has stopped: the forwarder ends when nothing is left to hand over.
+    live_done: Arc<AtomicBool>,
 }
 
 /// What the observers measured over one step.
@@ -145,6 +155,9 @@ impl<'r> Observer<'r> {
             sys: None,
             trace_error: None,
             live: Arc::new(NoLive),
+            live_seconds: None,
+            live_forwarder: None,
+            live_done: Arc::new(AtomicBool::new(false)),
         };
         o.prepare();
         o
@@ -157,6 +170,11 @@ impl<'r> Observer<'r> {
     fn prepare(&mut self) {
         if let Some(r) = self.remote.as_deref_mut() {
             r.prepare();
+        }
+        if let Some(opts) = &mut self.trace_opts {
+            let (feed, seconds) = std::sync::mpsc::channel();
+            opts.live = Some(feed);
+            self.live_seconds = Some(seconds);
         }
         if let Some(opts) = &self.trace_opts {
             match iodig_iotrace::prepare_watching(opts, &self.watch) {
@@ -172,6 +190,22 @@ impl<'r> Observer<'r> {
 
     /// Publishes what it sees as it happens to `live`: set before the step starts.
     pub fn watched_by(mut self, live: Arc<dyn LiveSink>) -> Self {
+        if let Some(seconds) = self.live_seconds.take() {
+            let sink = Arc::clone(&live);
+            let done = Arc::clone(&self.live_done);
+            // The tracer sends and goes on: a sink is quick, but it is never the tracer's
+            // thread that waits for it.
+            self.live_forwarder = std::thread::Builder::new()
+                .name("iodig-live-io".into())
+                .spawn(move || loop {
+                    match seconds.recv_timeout(Duration::from_millis(100)) {
+                        Ok(second) => sink.io_second("client", &second),
+                        Err(RecvTimeoutError::Timeout) if !done.load(Ordering::Relaxed) => {}
+                        Err(_) => return,
+                    }
+                })
+                .ok();
+        }
         self.live = live;
         self
     }
@@ -208,6 +242,14 @@ impl<'r> Observer<'r> {
                 None
             }
         });
+        // The trace's last second is sent when it stops; the feed ends with it (or with the
+        // tracer that never started).
+        self.prepared = None;
+        self.trace_opts = None;
+        self.live_done.store(true, Ordering::Relaxed);
+        if let Some(f) = self.live_forwarder.take() {
+            let _ = f.join();
+        }
         let traced: Option<Vec<String>> = trace
             .as_ref()
             .map(|t| t.devices.iter().map(|d| d.name.clone()).collect());
