@@ -280,7 +280,18 @@ impl StepObserver for Observer<'_> {
             // its new pid.
             follow_restarts: true,
         };
-        self.sys = Sampler::start(opts).ok();
+        // The client host's samples reach the live view as they are taken, through a thread of
+        // their own so the sampler never waits on it.
+        let (feed, samples) = std::sync::mpsc::channel();
+        let sink = Arc::clone(&self.live);
+        let forwarder = std::thread::Builder::new()
+            .name("iodig-live-sys".into())
+            .spawn(move || {
+                for s in samples {
+                    sink.sys_sample("client", &s);
+                }
+            });
+        self.sys = Sampler::start_with_live(opts, forwarder.is_ok().then_some(feed)).ok();
         if let Some(r) = self.remote.as_deref_mut() {
             r.start();
         }

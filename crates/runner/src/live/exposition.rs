@@ -523,4 +523,152 @@ mod tests {
         assert_eq!(number(0.00001), "0.00001");
         assert_eq!(number(3.0), "3");
     }
+
+    /// A hub that has seen one of everything: every family has samples.
+    fn hub_with_everything() -> LiveHub {
+        use iodig_model::trace::{Bucket, DeviceSecond, LiveDevice, LiveSecond, OpSecond};
+        let hub = hub_with_a_second();
+        let mut h = iodig_stats::new_histogram();
+        h.record_n(500, 3).unwrap();
+        hub.client_latency(&[LatencyBuckets::of("Intended-READ".into(), &h)]);
+        let mut ops = std::collections::BTreeMap::new();
+        ops.insert(
+            "read".to_string(),
+            OpSecond {
+                ios: 4,
+                bytes: 16384,
+                mb_s_max: 0.5,
+                queue_p99_ns: Some(40_000),
+                lat_hist: vec![Bucket {
+                    lower: 90_000,
+                    upper: 100_001,
+                    count: 4,
+                }],
+                ..OpSecond::default()
+            },
+        );
+        let mut classes = std::collections::BTreeMap::new();
+        classes.insert(
+            "rocksdb.flush".to_string(),
+            [("write".to_string(), (2u64, 8192u64))]
+                .into_iter()
+                .collect(),
+        );
+        hub.io_second(
+            "10.0.0.2",
+            &LiveSecond {
+                unix_ms: 1000,
+                devices: vec![LiveDevice {
+                    name: "nvme0n1".into(),
+                    second: DeviceSecond {
+                        unix_ms: 1000,
+                        covered_ms: 1000,
+                        ops,
+                        qd_max: Some(9),
+                        ..DeviceSecond::default()
+                    },
+                    classes,
+                }],
+            },
+        );
+        hub.sys_sample("10.0.0.2", &iodig_model::sys::SysSample::default());
+        hub.event(&crate::live::LiveEvent {
+            unix_ms: 2000,
+            place: "10.0.0.2".into(),
+            kind: "fault".into(),
+            text: "fault 1s:kill:node2".into(),
+        });
+        hub
+    }
+
+    #[test]
+    fn device_latency_lands_in_the_bucket_of_its_slowest_value() {
+        let text = render(&hub_with_everything());
+        let line = |le: &str| {
+            text.lines()
+                .find(|l| {
+                    l.starts_with("iodig_device_latency_seconds_bucket{")
+                        && l.contains(&format!("le=\"{le}\""))
+                })
+                .unwrap()
+                .rsplit(' ')
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        // 90–100 µs IOs count under 100 µs, not under 50 µs.
+        assert_eq!(
+            (line("0.00005"), line("0.0001"), line("+Inf")),
+            ("0".into(), "4".into(), "4".into())
+        );
+        assert!(text.contains("iodig_background_io_active{run=\"workloada-basic-1\",node=\"10.0.0.2\",class=\"rocksdb.flush\"} 1"));
+        assert!(text.contains("iodig_device_queue_depth_peak{run=\"workloada-basic-1\",node=\"10.0.0.2\",device=\"nvme0n1\"} 9"));
+    }
+
+    /// The dashboard in docs/grafana imports as is: a Grafana dashboard with a Prometheus
+    /// datasource input, panels that each draw a query, annotations, and queries that name only
+    /// metrics the endpoint serves.
+    #[test]
+    fn the_grafana_dashboard_queries_only_served_metrics() {
+        let dashboard: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../docs/grafana/iodig-dashboard.json"
+        ))
+        .expect("the dashboard is JSON");
+        let text = render(&hub_with_everything());
+        let served: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .map(|l| l.split(' ').next().unwrap())
+            .collect();
+        let has_samples = |family: &str| {
+            text.lines()
+                .any(|l| !l.starts_with('#') && l.starts_with(family))
+        };
+        assert_eq!(dashboard["__inputs"][0]["pluginId"], "prometheus");
+        assert!(dashboard["schemaVersion"].as_u64().unwrap() >= 30);
+        assert!(dashboard["title"].as_str().is_some_and(|t| !t.is_empty()));
+        let mut queries = Vec::new();
+        let panels = dashboard["panels"].as_array().unwrap();
+        assert!(panels.len() >= 6, "the issue's six views at least");
+        for p in panels {
+            for key in ["id", "type", "title", "gridPos", "targets", "datasource"] {
+                assert!(!p[key].is_null(), "panel {} has no {key}", p["title"]);
+            }
+            assert_eq!(p["datasource"]["uid"], "${DS_PROMETHEUS}");
+            for t in p["targets"].as_array().unwrap() {
+                queries.push(t["expr"].as_str().unwrap().to_string());
+            }
+        }
+        let annotations = dashboard["annotations"]["list"].as_array().unwrap();
+        for a in annotations.iter().filter(|a| a["expr"].is_string()) {
+            queries.push(a["expr"].as_str().unwrap().to_string());
+        }
+        assert!(
+            annotations.len() >= 3,
+            "step boundaries, flush/compaction, events"
+        );
+        for v in dashboard["templating"]["list"].as_array().unwrap() {
+            queries.push(v["definition"].as_str().unwrap().to_string());
+        }
+        let mut named = 0;
+        for q in &queries {
+            for (i, _) in q.match_indices("iodig_") {
+                let name: String = q[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let family = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| name.strip_suffix(s).filter(|f| served.contains(f)))
+                    .unwrap_or(&name);
+                assert!(served.contains(family), "{q}: {name} is not served");
+                assert!(
+                    has_samples(&name),
+                    "{q}: {name} has no samples in a full hub"
+                );
+                named += 1;
+            }
+        }
+        assert!(named >= 15, "{named} metrics named in the queries");
+    }
 }

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# bench-metrics.sh: what serving `--metrics` costs the client. The same paced run of the no-op
+# binding (--db basic --target RATE) runs without --metrics and with it, a curl loop scraping
+# /metrics every second meanwhile, alternated A B A B … so the machine's drift falls on both.
+# Each run's figures are iodig's own, from its run.json: the client's CPU seconds over the
+# measured window (every thread of the process: workers, collector, the metrics server and its
+# renders) and the measured ops/s. Prints each pair's ratios (with / without), then the medians.
+#
+# Usage: scripts/bench-metrics.sh [PAIRS] [TARGET] [DURATION]   (default 5 100000 20s)
+#   IODIG=path/to/iodig (default target/release/iodig), THREADS=N (default 4),
+#   PORT=N (default 19464), KEEP=dir keeps the runs and the scrapes there
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PAIRS=${1:-5}
+TARGET=${2:-100000}
+DURATION=${3:-20s}
+IODIG=${IODIG:-target/release/iodig}
+THREADS=${THREADS:-4}
+PORT=${PORT:-19464}
+work=${KEEP:-$(mktemp -d)}
+[[ -n ${KEEP:-} ]] || trap 'rm -rf "$work"' EXIT
+mkdir -p "$work"
+
+# One run; prints "cpu_s ops_per_s scrapes" from its run.json (and the scrape count).
+one() {
+  local with=$1 out="$work/runs-$2"
+  local args=(run --db basic -P workloada --threads "$THREADS" --target "$TARGET"
+    --duration "$DURATION" --warmup 2s --trace off --out "$out")
+  local scraper=""
+  if [[ $with == with ]]; then
+    args+=(--metrics "127.0.0.1:$PORT")
+    # Scrape every second for as long as the run lives, as Prometheus at a 1 s interval would.
+    (
+      n=0
+      while sleep 1; do
+        curl -sf --max-time 2 "http://127.0.0.1:$PORT/metrics" -o "$work/last-scrape.txt" && n=$((n + 1))
+        echo "$n" >"$work/scrapes-$2"
+      done
+    ) &
+    scraper=$!
+  fi
+  CI=1 "$IODIG" "${args[@]}" >"$work/stdout-$2" 2>"$work/stderr-$2"
+  [[ -z $scraper ]] || kill "$scraper" 2>/dev/null || true
+  wait 2>/dev/null || true
+  python3 - "$out" "$work/scrapes-$2" <<'EOF'
+import json, pathlib, sys
+run = next(pathlib.Path(sys.argv[1]).glob("*/run.json"))
+step = [s for s in json.loads(run.read_text())["steps"] if s["phase"] == "run"][0]
+scrapes = pathlib.Path(sys.argv[2])
+n = scrapes.read_text().strip() if scrapes.exists() else "0"
+print(step["client_cpu_s"], step["throughput_ops_per_sec"], n)
+EOF
+}
+
+echo "bench-metrics: $PAIRS pairs, --db basic --target $TARGET --threads $THREADS --duration $DURATION, $(nproc) CPUs, $(date -u +%FT%TZ)"
+printf '%-5s %12s %12s %12s %12s %8s %9s %9s\n' pair cpu_without cpu_with ops_without ops_with scrapes cpu_ratio ops_ratio
+results=()
+for i in $(seq 1 "$PAIRS"); do
+  read -r cpu_b ops_b _ < <(one without "b$i")
+  read -r cpu_a ops_a scrapes < <(one with "a$i")
+  line=$(python3 -c "print(f'{$cpu_a/$cpu_b:.4f} {$ops_a/$ops_b:.4f}')")
+  printf '%-5s %12.3f %12.3f %12.0f %12.0f %8s %9s %9s\n' "$i" "$cpu_b" "$cpu_a" "$ops_b" "$ops_a" "$scrapes" $line
+  results+=("$cpu_b $cpu_a $ops_b $ops_a")
+done
+printf '%s\n' "${results[@]}" | python3 -c '
+import statistics, sys
+rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
+med = lambda xs: statistics.median(xs)
+print("median client CPU s: without %.3f, with %.3f; ratio (pair by pair) %.4f" % (
+    med([r[0] for r in rows]), med([r[1] for r in rows]), med([r[1] / r[0] for r in rows])))
+print("median ops/s: without %.0f, with %.0f; ratio (pair by pair) %.4f" % (
+    med([r[2] for r in rows]), med([r[3] for r in rows]), med([r[3] / r[2] for r in rows])))
+'
