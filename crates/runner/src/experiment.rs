@@ -5,7 +5,7 @@
 use crate::deployment::{self, db_error, Deployment};
 use crate::environment;
 use crate::errors::RunError;
-use crate::live::{LiveSink, LiveStep};
+use crate::live::{LiveEvent, LiveHub, LiveSink, LiveStep};
 use crate::observe::{preflight_trace, trace_options, Observer};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::progress::{Progress, ProgressMode};
@@ -90,6 +90,10 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
     let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
     let first_sweep = plan.sweep(&plan.workloads[0]);
     let mut cluster = factory.cluster_facts();
+    // Where the observed hosts join the live view: their agents' seconds, samples and node
+    // events go to the run's hub (`plan.live`, the one `Arc<LiveHub>` of the run) once
+    // `RemoteHosts` takes a sink, with one call here:
+    // `hosts.lock()….watch(Arc::clone(&plan.live) as Arc<dyn LiveSink>)`.
     if let Some(hosts) = deployment.observed_hosts() {
         cluster.get_or_insert_with(Default::default).observed = hosts
             .lock()
@@ -404,6 +408,20 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         let observed = observer.finish(since);
         let mut events = self.factory.events_since(since);
         events.extend(self.deployment.events_since(since));
+        // The database's own flushes and compactions are read from its log after the step, so
+        // they reach the live counters now (their IO showed live, by activity class).
+        for e in (events.iter()).filter(|e| LiveHub::COUNTED_ONLY.contains(&e.kind.as_str())) {
+            self.plan.live.event(&LiveEvent {
+                unix_ms: e.start_unix_ms,
+                place: if e.node == "local" {
+                    "client".into()
+                } else {
+                    e.node.clone()
+                },
+                kind: e.kind.clone(),
+                text: format!("{} {}", e.kind, e.detail),
+            });
+        }
         events.extend(observed.fault_events.iter().cloned());
         events.sort_by_key(|e| e.start_unix_ms);
         record_step(

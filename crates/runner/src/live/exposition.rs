@@ -203,7 +203,7 @@ fn client_families(out: &mut Out, s: &HubState, run: &str) {
                     }
                 }
                 "iodig_client_workload_operations_total" => {
-                    out.sample(name, &labels, c.workload_operations as f64)
+                    out.sample(name, &labels, c.workload_operations as f64);
                 }
                 "iodig_client_ops_per_second" => out.sample(name, &labels, c.last_ops_per_sec),
                 "iodig_client_latency_seconds" => {

@@ -222,8 +222,12 @@ impl LiveHub {
         lines
     }
 
+    /// Event kinds counted but not printed: a busy database flushes and compacts every few
+    /// seconds, which the bar shows as it happens; a line each would bury the rest.
+    pub const COUNTED_ONLY: [&'static str; 3] = ["flush", "compaction", "file_deletion"];
+
     fn tell(&self, event: &LiveEvent) {
-        if self.quiet_events {
+        if self.quiet_events || Self::COUNTED_ONLY.contains(&event.kind.as_str()) {
             return;
         }
         let line = format!("{} {}", clock(event.unix_ms), event.text);
@@ -412,8 +416,7 @@ impl LiveSink for LiveHub {
                     && p.may_tell("queue", second.unix_ms)
                 {
                     findings.push(format!(
-                        "{place}: queue depth leapt to {qd_second} in flight ({:.1} on average in the step so far)",
-                        mean
+                        "{place}: queue depth leapt to {qd_second} in flight ({mean:.1} on average in the step so far)"
                     ));
                 }
             }
