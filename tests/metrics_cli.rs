@@ -224,6 +224,44 @@ fn prometheus_scraping_a_traced_run_agrees_with_run_json() {
     ));
     assert!(qd_peak >= 1.0);
     assert_eq!(served_peak, Some(qd_peak), "peak in-flight IOs");
+    // RocksDB's flushes and compactions, read from its log after each step, are counted as
+    // events of the client host (the embedded database runs there).
+    let mut db_events = std::collections::BTreeMap::<String, f64>::new();
+    for step in steps {
+        let events = read_json(
+            &run.run_dir()
+                .join(step["dir"].as_str().unwrap())
+                .join("db-events.json"),
+        );
+        for e in events.as_array().unwrap() {
+            *db_events
+                .entry(e["kind"].as_str().unwrap().to_string())
+                .or_default() += 1.0;
+        }
+    }
+    assert!(
+        db_events.get("flush").is_some_and(|n| *n > 0.0),
+        "{db_events:?}"
+    );
+    for kind in ["flush", "compaction"] {
+        let counted = prometheus.value(&last(&format!(
+            "iodig_events_total{{run=\"{run_name}\",node=\"client\",kind=\"{kind}\"}}"
+        )));
+        assert_eq!(counted, db_events.get(kind).copied(), "{kind} events");
+    }
+    // The client host's system samples: CPU as a share, memory in bytes.
+    let busy = prometheus
+        .value(&last(&format!(
+            "iodig_cpu_busy_ratio{{run=\"{run_name}\",node=\"client\"}}"
+        )))
+        .expect("the client's CPU is served");
+    assert!((0.0..=1.0).contains(&busy) && busy > 0.0, "{busy}");
+    let available = prometheus
+        .value(&last(&format!(
+            "iodig_memory_available_bytes{{run=\"{run_name}\",node=\"client\"}}"
+        )))
+        .expect("the client's memory is served");
+    assert!(available > 1e6, "{available}");
     // The step boundaries are visible as the steps-started counter changing.
     assert_eq!(
         prometheus.value(&last(&format!(
