@@ -410,7 +410,7 @@ impl TraceSession {
         let live = self
             .live
             .take()
-            .map(|feed| live::DiskstatsLive::new(feed, &self.disks, self.auto_devices));
+            .map(|feed| fallback::DiskstatsLive::new(feed, &self.disks, self.auto_devices));
         self.inner = Inner::Diskstats(fallback::Sampler::start(
             self.disks.clone(),
             u64::from(self.slot_ms) * 1_000_000,
