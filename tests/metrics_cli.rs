@@ -135,8 +135,38 @@ fn prometheus_scraping_a_traced_run_agrees_with_run_json() {
     let target = format!("127.0.0.1:{port}");
     let prometheus = Prometheus::start(scratch.path(), &target);
     let out = scratch.path().join("runs");
-    let run = traced_rocksdb(&out, &target).output();
+    let mut child = traced_rocksdb(&out, &target)
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A scrape of our own while the run step is traced, for promtool's checker.
+    let mut scrape = None;
+    while child.try_wait().unwrap().is_none() {
+        if let Some(body) = curl(&[&format!("http://{target}/metrics")]) {
+            if body.contains("iodig_device_bytes_total{") && body.contains("iodig_step_info{") {
+                scrape = Some(body);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let run = Run::of(child.wait_with_output().unwrap());
     assert_eq!(run.code(), 0, "stderr: {}", run.stderr);
+    let scrape = scrape.expect("a scrape during the traced step");
+    let lint = scratch.path().join("scrape.txt");
+    std::fs::write(&lint, &scrape).unwrap();
+    let checked = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&lint).unwrap())
+        .output()
+        .expect("promtool comes with the prometheus package");
+    assert!(
+        checked.status.success() && checked.stdout.is_empty() && checked.stderr.is_empty(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
     assert!(run
         .stderr
         .contains(&format!("metrics: http://{target}/metrics")));

@@ -7,9 +7,10 @@ use super::hub::{Hist, HubState, LiveHub};
 use super::LATENCY_BOUNDS_US;
 use std::fmt::Write as _;
 
-/// Renders a scrape of `hub`: the busiest-slot figures restart from here.
-pub fn render(hub: &LiveHub) -> String {
-    render_state(&hub.scrape())
+/// Renders a scrape of `hub` by `scraper` (its address and User-Agent): the busiest-slot
+/// figures are those since that scraper's previous scrape.
+pub fn render(hub: &LiveHub, scraper: &str) -> String {
+    render_state(&hub.scrape(scraper))
 }
 
 /// One metric family being written: its header once, then its samples.
@@ -284,7 +285,7 @@ fn place_families(out: &mut Out, s: &HubState, run: &str) {
     out.family(
         "iodig_device_queue_depth_peak",
         "gauge",
-        "Peak IOs in flight on the device over the traced seconds since the previous scrape.",
+        "Peak IOs in flight on the device over the traced seconds since this scraper's previous scrape.",
     );
     for (node, dev, d) in &devices {
         let l = [("run", run), ("node", *node), ("device", *dev)];
@@ -293,7 +294,7 @@ fn place_families(out: &mut Out, s: &HubState, run: &str) {
     out.family(
         "iodig_device_busiest_slot_bytes_per_second",
         "gauge",
-        "The busiest slot's rate (bytes/s) since the previous scrape, by op: a 100 ms burst is not lost between scrapes.",
+        "The busiest slot's rate (bytes/s) since this scraper's previous scrape, by op: a 100 ms burst is not lost between scrapes.",
     );
     for (node, dev, d) in &devices {
         for (op, rate) in &d.slot_peak_scrape {
@@ -439,7 +440,7 @@ mod tests {
 
     #[test]
     fn every_family_has_help_and_type_and_counters_end_in_total() {
-        let text = render(&hub_with_a_second());
+        let text = render(&hub_with_a_second(), "test");
         let mut kinds = std::collections::BTreeMap::new();
         for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
             let mut parts = line[7..].split(' ');
@@ -484,7 +485,7 @@ mod tests {
 
     #[test]
     fn histogram_buckets_are_cumulative_in_seconds_and_end_in_inf() {
-        let text = render(&hub_with_a_second());
+        let text = render(&hub_with_a_second(), "test");
         let buckets: Vec<(String, f64)> = text
             .lines()
             .filter(|l| l.starts_with("iodig_client_latency_seconds_bucket{"))
@@ -583,7 +584,7 @@ mod tests {
 
     #[test]
     fn device_latency_lands_in_the_bucket_of_its_slowest_value() {
-        let text = render(&hub_with_everything());
+        let text = render(&hub_with_everything(), "test");
         let line = |le: &str| {
             text.lines()
                 .find(|l| {
@@ -614,7 +615,7 @@ mod tests {
             "../../../../docs/grafana/iodig-dashboard.json"
         ))
         .expect("the dashboard is JSON");
-        let text = render(&hub_with_everything());
+        let text = render(&hub_with_everything(), "test");
         let served: std::collections::BTreeSet<&str> = text
             .lines()
             .filter_map(|l| l.strip_prefix("# TYPE "))

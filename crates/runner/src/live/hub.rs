@@ -8,7 +8,7 @@ use indicatif::ProgressBar;
 use iodig_model::sys::SysSample;
 use iodig_model::trace::LiveSecond;
 use iodig_model::Sample;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// A write burst is told when a busiest slot reaches this many times the step's mean so far.
@@ -19,6 +19,11 @@ const MEAN_AFTER_SECONDS: u64 = 3;
 /// peak so far, and at least [`QD_LEAP_MIN`].
 const QD_LEAP_FACTOR: f64 = 8.0;
 const QD_LEAP_MIN: u64 = 32;
+/// Traced seconds kept per device for the busiest-since-a-scrape figures: a scraper that comes
+/// back less often sees the peak of this many seconds.
+const RECENT_SECONDS: usize = 900;
+/// Scrapers remembered apart (address and User-Agent); more start the memory afresh.
+const MAX_SCRAPERS: usize = 256;
 /// A finding of one kind at one place is told at most once in this many ms: a long burst is one
 /// line, not one a second.
 const FINDING_QUIET_MS: u64 = 30_000;
@@ -73,12 +78,48 @@ pub(super) struct DeviceState {
     pub os_p99_ns: BTreeMap<String, u64>,
     /// Peak in-flight IOs of the last second.
     pub qd_last: u64,
-    /// Peak in-flight IOs since the previous scrape.
+    /// Peak in-flight IOs since the scraper's previous scrape (set for each scrape).
     pub qd_peak_scrape: u64,
-    /// Busiest slot's bytes/s since the previous scrape, by op.
+    /// Busiest slot's bytes/s since the scraper's previous scrape, by op (set for each scrape).
     pub slot_peak_scrape: BTreeMap<String, f64>,
+    /// The last traced seconds' peaks, each with its arrival number, newest last; taken out of
+    /// the copy a scrape renders.
+    recent: VecDeque<RecentSecond>,
     /// (IOs, bytes) by (activity class, op).
     pub classes: BTreeMap<(String, String), (u64, u64)>,
+}
+
+/// One traced second's peaks of one device.
+#[derive(Debug, Clone, Default)]
+struct RecentSecond {
+    /// The hub's count of traced seconds when this one arrived.
+    seq: u64,
+    qd_max: u64,
+    /// Busiest slot's bytes/s by op.
+    slot: BTreeMap<String, f64>,
+}
+
+impl DeviceState {
+    /// The peaks of the seconds that arrived after `seen` (a scraper's previous scrape), or of
+    /// the last second when none did.
+    fn peaks_since(&mut self, seen: Option<u64>) {
+        let newer: Vec<&RecentSecond> = (self.recent.iter())
+            .filter(|r| seen.is_none_or(|s| r.seq > s))
+            .collect();
+        let take = if newer.is_empty() {
+            self.recent.back().into_iter().collect()
+        } else {
+            newer
+        };
+        self.qd_peak_scrape = take.iter().map(|r| r.qd_max).max().unwrap_or(0);
+        self.slot_peak_scrape.clear();
+        for r in take {
+            for (op, rate) in &r.slot {
+                let peak = self.slot_peak_scrape.entry(op.clone()).or_default();
+                *peak = peak.max(*rate);
+            }
+        }
+    }
 }
 
 /// A place (the client host or a database node).
@@ -127,6 +168,10 @@ pub(super) struct HubState {
     pub places: BTreeMap<String, PlaceState>,
     /// Events by (place, kind).
     pub events: BTreeMap<(String, String), u64>,
+    /// Traced seconds received, of every place: each is numbered by it.
+    seconds_seen: u64,
+    /// Each scraper's `seconds_seen` at its previous scrape, by address and User-Agent.
+    scrapers: HashMap<String, u64>,
 }
 
 /// What the terminal line shows of one place.
@@ -182,17 +227,32 @@ impl LiveHub {
         *self.bar.lock().unwrap_or_else(PoisonError::into_inner) = bar;
     }
 
-    /// A copy of everything, for a scrape: the busiest-slot figures start again from the last
-    /// second's, so each scrape sees the peak of the seconds since the one before.
-    pub(super) fn scrape(&self) -> HubState {
+    /// A copy of everything for a scrape by `scraper` (its address and User-Agent): the
+    /// busiest-slot figures are the peaks of the seconds that arrived since that scraper's
+    /// previous scrape, so two scrapers (a Prometheus pair, a curl beside one) each see every
+    /// peak.
+    pub(super) fn scrape(&self, scraper: &str) -> HubState {
         let mut state = self.lock();
-        let copy = state.clone();
+        let seen = state.scrapers.get(scraper).copied();
+        let mut recents = Vec::new();
         for place in state.places.values_mut() {
             for d in place.devices.values_mut() {
-                d.qd_peak_scrape = d.qd_last;
-                d.slot_peak_scrape.clear();
+                d.peaks_since(seen);
+                recents.push(std::mem::take(&mut d.recent));
             }
         }
+        let copy = state.clone();
+        let mut recents = recents.into_iter();
+        for place in state.places.values_mut() {
+            for d in place.devices.values_mut() {
+                d.recent = recents.next().unwrap_or_default();
+            }
+        }
+        if state.scrapers.len() >= MAX_SCRAPERS && !state.scrapers.contains_key(scraper) {
+            state.scrapers.clear();
+        }
+        let now = state.seconds_seen;
+        state.scrapers.insert(scraper.to_string(), now);
         copy
     }
 
@@ -345,6 +405,8 @@ impl LiveSink for LiveHub {
         let mut findings = Vec::new();
         {
             let mut state = self.lock();
+            state.seconds_seen += 1;
+            let seq = state.seconds_seen;
             let p = state.places.entry(place.to_string()).or_default();
             let mean_before = (p.step_seconds >= MEAN_AFTER_SECONDS)
                 .then(|| p.step_write_mean())
@@ -369,8 +431,6 @@ impl LiveSink for LiveHub {
                     if let Some(q) = s.queue_p99_ns {
                         d.os_p99_ns.insert(op.clone(), q);
                     }
-                    let slot = d.slot_peak_scrape.entry(op.clone()).or_default();
-                    *slot = slot.max(s.mb_s_max * 1e6);
                     if op == "write" {
                         write_bytes += s.bytes;
                         write_rate += s.bytes as f64 / covered;
@@ -379,7 +439,16 @@ impl LiveSink for LiveHub {
                 }
                 let qd = dev.second.qd_max.unwrap_or(0);
                 d.qd_last = qd;
-                d.qd_peak_scrape = d.qd_peak_scrape.max(qd);
+                if d.recent.len() >= RECENT_SECONDS {
+                    d.recent.pop_front();
+                }
+                d.recent.push_back(RecentSecond {
+                    seq,
+                    qd_max: qd,
+                    slot: (dev.second.ops.iter())
+                        .map(|(op, s)| (op.clone(), s.mb_s_max * 1e6))
+                        .collect(),
+                });
                 qd_second = qd_second.max(qd);
                 for (class, by_op) in &dev.classes {
                     for (op, (ios, bytes)) in by_op {
@@ -499,13 +568,24 @@ mod tests {
         hub.step_started(&LiveStep::default());
         hub.io_second("client", &second(0, 4096, 1.0, 40));
         hub.io_second("client", &second(1000, 4096, 1.0, 3));
-        let first = hub.scrape();
+        let first = hub.scrape("prometheus");
         assert_eq!(first.places["client"].devices["sda"].qd_peak_scrape, 40);
         assert_eq!(first.places["client"].devices["sda"].qd_last, 3);
-        let second_scrape = hub.scrape();
+        // Another scraper's first scrape sees the peak too, and takes nothing from the first.
+        let other = hub.scrape("curl");
+        assert_eq!(other.places["client"].devices["sda"].qd_peak_scrape, 40);
+        hub.io_second("client", &second(2000, 4096, 1.0, 17));
+        hub.io_second("client", &second(3000, 4096, 1.0, 5));
+        let since_first = hub.scrape("prometheus");
+        assert_eq!(
+            since_first.places["client"].devices["sda"].qd_peak_scrape,
+            17
+        );
+        // Nothing new since: the last second's.
+        let second_scrape = hub.scrape("prometheus");
         assert_eq!(
             second_scrape.places["client"].devices["sda"].qd_peak_scrape,
-            3
+            5
         );
     }
 

@@ -113,9 +113,9 @@ fn bind(addr: &str) -> Result<TcpListener, UsageError> {
 fn serve(listener: &TcpListener, hub: &LiveHub, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
                 // A scraper that misbehaves ends its own connection, nothing else.
-                let _ = answer(stream, hub);
+                let _ = answer(stream, peer, hub);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
             Err(_) => std::thread::sleep(POLL),
@@ -123,7 +123,7 @@ fn serve(listener: &TcpListener, hub: &LiveHub, stop: &AtomicBool) {
     }
 }
 
-fn answer(mut stream: TcpStream, hub: &LiveHub) -> std::io::Result<()> {
+fn answer(mut stream: TcpStream, peer: SocketAddr, hub: &LiveHub) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(CLIENT_TIMEOUT))?;
     stream.set_write_timeout(Some(CLIENT_TIMEOUT))?;
@@ -140,11 +140,22 @@ fn answer(mut stream: TcpStream, hub: &LiveHub) -> std::io::Result<()> {
     let mut words = request.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
+    // A scraper is its address and User-Agent (not its port, new on each connection): each
+    // gets the peaks since its own previous scrape.
+    let agent = (request.lines())
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("user-agent")
+                .then(|| value.trim())
+        })
+        .unwrap_or("");
+    let scraper = format!("{} {agent}", peer.ip());
     let (status, kind, body) = match (method, path) {
         ("GET" | "HEAD", "/metrics") => (
             "200 OK",
             "text/plain; version=0.0.4; charset=utf-8",
-            render(hub),
+            render(hub, &scraper),
         ),
         ("GET" | "HEAD", "/") => (
             "200 OK",
