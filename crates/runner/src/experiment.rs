@@ -410,18 +410,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         events.extend(self.deployment.events_since(since));
         // The database's own flushes and compactions are read from its log after the step, so
         // they reach the live counters now (their IO showed live, by activity class).
-        for e in (events.iter()).filter(|e| LiveHub::COUNTED_ONLY.contains(&e.kind.as_str())) {
-            self.plan.live.event(&LiveEvent {
-                unix_ms: e.start_unix_ms,
-                place: if e.node == "local" {
-                    "client".into()
-                } else {
-                    e.node.clone()
-                },
-                kind: e.kind.clone(),
-                text: format!("{} {}", e.kind, e.detail),
-            });
-        }
+        publish_db_events(&self.plan.live, &events);
         events.extend(observed.fault_events.iter().cloned());
         events.sort_by_key(|e| e.start_unix_ms);
         record_step(
@@ -548,6 +537,23 @@ pub(crate) fn planned_steps(plan: &Plan, recorded: &[StepSummary]) -> Vec<String
     names
 }
 
+/// The database's flushes, compactions and file deletions among `events`, counted live as
+/// events of their place (an embedded database's are the client host's).
+fn publish_db_events(live: &LiveHub, events: &[iodig_model::events::DbEvent]) {
+    for e in (events.iter()).filter(|e| LiveHub::COUNTED_ONLY.contains(&e.kind.as_str())) {
+        live.event(&LiveEvent {
+            unix_ms: e.start_unix_ms,
+            place: if e.node == "local" {
+                "client".into()
+            } else {
+                e.node.clone()
+            },
+            kind: e.kind.clone(),
+            text: format!("{} {}", e.kind, e.detail),
+        });
+    }
+}
+
 impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     /// A database may write its own log late: RocksDB buffers its LOG for up to a few
     /// seconds, so a flush near a step's end is missing when the step is recorded. Once the
@@ -568,6 +574,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         == (e.kind.as_str(), e.start_unix_ms, e.node.as_str())
                 });
                 if e.start_unix_ms <= *end && !known {
+                    publish_db_events(&self.plan.live, std::slice::from_ref(&e));
                     events.push(e);
                 }
             }
