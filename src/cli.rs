@@ -154,8 +154,9 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_load: bool,
 
-    /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes), as
-    /// the briefs restore from a backup before every test.
+    /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes, or
+    /// Cassandra nodes on --observe hosts through iodig's agent there), as the briefs restore
+    /// from a backup before every test.
     #[arg(long)]
     pub restore_each_step: bool,
 

@@ -396,3 +396,28 @@ fn versioned_writes_that_cannot_be_kept_or_verified_are_refused_up_front() {
         .verify()
         .usage_error(&["verify.eachnode", "maybe"]);
 }
+
+#[test]
+fn a_restore_iodig_cannot_do_is_refused_before_anything_starts() {
+    let (_d, out) = out_dir();
+    // Observed hosts are restored only for Cassandra; refused before any host is reached.
+    IodigArgs::run()
+        .db("basic")
+        .observe("db1")
+        .arg("--restore-each-step")
+        .trace("off")
+        .out(&out)
+        .usage_error(&[
+            "--restore-each-step with --observe",
+            "only for --db cassandra",
+        ]);
+    // Nodes iodig did not start are restored through the agents on their hosts; refused
+    // before any node is contacted.
+    IodigArgs::run()
+        .db("cassandra")
+        .p("hosts=127.0.0.1")
+        .arg("--restore-each-step")
+        .trace("off")
+        .out(&out)
+        .usage_error(&["--restore-each-step", "the hosts property", "add --observe"]);
+}

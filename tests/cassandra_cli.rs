@@ -4,6 +4,8 @@
 mod common;
 #[path = "cassandra/observed_faults.rs"]
 mod observed_faults;
+#[path = "cassandra/observed_restore.rs"]
+mod observed_restore;
 #[path = "cassandra/observed_story.rs"]
 mod observed_story;
 
@@ -192,6 +194,7 @@ fn workloads_a_to_f_run_against_a_real_node() {
             .props(&["hosts=127.0.0.1", "recordcount=2000"])
             .out(&out)
     });
+    observed_restore::each_step_starts_from_the_snapshot_of_the_load(&nodes, on_the_node);
     observed_faults::a_killed_iodig_leaves_no_cap_on_an_observed_node(&nodes, on_the_node);
     observed_faults::faults_reach_a_node_on_an_observed_host(&nodes, on_the_node);
 }

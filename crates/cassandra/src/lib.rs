@@ -9,6 +9,7 @@
 pub mod dist;
 pub mod events;
 mod fault;
+pub mod host_snapshot;
 mod isolate;
 pub mod local;
 mod nodetool;
@@ -666,7 +667,7 @@ pub fn restore(dir: &Path, tag: &str, keyspace: &str) -> Result<Cluster> {
 }
 
 /// Table directories of a keyspace that hold a snapshot named `tag`.
-fn snapshot_tables(ks_dir: &Path, tag: &str) -> Result<Vec<PathBuf>> {
+pub(crate) fn snapshot_tables(ks_dir: &Path, tag: &str) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let entries = match fs::read_dir(ks_dir) {
         Ok(e) => e,
@@ -690,7 +691,7 @@ fn snapshot_tables(ks_dir: &Path, tag: &str) -> Result<Vec<PathBuf>> {
 
 /// Removes a table's live files and hard-links the snapshot's sstables in their place
 /// (sstables are immutable, so sharing inodes with the snapshot is safe).
-fn replace_with_snapshot(table_dir: &Path, tag: &str) -> Result<()> {
+pub(crate) fn replace_with_snapshot(table_dir: &Path, tag: &str) -> Result<()> {
     for entry in fs::read_dir(table_dir)
         .map_err(io_err(table_dir))?
         .flatten()
@@ -722,7 +723,7 @@ fn replace_with_snapshot(table_dir: &Path, tag: &str) -> Result<()> {
     Ok(())
 }
 
-fn clear_dir(dir: &Path) -> Result<()> {
+pub(crate) fn clear_dir(dir: &Path) -> Result<()> {
     if let Ok(entries) = fs::read_dir(dir) {
         for entry in entries.flatten() {
             let p = entry.path();

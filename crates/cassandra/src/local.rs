@@ -114,7 +114,7 @@ fn parse_address(a: &str) -> Result<(Option<IpAddr>, u16), String> {
     Ok((Some(sa.ip()), sa.port()))
 }
 
-fn cmdline(pid: u32) -> Vec<String> {
+pub(crate) fn cmdline(pid: u32) -> Vec<String> {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| {
             b.split(|c| *c == 0)
@@ -241,7 +241,7 @@ pub fn io_settings(yaml: &str, args: &[String], limits: &str) -> BTreeMap<String
 }
 
 /// `key: value` at the top level of a yaml file (quotes removed).
-fn yaml_scalar(yaml: &str, key: &str) -> Option<String> {
+pub(crate) fn yaml_scalar(yaml: &str, key: &str) -> Option<String> {
     yaml.lines().find_map(|l| {
         let v = l.strip_prefix(key)?.strip_prefix(':')?.trim();
         let v = v.trim_matches(|c| c == '"' || c == '\'');

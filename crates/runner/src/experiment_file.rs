@@ -30,7 +30,7 @@ pub struct ExperimentFile {
     /// gives a rate.
     pub target: Option<f64>,
     /// Put the loaded dataset back from its snapshot before every run step
-    /// (`--restore-each-step`; managed Cassandra nodes).
+    /// (`--restore-each-step`; managed Cassandra nodes, or Cassandra nodes on observed hosts).
     #[serde(default)]
     pub restore_each_step: bool,
     /// Empty the page cache here and on the observed hosts before every run step

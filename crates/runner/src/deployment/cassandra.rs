@@ -44,16 +44,21 @@ pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
             )
             .into());
         }
-        if plan.req.restore_each_step {
-            return Err(UsageError(
-                "--restore-each-step needs nodes iodig manages; leave out the hosts property"
-                    .into(),
-            )
-            .into());
-        }
         let factory =
             iodig_db::cassandra::open_with_handle(&plan.props, &handle).map_err(db_error)?;
         let load = ExternalHosts.load_decision(&plan, &factory)?;
+        // The observed hosts restore the snapshot their agents take right after this run's
+        // load; a snapshot left by an earlier run may be of another dataset.
+        if plan.req.restore_each_step && !load && plan.req.resume.is_none() {
+            let why = match plan.req.load {
+                LoadPolicy::Never => "--no-load",
+                _ => "the hosts already hold the dataset",
+            };
+            return Err(UsageError(format!(
+                "--restore-each-step on observed hosts puts back the snapshot each node takes right after this run's load, and this run does not load ({why}), so there is no snapshot to restore from; add --reload to load the dataset again and snapshot it, or leave out --restore-each-step"
+            ))
+            .into());
+        }
         return sweep(&plan, &factory, &ExternalHosts, load, stop);
     }
     let wanted = plan.req.nodes.unwrap_or(1);
@@ -81,7 +86,20 @@ const ISOLATION_WAIT: Duration = Duration::from_secs(120);
 /// Cassandra on hosts iodig did not start: no marker, no snapshot; the dataset is probed.
 pub struct ExternalHosts;
 
-impl<F: DbFactory> Deployment<F> for ExternalHosts {}
+impl<F: DbFactory> Deployment<F> for ExternalHosts {
+    /// iodig restores nodes it did not start only through its agents on their hosts
+    /// (`--observe`, checked in `plan`).
+    fn restore_on_observed_hosts(&self, plan: &Plan) -> Option<String> {
+        plan.req
+            .restore_each_step
+            .then(|| keyspace(plan).to_string())
+    }
+
+    /// The agents on the observed hosts restore before each step ([`super::observed`]).
+    fn before_run_step(&self, _plan: &Plan, _factory: &F) -> Result<()> {
+        Ok(())
+    }
+}
 
 impl ExternalHosts {
     /// Load when none of the dataset's probe keys is there, skip the load when all are, and
@@ -619,5 +637,21 @@ impl NodeOnHost for HostCassandra {
 
     fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String> {
         self.0.events_since(since_unix_ms)
+    }
+
+    fn restore_check(&self, pid: u32) -> Result<String, String> {
+        iodig_cassandra::host_snapshot::check(&self.0, pid)
+    }
+
+    fn snapshot(&self, pid: u32, keyspace: &str, tag: &str) -> Result<String, String> {
+        iodig_cassandra::host_snapshot::snapshot(&self.0, pid, keyspace, tag)
+    }
+
+    fn has_snapshot(&self, keyspace: &str, tag: &str) -> Result<(), String> {
+        iodig_cassandra::host_snapshot::check_snapshot(&self.0, keyspace, tag)
+    }
+
+    fn put_back(&self, keyspace: &str, tag: &str) -> Result<String, String> {
+        iodig_cassandra::host_snapshot::put_back(&self.0, keyspace, tag)
     }
 }

@@ -86,6 +86,13 @@ pub trait Deployment<F: DbFactory> {
         None
     }
 
+    /// `--restore-each-step` on nodes this deployment cannot restore itself (nodes it did not
+    /// start): the dataset (Cassandra's keyspace) that each observed host's agent snapshots
+    /// after the load and puts back before each run step ([`observed`]).
+    fn restore_on_observed_hosts(&self, _plan: &Plan) -> Option<String> {
+        None
+    }
+
     /// After the check through the cluster (`-p verify.eachnode=true`): every key of `ledger`
     /// read from each node alone, where this deployment can make one node the only replica
     /// that answers; none where it cannot.

@@ -25,6 +25,24 @@ pub trait NodeOnHost {
     /// The node's flushes and compactions that started at or after the time (Unix ms), or why
     /// its log tells none.
     fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String>;
+    /// `--restore-each-step`: how the node's dataset will be snapshotted and put back while
+    /// it runs as `pid`, or why it cannot be (a database without a restore here says so).
+    fn restore_check(&self, _pid: u32) -> Result<String, String> {
+        Err("iodig has no snapshot and restore for this database on an observed host".into())
+    }
+    /// Takes snapshot `tag` of `dataset` on the node running as `pid`: what it holds.
+    fn snapshot(&self, _pid: u32, _dataset: &str, _tag: &str) -> Result<String, String> {
+        Err("iodig has no snapshot for this database on an observed host".into())
+    }
+    /// Whether snapshot `tag` of `dataset` is there to put back, asked while the node runs.
+    fn has_snapshot(&self, _dataset: &str, _tag: &str) -> Result<(), String> {
+        Err("iodig has no snapshot for this database on an observed host".into())
+    }
+    /// With the node down: `dataset` back to snapshot `tag`, and whatever would replay later
+    /// writes over it emptied; what was done.
+    fn put_back(&self, _dataset: &str, _tag: &str) -> Result<String, String> {
+        Err("iodig has no restore for this database on an observed host".into())
+    }
 }
 
 /// Finds the node of a database (`--db`) at an address (or the only one) on this host.
@@ -204,6 +222,15 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 Ok((before, after)) => Reply::CachesDropped { before, after },
                 Err(e) => Reply::Error(e),
             },
+            Ok(Request::RestoreCheck { dataset }) => {
+                super::restore::check(node.as_deref(), refind(), &dataset)
+            }
+            Ok(Request::Snapshot { dataset, tag }) => {
+                super::restore::snapshot(node.as_deref(), refind(), &dataset, &tag)
+            }
+            Ok(Request::Restore { dataset, tag }) => {
+                super::restore::restore(node.as_deref(), refind(), &dataset, &tag)
+            }
             Ok(Request::Prepare) => {
                 prepared = prepare(refind());
                 device_stats = locate_stats();

@@ -7,7 +7,8 @@
 //! `ssh` reaches hosts, `floor` is what iodig's binary and its tracer need of one, `protocol`
 //! is what travels, `agent` is the far end, `clock` the offsets,
 //! `faults` signals the observed nodes (`--fault …:kill:HOST`) over SSH commands of their own,
-//! and `relaunch` starts one it took down again as it was.
+//! and `relaunch` starts one it took down again as it was; `restore` puts a node's dataset
+//! back to its snapshot before each step (`--restore-each-step`).
 //! A host that cannot be reached fails the run before it starts; one that dies mid-run leaves
 //! its steps marked partial, and the run goes on.
 
@@ -19,6 +20,7 @@ pub mod faults;
 pub mod floor;
 pub mod protocol;
 pub mod relaunch;
+pub mod restore;
 pub mod ssh;
 
 use crate::errors::{PrivilegeError, UsageError};
@@ -85,6 +87,8 @@ struct Agent {
     mode: Option<String>,
     /// Why its tracer fell back, once said (each step's trace says it again).
     fallback_said: bool,
+    /// Said of the host between steps (its restore), added to the next step's notes.
+    notes_for_next_step: Vec<String>,
 }
 
 /// Every observed host's agent, for the whole run.
@@ -284,10 +288,10 @@ impl RemoteHosts {
                         .and_then(|o| o.trace.as_ref().map(|t| t.mode.clone()))
                         .or_else(|| a.mode.clone()),
                     partial: a.lost.clone(),
-                    notes: observation
-                        .as_ref()
-                        .map(|o| o.notes.clone())
-                        .unwrap_or_default(),
+                    notes: std::mem::take(&mut a.notes_for_next_step)
+                        .into_iter()
+                        .chain(observation.iter().flat_map(|o| o.notes.clone()))
+                        .collect(),
                 },
                 observation,
             });
@@ -387,6 +391,7 @@ impl Agent {
             clock_before: None,
             mode: None,
             fallback_said: false,
+            notes_for_next_step: Vec::new(),
         };
         agent.stdin = agent.child.stdin.take();
         match agent.replies.recv_timeout(HELLO_WAIT) {

@@ -22,6 +22,28 @@ pub enum Request {
         /// Start of the step's window, warm-up included (Unix ms).
         since_unix_ms: u64,
     },
+    /// `--restore-each-step`, before the run starts: can the node's dataset be snapshotted,
+    /// and the node stopped and started again as it was? Answered by
+    /// [`Reply::RestoreReady`] or an [`Reply::Error`] saying why not.
+    RestoreCheck {
+        /// What the database calls the dataset (Cassandra's keyspace).
+        dataset: String,
+    },
+    /// After the load: snapshot the dataset on the running node ([`Reply::SnapshotTaken`]).
+    Snapshot {
+        /// The dataset (keyspace).
+        dataset: String,
+        /// The snapshot's name.
+        tag: String,
+    },
+    /// Before a run step: stop the node, put snapshot `tag` back, start the node again as it
+    /// was and wait until it serves ([`Reply::Restored`]).
+    Restore {
+        /// The dataset (keyspace).
+        dataset: String,
+        /// The snapshot's name.
+        tag: String,
+    },
 }
 
 /// From the agent to iodig.
@@ -53,6 +75,25 @@ pub enum Reply {
     },
     /// A request the agent could not do, said plainly.
     Error(String),
+    /// The answer to [`Request::RestoreCheck`]: how the snapshot and restore will be done.
+    RestoreReady {
+        /// In words, for the user.
+        how: String,
+    },
+    /// The answer to [`Request::Snapshot`].
+    SnapshotTaken {
+        /// What the snapshot holds, in words.
+        detail: String,
+    },
+    /// The answer to [`Request::Restore`]: the node runs again on the snapshot.
+    Restored {
+        /// The node's new pid.
+        pid: u32,
+        /// From the stop to serving again on the host, ms.
+        took_ms: u64,
+        /// What was done, in words.
+        detail: String,
+    },
 }
 
 /// The agent's introduction.
@@ -98,6 +139,10 @@ mod tests {
             Request::Clock,
             Request::Start,
             Request::Stop { since_unix_ms: 42 },
+            Request::Restore {
+                dataset: "ycsb".into(),
+                tag: "iodig-loaded".into(),
+            },
         ] {
             let l = line(&r);
             assert_eq!(l.matches('\n').count(), 1);
