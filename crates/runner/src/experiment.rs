@@ -5,6 +5,7 @@
 use crate::deployment::{self, db_error, Deployment};
 use crate::environment;
 use crate::errors::RunError;
+use crate::live::{LiveEvent, LiveHub, LiveSink, LiveStep};
 use crate::observe::{preflight_trace, trace_options, Observer};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::progress::{Progress, ProgressMode};
@@ -38,7 +39,21 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome, RunErr
         // Refused before a database opens or a node starts.
         crate::resume::check_plan(&plan, from)?;
     }
-    Ok(deployment::run(plan, stop)?)
+    // Bound before a node starts or a load begins: a port in use is said now (exit 2).
+    let metrics = match &plan.req.metrics {
+        Some(addr) => Some(crate::live::MetricsServer::start(
+            addr,
+            Arc::clone(&plan.live),
+        )?),
+        None => None,
+    };
+    let linger = plan.metrics_linger;
+    let outcome = deployment::run(plan, stop);
+    if let Some(server) = metrics {
+        // Also after a failed run: what was measured up to the failure is worth a last scrape.
+        server.stop(linger);
+    }
+    Ok(outcome?)
 }
 
 /// The sweep of one run over an open binding in its deployment.
@@ -77,6 +92,10 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
     let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
     let first_sweep = plan.sweep(&plan.workloads[0]);
     let mut cluster = factory.cluster_facts();
+    // Where the observed hosts join the live view: their agents' seconds, samples and node
+    // events go to the run's hub (`plan.live`, the one `Arc<LiveHub>` of the run) once
+    // `RemoteHosts` takes a sink, with one call here:
+    // `hosts.lock()….watch(Arc::clone(&plan.live) as Arc<dyn LiveSink>)`.
     if let Some(hosts) = deployment.observed_hosts() {
         cluster.get_or_insert_with(Default::default).observed = hosts
             .lock()
@@ -110,6 +129,12 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             run
         }
     };
+    plan.live.set_run(
+        &run.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
     let mode = ProgressMode::detect(
         plan.req.status,
         plan.props
@@ -125,7 +150,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         deployment,
         trace: (plan.req.trace.mode != TraceMode::Off).then_some(trace_opts),
         run,
-        progress: Progress::new(mode),
+        progress: Progress::watched(mode, Arc::clone(&plan.live)),
         stop,
         schedule: plan.req.start_at.map(StartSchedule::new),
         ledger: match (plan.spec().versioned_writes, &plan.req.resume) {
@@ -345,7 +370,8 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             self.plan.req.watch.clone(),
             processes,
             hosts.as_deref_mut(),
-        );
+        )
+        .watched_by(Arc::clone(&self.plan.live) as Arc<dyn LiveSink>);
         // Clients started together wait for the step's common start (--start-at).
         if let Some(late) = self.schedule.as_ref().and_then(|s| s.wait(name, self.stop)) {
             self.run.doc.notes.push(late);
@@ -355,6 +381,17 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 observer = observer.with_faults(self.plan.faults.clone(), handler);
             }
         }
+        let live_step = LiveStep {
+            step: name.to_string(),
+            workload: if step.phase == Phase::Load {
+                "load".into()
+            } else {
+                w.label.clone()
+            },
+            threads: u32::try_from(step.threads).unwrap_or(u32::MAX),
+            target: step.target_ops_per_sec,
+        };
+        self.plan.live.step_started(&live_step);
         let saver = self.ledger.as_ref().map(|l| {
             crate::verify::LedgerSaver::start(Arc::clone(l), Arc::clone(&self.ledger_journal))
         });
@@ -366,6 +403,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             &mut self.progress,
             &mut observer,
         )?;
+        self.plan.live.step_ended(&live_step);
         if let Some(s) = &mut self.schedule {
             s.step_ended(step);
         }
@@ -375,6 +413,9 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         let observed = observer.finish(since);
         let mut events = self.factory.events_since(since);
         events.extend(self.deployment.events_since(since));
+        // The database's own flushes and compactions are read from its log after the step, so
+        // they reach the live counters now (their IO showed live, by activity class).
+        publish_db_events(&self.plan.live, &events);
         events.extend(observed.fault_events.iter().cloned());
         events.sort_by_key(|e| e.start_unix_ms);
         record_step(
@@ -501,6 +542,23 @@ pub(crate) fn planned_steps(plan: &Plan, recorded: &[StepSummary]) -> Vec<String
     names
 }
 
+/// The database's flushes, compactions and file deletions among `events`, counted live as
+/// events of their place (an embedded database's are the client host's).
+fn publish_db_events(live: &LiveHub, events: &[iodig_model::events::DbEvent]) {
+    for e in (events.iter()).filter(|e| LiveHub::COUNTED_ONLY.contains(&e.kind.as_str())) {
+        live.event(&LiveEvent {
+            unix_ms: e.start_unix_ms,
+            place: if e.node == "local" {
+                "client".into()
+            } else {
+                e.node.clone()
+            },
+            kind: e.kind.clone(),
+            text: format!("{} {}", e.kind, e.detail),
+        });
+    }
+}
+
 impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     /// A database may write its own log late: RocksDB buffers its LOG for up to a few
     /// seconds, so a flush near a step's end is missing when the step is recorded. Once the
@@ -521,6 +579,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         == (e.kind.as_str(), e.start_unix_ms, e.node.as_str())
                 });
                 if e.start_unix_ms <= *end && !known {
+                    publish_db_events(&self.plan.live, std::slice::from_ref(&e));
                     events.push(e);
                 }
             }

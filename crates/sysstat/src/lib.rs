@@ -63,6 +63,15 @@ impl Sampler {
     /// first interval starts now, then starts sampling in the background. A process that is not
     /// running is not an error: it is recorded as `missing`, with a note.
     pub fn start(opts: SysOptions) -> anyhow::Result<Sampler> {
+        Self::start_with_live(opts, None)
+    }
+
+    /// [`Sampler::start`], also sending each sample to `live` as it is taken (a live view of
+    /// the run); the document is the same.
+    pub fn start_with_live(
+        opts: SysOptions,
+        live: Option<mpsc::Sender<sys::SysSample>>,
+    ) -> anyhow::Result<Sampler> {
         if opts.interval < MIN_INTERVAL {
             bail!(
                 "system sampling interval {:?} is too short: the minimum is {:?} (one CPU tick)",
@@ -121,6 +130,7 @@ impl Sampler {
             follow_restarts: opts.follow_restarts,
             prev: base,
             procs,
+            live,
         };
         let (stop_tx, stop_rx) = mpsc::channel();
         let interval = opts.interval;

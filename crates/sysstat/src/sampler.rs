@@ -1,7 +1,7 @@
 //! The sampling loop: wakes on whole multiples of the interval of the wall clock, turns each pair
 //! of readings into a sample, and on stop takes a last partial sample and hands back the document.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use iodig_model::sys::{ProcRestart, ProcSample, ProcState, SysDoc, SysSample};
@@ -28,6 +28,8 @@ pub struct State {
     pub follow_restarts: bool,
     pub prev: SysCounters,
     pub procs: Vec<Tracked>,
+    /// Each sample as it is taken, for a live view; a receiver gone stops only the sending.
+    pub live: Option<Sender<SysSample>>,
 }
 
 impl State {
@@ -105,6 +107,13 @@ impl State {
             net: delta::net_rates(&self.prev.net, &cur.net, secs),
             procs,
         });
+        if let Some(live) = &self.live {
+            if let Some(s) = self.doc.samples.last() {
+                if live.send(s.clone()).is_err() {
+                    self.live = None;
+                }
+            }
+        }
         if self.per_cpu && self.prev.per_cpu.len() != cur.per_cpu.len() {
             self.note("per-CPU figures left out where the set of online CPUs changed".into());
         }
