@@ -10,11 +10,13 @@ cd "$(dirname "$0")/.."
 # The SSH tests (`run --observe`) start their own sshd on 127.0.0.x with keys they make; one
 # of them runs a "host" whose clock is off through libfaketime. Only the server binary and the
 # library are needed: policy-rc.d keeps the package from starting a system sshd on port 22.
-# The tracer's device tests make a btrfs on a loop device (mkfs.btrfs).
+# The tracer's device tests make a btrfs on a loop device (mkfs.btrfs). The live metrics test
+# scrapes a run with a Prometheus it starts itself (the package's service stays off).
 test_packages=()
 [[ -x /usr/sbin/sshd ]] || test_packages+=(openssh-server)
 dpkg-query -W -f='${Status}' libfaketime 2>/dev/null | grep -q "install ok installed" || test_packages+=(libfaketime)
 command -v mkfs.btrfs >/dev/null || test_packages+=(btrfs-progs)
+command -v prometheus >/dev/null || test_packages+=(prometheus)
 if ((${#test_packages[@]})); then
   echo "test: installing ${test_packages[*]} for the SSH and device tests (no system service is started)" >&2
   sudo_cmd=()

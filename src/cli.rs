@@ -191,6 +191,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "HOST[,HOST…]", value_delimiter = ',')]
     pub clients: Vec<String>,
 
+    /// Serve the run's live figures at http://ADDR:PORT/metrics for Prometheus (docs/live.md):
+    /// operations, latency histograms, each place's IO, queue depth, activity classes, CPU and
+    /// memory, events. Bound before the run starts; `-p metrics.linger=SECONDS` serves on that
+    /// long after it ends.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<String>,
+
     /// Show status lines on stderr (YCSB's -s); on a terminal a live bar is shown anyway.
     #[arg(short = 's')]
     pub status: bool,

@@ -70,9 +70,10 @@ fn a_versioned_run_reads_back_every_acknowledged_write_and_the_report_says_so() 
     assert_eq!(i["ok"], 1000);
 }
 
-/// Starts a versioned run, waits until its load is recorded and its first run step has saved
-/// the ledger at least once, then kills it with SIGKILL. Returns the run directory.
-fn killed_mid_step(out: &Path, extra: &[&str]) -> PathBuf {
+/// Starts a versioned run, waits until its load is recorded, then `after` more (4.5 s: the
+/// first run step has saved the ledger twice), and kills it with SIGKILL. Returns the run
+/// directory.
+fn killed_mid_step(out: &Path, extra: &[&str], after: Duration) -> PathBuf {
     let mut child = rocksdb_run(out)
         .props(&["recordcount=2000", "rocksdb.writebuffersize=1G"])
         .duration("60s")
@@ -100,8 +101,7 @@ fn killed_mid_step(out: &Path, extra: &[&str]) -> PathBuf {
             }
         }
     };
-    // The ledger is saved every 2 s during a step: two saves into the run step.
-    std::thread::sleep(Duration::from_millis(4500));
+    std::thread::sleep(after);
     child.kill().unwrap();
     child.wait().unwrap();
     run_dir
@@ -112,7 +112,9 @@ fn a_kill_without_the_write_ahead_log_loses_acknowledged_writes_and_verify_count
     // With the write-ahead log (the default), a killed process loses nothing it acknowledged:
     // the log is in the page cache, and RocksDB replays it on open.
     let tmp = tempfile::tempdir().unwrap();
-    let with_log = killed_mid_step(&tmp.path().join("wal"), &[]);
+    // The ledger is saved every 2 s during a step: two saves into the run step.
+    let two_saves = Duration::from_millis(4500);
+    let with_log = killed_mid_step(&tmp.path().join("wal"), &[], two_saves);
     let (v, i) = verify(&with_log);
     assert_eq!(v.code(), 0, "{}\n{i}", v.stderr);
     assert_eq!(i["keys"], 2000, "{i}");
@@ -125,6 +127,7 @@ fn a_kill_without_the_write_ahead_log_loses_acknowledged_writes_and_verify_count
     let no_log = killed_mid_step(
         &tmp.path().join("nowal"),
         &["-p", "rocksdb.disablewal=true"],
+        two_saves,
     );
     let (v, i) = verify(&no_log);
     assert_eq!(v.code(), 1, "a lost write fails the check: {}", v.stderr);
@@ -143,4 +146,32 @@ fn a_kill_without_the_write_ahead_log_loses_acknowledged_writes_and_verify_count
         report.contains("Integrity FAILED"),
         "the report leads with it"
     );
+}
+
+#[test]
+fn a_kill_at_any_moment_of_the_ledger_saves_never_reads_as_a_lost_write() {
+    // Killed at random moments of the run step (saves every 2 s, the moments spread over
+    // them): whatever the ledger's file holds reads back, and nothing the database kept (with
+    // its write-ahead log it keeps everything) is judged lost, whether or not the last save
+    // was whole.
+    let mut seed = kill_seed();
+    let tmp = tempfile::tempdir().unwrap();
+    for round in 0..2 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let after = Duration::from_millis(2000 + seed % 4000);
+        let run_dir = killed_mid_step(&tmp.path().join(format!("r{round}")), &[], after);
+        let ledger = std::fs::read(run_dir.join("integrity/ledger.bin")).unwrap();
+        assert!(
+            ledger.starts_with(b"iodig-ledger 2\n"),
+            "the current format"
+        );
+        let (v, i) = verify(&run_dir);
+        assert_eq!(v.code(), 0, "killed {after:?} in: {}\n{i}", v.stderr);
+        assert_eq!(i["keys"], 2000, "{i}");
+        for bad in ["missing", "stale", "corrupt", "unreadable"] {
+            assert_eq!(i[bad], 0, "killed {after:?} in, {bad}: {i}");
+        }
+    }
 }

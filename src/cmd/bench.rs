@@ -73,6 +73,7 @@ fn request(args: &BenchArgs, phase: Phase) -> Result<(RunRequest, Vec<String>), 
         stop_when: args.stop_when.clone(),
         verify: args.verify,
         io_events: args.events,
+        metrics: args.metrics.clone(),
         verify_only: None,
         resume: None,
         label: args.label.clone(),
@@ -187,6 +188,9 @@ fn resume(args: &BenchArgs, phase: Phase, dir: &Path) -> Result<ExitCode, RunErr
     // The same seed makes every step's workers draw what a run without the kill drew.
     req.seed = Some(from.doc.config.seed);
     req.status |= args.status;
+    if args.metrics.is_some() {
+        req.metrics.clone_from(&args.metrics);
+    }
     req.command_line.clone_from(&from.doc.tool.command_line);
     req.resume = Some(from);
     start(&original, Phase::Run, req, &[])
@@ -222,6 +226,7 @@ fn resume_flags(args: &BenchArgs) -> Result<Vec<(String, String)>, RunError> {
         observe,
         clients,
         status: _,
+        metrics: _,
         client,
         start_at,
         seed,
@@ -357,6 +362,12 @@ fn run_clients(
         ))
         .into());
     }
+    if let Some(addr) = &req.metrics {
+        return Err(UsageError(format!(
+            "--metrics {addr} with --clients: each client would serve its own figures on its own host; start the clients yourself (--client I/N --start-at TIME --metrics ADDR:PORT on each) and scrape each"
+        ))
+        .into());
+    }
     if req.verify {
         return Err(UsageError(
             "--verify with --clients: each client keeps the versions of its own writes, and keys written by several clients cannot be judged from one; verify a single-client run".into(),
@@ -451,6 +462,7 @@ fn client_command(
         faults: _,
         clients: _,
         status,
+        metrics: _,
         client: _,
         start_at: _,
         seed: _,

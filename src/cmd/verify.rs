@@ -51,6 +51,7 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode, RunError> {
         warmup: std::time::Duration::ZERO,
         out_dir,
         io_events: false,
+        metrics: None,
         trace: TraceOptions {
             mode: TraceMode::Off,
             ..Default::default()

@@ -5,6 +5,7 @@
 use crate::deployment::{self, db_error, Deployment};
 use crate::environment;
 use crate::errors::RunError;
+use crate::live::{LiveEvent, LiveHub, LiveSink, LiveStep};
 use crate::observe::{preflight_trace, trace_options, Observer};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::progress::{Progress, ProgressMode};
@@ -38,7 +39,21 @@ pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome, RunErr
         // Refused before a database opens or a node starts.
         crate::resume::check_plan(&plan, from)?;
     }
-    Ok(deployment::run(plan, stop)?)
+    // Bound before a node starts or a load begins: a port in use is said now (exit 2).
+    let metrics = match &plan.req.metrics {
+        Some(addr) => Some(crate::live::MetricsServer::start(
+            addr,
+            Arc::clone(&plan.live),
+        )?),
+        None => None,
+    };
+    let linger = plan.metrics_linger;
+    let outcome = deployment::run(plan, stop);
+    if let Some(server) = metrics {
+        // Also after a failed run: what was measured up to the failure is worth a last scrape.
+        server.stop(linger);
+    }
+    Ok(outcome?)
 }
 
 /// The sweep of one run over an open binding in its deployment.
@@ -55,6 +70,8 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     schedule: Option<StartSchedule>,
     /// The acknowledged versioned writes of every step (`versionedwrites`), saved after each.
     ledger: Option<Arc<Ledger>>,
+    /// The ledger's file in the run directory, appended to by every step's saves.
+    ledger_journal: Arc<std::sync::Mutex<crate::verify::LedgerJournal>>,
     /// Each recorded step's directory and the window its database events were read for.
     event_windows: Vec<(std::path::PathBuf, u64, u64)>,
 }
@@ -75,12 +92,14 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
     let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
     let first_sweep = plan.sweep(&plan.workloads[0]);
     let mut cluster = factory.cluster_facts();
+    // The observed hosts join the live view: what their agents stream during each step goes
+    // to the run's hub (`plan.live`).
     if let Some(hosts) = deployment.observed_hosts() {
-        cluster.get_or_insert_with(Default::default).observed = hosts
+        let mut hosts = hosts
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .facts()
-            .to_vec();
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        hosts.watch(Arc::clone(&plan.live) as Arc<dyn crate::live::LiveSink>);
+        cluster.get_or_insert_with(Default::default).observed = hosts.facts().to_vec();
     }
     let run = match &plan.req.resume {
         Some(from) => {
@@ -108,19 +127,28 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             run
         }
     };
+    plan.live.set_run(
+        &run.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    );
     let mode = ProgressMode::detect(
         plan.req.status,
         plan.props
             .get_u64("status.interval", 10)
             .map_err(|e| UsageError(e.0))?,
     );
+    let ledger_journal = Arc::new(std::sync::Mutex::new(crate::verify::LedgerJournal::new(
+        &run.path,
+    )));
     let mut sweep = Sweep {
         plan,
         factory,
         deployment,
         trace: (plan.req.trace.mode != TraceMode::Off).then_some(trace_opts),
         run,
-        progress: Progress::new(mode),
+        progress: Progress::watched(mode, Arc::clone(&plan.live)),
         stop,
         schedule: plan.req.start_at.map(StartSchedule::new),
         ledger: match (plan.spec().versioned_writes, &plan.req.resume) {
@@ -132,6 +160,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
             }
             (true, _) => Some(Arc::new(Ledger::new())),
         },
+        ledger_journal,
         event_windows: Vec::new(),
     };
     let mut interrupted = false;
@@ -339,7 +368,8 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             self.plan.req.watch.clone(),
             processes,
             hosts.as_deref_mut(),
-        );
+        )
+        .watched_by(Arc::clone(&self.plan.live) as Arc<dyn LiveSink>);
         // Clients started together wait for the step's common start (--start-at).
         if let Some(late) = self.schedule.as_ref().and_then(|s| s.wait(name, self.stop)) {
             self.run.doc.notes.push(late);
@@ -349,10 +379,20 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 observer = observer.with_faults(self.plan.faults.clone(), handler);
             }
         }
-        let saver = self
-            .ledger
-            .as_ref()
-            .map(|l| crate::verify::LedgerSaver::start(Arc::clone(l), self.run.path.clone()));
+        let live_step = LiveStep {
+            step: name.to_string(),
+            workload: if step.phase == Phase::Load {
+                "load".into()
+            } else {
+                w.label.clone()
+            },
+            threads: u32::try_from(step.threads).unwrap_or(u32::MAX),
+            target: step.target_ops_per_sec,
+        };
+        self.plan.live.step_started(&live_step);
+        let saver = self.ledger.as_ref().map(|l| {
+            crate::verify::LedgerSaver::start(Arc::clone(l), Arc::clone(&self.ledger_journal))
+        });
         let result = run_step(
             self.factory,
             &workload,
@@ -361,6 +401,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             &mut self.progress,
             &mut observer,
         )?;
+        self.plan.live.step_ended(&live_step);
         if let Some(s) = &mut self.schedule {
             s.step_ended(step);
         }
@@ -370,6 +411,9 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         let observed = observer.finish(since);
         let mut events = self.factory.events_since(since);
         events.extend(self.deployment.events_since(since));
+        // The database's own flushes and compactions are read from its log after the step, so
+        // they reach the live counters now (their IO showed live, by activity class).
+        publish_db_events(&self.plan.live, &events);
         events.extend(observed.fault_events.iter().cloned());
         events.sort_by_key(|e| e.start_unix_ms);
         record_step(
@@ -496,6 +540,23 @@ pub(crate) fn planned_steps(plan: &Plan, recorded: &[StepSummary]) -> Vec<String
     names
 }
 
+/// The database's flushes, compactions and file deletions among `events`, counted live as
+/// events of their place (an embedded database's are the client host's).
+fn publish_db_events(live: &LiveHub, events: &[iodig_model::events::DbEvent]) {
+    for e in (events.iter()).filter(|e| LiveHub::COUNTED_ONLY.contains(&e.kind.as_str())) {
+        live.event(&LiveEvent {
+            unix_ms: e.start_unix_ms,
+            place: if e.node == "local" {
+                "client".into()
+            } else {
+                e.node.clone()
+            },
+            kind: e.kind.clone(),
+            text: format!("{} {}", e.kind, e.detail),
+        });
+    }
+}
+
 impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     /// A database may write its own log late: RocksDB buffers its LOG for up to a few
     /// seconds, so a flush near a step's end is missing when the step is recorded. Once the
@@ -516,6 +577,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         == (e.kind.as_str(), e.start_unix_ms, e.node.as_str())
                 });
                 if e.start_unix_ms <= *end && !known {
+                    publish_db_events(&self.plan.live, std::slice::from_ref(&e));
                     events.push(e);
                 }
             }
@@ -535,7 +597,7 @@ fn check_integrity<F: DbFactory, D: Deployment<F>>(
     plan: &Plan,
     factory: &F,
     deployment: &D,
-    ledger: &Ledger,
+    ledger: &Arc<Ledger>,
     checked_by: &str,
 ) -> Result<iodig_model::integrity::IntegrityDoc> {
     let read_with = match plan.props.get("cassandra.readconsistencylevel") {
@@ -544,7 +606,7 @@ fn check_integrity<F: DbFactory, D: Deployment<F>>(
     };
     iodig_model::eprintln_lossy!(
         "verify: reading back {} keys written by the run ({read_with})",
-        ledger.keys().len()
+        ledger.key_count()
     );
     let mut doc = crate::verify::check(factory, plan.spec(), ledger, checked_by, read_with)?;
     doc.per_node = deployment.check_each_node(plan, ledger)?;
@@ -573,7 +635,7 @@ fn verify_existing<F: DbFactory, D: Deployment<F>>(
     deployment: &D,
     run_dir: &std::path::Path,
 ) -> Result<RunOutcome> {
-    let ledger = crate::verify::load_ledger(run_dir)?;
+    let ledger = Arc::new(crate::verify::load_ledger(run_dir)?);
     let doc = check_integrity(plan, factory, deployment, &ledger, "verify")?;
     let closed = factory.close();
     let run_json = run_dir.join(iodig_model::files::RUN);

@@ -244,7 +244,12 @@ pub struct FaultRunner {
 
 impl FaultRunner {
     /// Starts the schedule now (measurement started): each fault at its offset, in order.
-    pub fn start(faults: &[Fault], handler: FaultHandler) -> FaultRunner {
+    /// Each fault is told to `live` as it fires (the terminal prints it, timestamped).
+    pub fn start(
+        faults: &[Fault],
+        handler: FaultHandler,
+        live: Arc<dyn crate::live::LiveSink>,
+    ) -> FaultRunner {
         let cancel = Arc::new(AtomicBool::new(false));
         let mut faults = faults.to_vec();
         faults.sort_by_key(|f| f.at);
@@ -262,16 +267,23 @@ impl FaultRunner {
                         std::thread::sleep(Duration::from_millis(20));
                     }
                     let start = unix_ms();
-                    let (node, detail) = match handler(&f) {
+                    let (node, detail, text) = match handler(&f) {
                         Ok((node, done)) => {
-                            iodig_model::eprintln_lossy!("fault {}: {node} {done}", f.spec);
-                            (node, format!("{}: {done}", f.spec))
+                            let text = format!("fault {}: {node} {done}", f.spec);
+                            (node, format!("{}: {done}", f.spec), text)
                         }
-                        Err(e) => {
-                            iodig_model::eprintln_lossy!("warning: fault {} failed: {e}", f.spec);
-                            (f.target.clone(), format!("{}: failed: {e}", f.spec))
-                        }
+                        Err(e) => (
+                            f.target.clone(),
+                            format!("{}: failed: {e}", f.spec),
+                            format!("warning: fault {} failed: {e}", f.spec),
+                        ),
                     };
+                    live.event(&crate::live::LiveEvent {
+                        unix_ms: start,
+                        place: node.clone(),
+                        kind: "fault".into(),
+                        text,
+                    });
                     events.push(DbEvent {
                         kind: "fault".into(),
                         start_unix_ms: start,
@@ -411,7 +423,7 @@ mod tests {
             parse("10s:kill:c").unwrap(),
         ];
         let handler: FaultHandler = Arc::new(|f: &Fault| Ok((f.target.clone(), "done".into())));
-        let r = FaultRunner::start(&faults, handler);
+        let r = FaultRunner::start(&faults, handler, Arc::new(crate::live::NoLive));
         std::thread::sleep(Duration::from_millis(300));
         let events = r.finish();
         let nodes: Vec<&str> = events.iter().map(|e| e.node.as_str()).collect();

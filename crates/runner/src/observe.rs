@@ -7,6 +7,7 @@ use crate::device_stats::DeviceStatsProbe;
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
 use crate::fault::{Fault, FaultHandler, FaultRunner};
+use crate::live::{LiveSink, NoLive};
 use crate::remote::{NodeResult, RemoteHosts};
 use crate::step::StepObserver;
 use anyhow::Result;
@@ -15,9 +16,14 @@ use iodig_iotrace::{
 };
 use iodig_model::device_stats::DeviceStatsDoc;
 use iodig_model::sys::SysDoc;
+use iodig_model::trace::LiveSecond;
 use iodig_model::trace::TraceDoc;
 use iodig_sysstat::{Sampler, SysOptions};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The trace covers the devices named with `--device` and the one under the data directory.
@@ -100,6 +106,14 @@ pub struct Observer<'r> {
     sys: Option<Sampler>,
     /// Why the trace of this step is missing, when it is.
     pub trace_error: Option<String>,
+    /// Who watches the run live: the faults as they fire, the local tracer's seconds.
+    live: Arc<dyn LiveSink>,
+    /// The local tracer's seconds as they complete, until someone watches them.
+    live_seconds: Option<Receiver<LiveSecond>>,
+    /// Hands the local tracer's seconds to `live` as the client host's; ends with the trace.
+    live_forwarder: Option<JoinHandle<()>>,
+    /// Set once the trace has stopped: the forwarder ends when nothing is left to hand over.
+    live_done: Arc<AtomicBool>,
 }
 
 /// What the observers measured over one step.
@@ -140,6 +154,10 @@ impl<'r> Observer<'r> {
             device_stats: None,
             sys: None,
             trace_error: None,
+            live: Arc::new(NoLive),
+            live_seconds: None,
+            live_forwarder: None,
+            live_done: Arc::new(AtomicBool::new(false)),
         };
         o.prepare();
         o
@@ -153,6 +171,11 @@ impl<'r> Observer<'r> {
         if let Some(r) = self.remote.as_deref_mut() {
             r.prepare();
         }
+        if let Some(opts) = &mut self.trace_opts {
+            let (feed, seconds) = std::sync::mpsc::channel();
+            opts.live = Some(feed);
+            self.live_seconds = Some(seconds);
+        }
         if let Some(opts) = &self.trace_opts {
             match iodig_iotrace::prepare_watching(opts, &self.watch) {
                 Ok(p) => self.prepared = Some(p),
@@ -163,6 +186,28 @@ impl<'r> Observer<'r> {
         if let Some(r) = self.remote.as_deref_mut() {
             r.await_prepared();
         }
+    }
+
+    /// Publishes what it sees as it happens to `live`: set before the step starts.
+    pub fn watched_by(mut self, live: Arc<dyn LiveSink>) -> Self {
+        if let Some(seconds) = self.live_seconds.take() {
+            let sink = Arc::clone(&live);
+            let done = Arc::clone(&self.live_done);
+            // The tracer sends and goes on: a sink is quick, but it is never the tracer's
+            // thread that waits for it.
+            self.live_forwarder = std::thread::Builder::new()
+                .name("iodig-live-io".into())
+                .spawn(move || loop {
+                    match seconds.recv_timeout(Duration::from_millis(100)) {
+                        Ok(second) => sink.io_second("client", &second),
+                        Err(RecvTimeoutError::Timeout) if !done.load(Ordering::Relaxed) => {}
+                        Err(_) => return,
+                    }
+                })
+                .ok();
+        }
+        self.live = live;
+        self
     }
 
     /// Injects these faults at their offsets from the start of measurement.
@@ -197,6 +242,14 @@ impl<'r> Observer<'r> {
                 None
             }
         });
+        // The trace's last second is sent when it stops; the feed ends with it (or with the
+        // tracer that never started).
+        self.prepared = None;
+        self.trace_opts = None;
+        self.live_done.store(true, Ordering::Relaxed);
+        if let Some(f) = self.live_forwarder.take() {
+            let _ = f.join();
+        }
         let traced: Option<Vec<String>> = trace
             .as_ref()
             .map(|t| t.devices.iter().map(|d| d.name.clone()).collect());
@@ -227,7 +280,18 @@ impl StepObserver for Observer<'_> {
             // its new pid.
             follow_restarts: true,
         };
-        self.sys = Sampler::start(opts).ok();
+        // The client host's samples reach the live view as they are taken, through a thread of
+        // their own so the sampler never waits on it.
+        let (feed, samples) = std::sync::mpsc::channel();
+        let sink = Arc::clone(&self.live);
+        let forwarder = std::thread::Builder::new()
+            .name("iodig-live-sys".into())
+            .spawn(move || {
+                for s in samples {
+                    sink.sys_sample("client", &s);
+                }
+            });
+        self.sys = Sampler::start_with_live(opts, forwarder.is_ok().then_some(feed)).ok();
         if let Some(r) = self.remote.as_deref_mut() {
             r.start();
         }
@@ -246,7 +310,7 @@ impl StepObserver for Observer<'_> {
             r.await_started();
         }
         if let Some((faults, handler)) = self.faults.take() {
-            self.fault_runner = Some(FaultRunner::start(&faults, handler));
+            self.fault_runner = Some(FaultRunner::start(&faults, handler, Arc::clone(&self.live)));
         }
     }
 }

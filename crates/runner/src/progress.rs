@@ -1,11 +1,14 @@
-//! Progress on stderr: a live bar on a terminal, YCSB-style status lines otherwise (every
-//! `status.interval` seconds), nothing in CI unless asked for with `-s`.
+//! Progress on stderr: a live bar on a terminal (with each place's IO beside ops/s and p99),
+//! YCSB-style status lines otherwise (every `status.interval` seconds), nothing in CI unless
+//! asked for with `-s`.
 
+use crate::live::{LiveHub, PlaceLine};
 use crate::step::{Phase, StepPlan};
 use indicatif::{ProgressBar, ProgressStyle};
 use iodig_model::Sample;
 use iodig_stats::SeriesSet;
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How progress is shown.
@@ -44,17 +47,31 @@ pub struct Progress {
     label: String,
     bar: Option<ProgressBar>,
     last_line_secs: u64,
+    /// The run's live figures: the bar shows each place's IO from them, and the collector
+    /// publishes the client's seconds to them.
+    live: Arc<LiveHub>,
 }
 
 impl Progress {
     /// A display in `mode`, with no step yet.
     pub fn new(mode: ProgressMode) -> Self {
+        Self::watched(mode, Arc::new(LiveHub::new()))
+    }
+
+    /// A display in `mode` that shows, and publishes to, the run's live figures.
+    pub fn watched(mode: ProgressMode, live: Arc<LiveHub>) -> Self {
         Self {
             mode,
             label: String::new(),
             bar: None,
             last_line_secs: 0,
+            live,
         }
+    }
+
+    /// The run's live figures.
+    pub(crate) fn live(&self) -> Arc<LiveHub> {
+        Arc::clone(&self.live)
     }
 
     /// Names the step shown on the following lines (e.g. `workloada t=8`).
@@ -86,6 +103,7 @@ impl Progress {
             bar.set_message(format!("warming up {:.0}s", plan.warmup.as_secs_f64()));
         }
         bar.enable_steady_tick(Duration::from_millis(250));
+        self.live.set_bar(Some(bar.clone()));
         self.bar = Some(bar);
     }
 
@@ -108,7 +126,8 @@ impl Progress {
                         elapsed.as_secs()
                     };
                     bar.set_position(pos);
-                    bar.set_message(format!("{:.0} ops/s {}", rate, brief(last)));
+                    let io = io_brief(&self.live.place_lines());
+                    bar.set_message(format!("{:.0} ops/s {}{io}", rate, brief(last)));
                 }
             }
             ProgressMode::Lines { every_secs } => {
@@ -126,6 +145,7 @@ impl Progress {
 
     pub(crate) fn finished(&mut self) {
         if let Some(bar) = self.bar.take() {
+            self.live.set_bar(None);
             bar.finish_and_clear();
         }
     }
@@ -141,6 +161,23 @@ fn brief(last: Option<&Sample>) -> String {
             .join(" ")
     })
     .unwrap_or_default()
+}
+
+/// Each place's IO for the bar: ` | client write 12.3 MB/s (step mean 4.1) qd≤37 flush`.
+pub fn io_brief(places: &[PlaceLine]) -> String {
+    let mut out = String::new();
+    for p in places {
+        out.push_str(&format!(
+            " | {} write {:.1} MB/s (step mean {:.1}) qd≤{}",
+            p.place, p.write_mb_s, p.write_mean_mb_s, p.qd_peak
+        ));
+        for class in &p.background {
+            // `rocksdb.flush` → `flush`: the place already says whose.
+            out.push(' ');
+            out.push_str(class.rsplit('.').next().unwrap_or(class));
+        }
+    }
+    out
 }
 
 /// YCSB's `-s` status line: `<secs> sec: <ops> operations; <rate> current ops/sec; [READ: …]`.

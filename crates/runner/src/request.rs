@@ -76,6 +76,8 @@ pub struct RunRequest {
     pub verify: bool,
     /// `--events`: every traced IO of each step into its `io-events.csv`.
     pub io_events: bool,
+    /// `--metrics ADDR:PORT`: serve the run's live figures at `/metrics` there.
+    pub metrics: Option<String>,
     /// `iodig verify RUN_DIR`: no step runs; the run's ledger is checked against the database
     /// and the result written into that run directory.
     pub verify_only: Option<PathBuf>,

@@ -48,10 +48,6 @@ impl Default for SysOptions {
     }
 }
 
-/// Where a sampler also sends each sample as it is taken (an observed host's agent streams
-/// them during the step).
-pub type LiveFeed = mpsc::Sender<sys::SysSample>;
-
 /// A running sampler. Dropping it without [`Sampler::stop`] ends the thread and loses the samples.
 pub struct Sampler {
     stop_tx: mpsc::Sender<()>,
@@ -69,12 +65,15 @@ impl Sampler {
     /// first interval starts now, then starts sampling in the background. A process that is not
     /// running is not an error: it is recorded as `missing`, with a note.
     pub fn start(opts: SysOptions) -> anyhow::Result<Sampler> {
-        Sampler::start_feeding(opts, None)
+        Self::start_with_live(opts, None)
     }
 
-    /// As [`Sampler::start`], and every sample is also sent to `live` as soon as it is taken
-    /// (the final partial one at stop included); a feed nobody reads any more is let go.
-    pub fn start_feeding(opts: SysOptions, live: Option<LiveFeed>) -> anyhow::Result<Sampler> {
+    /// [`Sampler::start`], also sending each sample to `live` as it is taken (a live view of
+    /// the run); the document is the same.
+    pub fn start_with_live(
+        opts: SysOptions,
+        live: Option<mpsc::Sender<sys::SysSample>>,
+    ) -> anyhow::Result<Sampler> {
         if opts.interval < MIN_INTERVAL {
             bail!(
                 "system sampling interval {:?} is too short: the minimum is {:?} (one CPU tick)",
@@ -130,11 +129,11 @@ impl Sampler {
         let header = doc.clone();
         let state = sampler::State {
             doc,
-            live,
             per_cpu: opts.per_cpu,
             follow_restarts: opts.follow_restarts,
             prev: base,
             procs,
+            live,
         };
         let (stop_tx, stop_rx) = mpsc::channel();
         let interval = opts.interval;

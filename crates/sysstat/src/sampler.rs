@@ -1,7 +1,7 @@
 //! The sampling loop: wakes on whole multiples of the interval of the wall clock, turns each pair
 //! of readings into a sample, and on stop takes a last partial sample and hands back the document.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use iodig_model::sys::{ProcRestart, ProcSample, ProcState, SysDoc, SysSample};
@@ -24,12 +24,12 @@ pub fn next_boundary(now_ms: u64, interval_ms: u64, gap_ms: u64) -> u64 {
 /// Everything the loop carries between samples.
 pub struct State {
     pub doc: SysDoc,
-    /// Where each sample also goes as it is taken; dropped once its reader is gone.
-    pub live: Option<crate::LiveFeed>,
     pub per_cpu: bool,
     pub follow_restarts: bool,
     pub prev: SysCounters,
     pub procs: Vec<Tracked>,
+    /// Each sample as it is taken, for a live view; a receiver gone stops only the sending.
+    pub live: Option<Sender<SysSample>>,
 }
 
 impl State {
@@ -98,7 +98,7 @@ impl State {
                 stats,
             });
         }
-        let sample = SysSample {
+        self.doc.samples.push(SysSample {
             unix_ms: cur.unix_ms,
             secs,
             cpu: delta::cpu_pct(&self.prev.cpu, &cur.cpu),
@@ -106,13 +106,14 @@ impl State {
             mem: cur.mem,
             net: delta::net_rates(&self.prev.net, &cur.net, secs),
             procs,
-        };
+        });
         if let Some(live) = &self.live {
-            if live.send(sample.clone()).is_err() {
-                self.live = None;
+            if let Some(s) = self.doc.samples.last() {
+                if live.send(s.clone()).is_err() {
+                    self.live = None;
+                }
             }
         }
-        self.doc.samples.push(sample);
         if self.per_cpu && self.prev.per_cpu.len() != cur.per_cpu.len() {
             self.note("per-CPU figures left out where the set of online CPUs changed".into());
         }

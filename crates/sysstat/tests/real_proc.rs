@@ -396,7 +396,7 @@ fn too_short_interval_is_refused() {
 #[test]
 fn a_fed_sampler_sends_each_sample_as_it_is_taken() {
     let (tx, rx) = std::sync::mpsc::channel();
-    let s = Sampler::start_feeding(opts(200, vec![], false), Some(tx)).unwrap();
+    let s = Sampler::start_with_live(opts(200, vec![], false), Some(tx)).unwrap();
     assert!(s.header().samples.is_empty());
     assert!(s.header().host.cpus > 0, "{:?}", s.header().host);
     // The first sample arrives while the sampler runs, not at stop.

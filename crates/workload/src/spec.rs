@@ -46,6 +46,7 @@ pub const CORE_PROPERTIES: &[&str] = &[
     "measurement.interval",
     "hdrhistogram.percentiles",
     "status.interval",
+    "metrics.linger",
     "reportlatencyforeacherror",
     "latencytrackederrors",
     "seed",

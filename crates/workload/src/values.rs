@@ -13,14 +13,15 @@ const RANDOM_BYTE_MASKS: [u32; 6] = [31, 63, 95, 31, 63, 95];
 /// characters from each 32-bit random int, character `k` from bits `5k…` under
 /// [`RANDOM_BYTE_MASKS`], offset from `' '`.
 pub fn fill_random(rng: &mut Rng, len: usize, out: &mut Vec<u8>) {
-    out.reserve(len);
-    let mut left = len;
-    while left > 0 {
+    // Sized once and written in place: a push per byte (a capacity check each) was a seventh of
+    // a no-op binding's CPU per update.
+    let start = out.len();
+    out.resize(start + len, 0);
+    for chunk in out[start..].chunks_mut(6) {
         let bits = rng.next_u32();
-        for (k, mask) in RANDOM_BYTE_MASKS.iter().enumerate().take(left) {
-            out.push((((bits >> (5 * k)) & mask) as u8) + b' ');
+        for (k, (b, mask)) in chunk.iter_mut().zip(RANDOM_BYTE_MASKS).enumerate() {
+            *b = (((bits >> (5 * k)) & mask) as u8) + b' ';
         }
-        left -= left.min(6);
     }
 }
 
@@ -98,6 +99,29 @@ mod tests {
         // And the upper halves of those ranges are reached, as in YCSB (not 5 bits each).
         assert!(v.iter().skip(2).step_by(6).any(|&b| b > b'_'));
         assert!(v.iter().skip(1).step_by(6).any(|&b| b > b'?'));
+    }
+
+    #[test]
+    fn random_values_are_the_byte_by_byte_ones_appended() {
+        // The reference: one push per byte, as YCSB's loop reads.
+        fn by_push(rng: &mut Rng, len: usize, out: &mut Vec<u8>) {
+            let mut left = len;
+            while left > 0 {
+                let bits = rng.next_u32();
+                for (k, mask) in RANDOM_BYTE_MASKS.iter().enumerate().take(left) {
+                    out.push((((bits >> (5 * k)) & mask) as u8) + b' ');
+                }
+                left -= left.min(6);
+            }
+        }
+        for len in [0, 1, 5, 6, 7, 100, 1000, 1001] {
+            let (mut a, mut b) = (Rng::seeded(7, 3), Rng::seeded(7, 3));
+            let (mut va, mut vb) = (b"prefix".to_vec(), b"prefix".to_vec());
+            fill_random(&mut a, len, &mut va);
+            by_push(&mut b, len, &mut vb);
+            assert_eq!(va, vb, "len {len}");
+            assert_eq!(a.next_u32(), b.next_u32(), "same draws used, len {len}");
+        }
     }
 
     #[test]

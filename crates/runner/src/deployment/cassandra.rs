@@ -341,7 +341,7 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
 
     /// Each node alone: the others paused until it sees them down, then every key read through
     /// it at ONE with the driver held to it, so only its own copy can answer.
-    fn check_each_node(&self, plan: &Plan, ledger: &Ledger) -> Result<Vec<NodeIntegrity>> {
+    fn check_each_node(&self, plan: &Plan, ledger: &Arc<Ledger>) -> Result<Vec<NodeIntegrity>> {
         if !plan.verify_each_node {
             return Ok(Vec::new());
         }

@@ -96,7 +96,11 @@ pub trait Deployment<F: DbFactory> {
     /// After the check through the cluster (`-p verify.eachnode=true`): every key of `ledger`
     /// read from each node alone, where this deployment can make one node the only replica
     /// that answers; none where it cannot.
-    fn check_each_node(&self, _plan: &Plan, _ledger: &Ledger) -> Result<Vec<NodeIntegrity>> {
+    fn check_each_node(
+        &self,
+        _plan: &Plan,
+        _ledger: &std::sync::Arc<Ledger>,
+    ) -> Result<Vec<NodeIntegrity>> {
         Ok(Vec::new())
     }
 }

@@ -217,7 +217,11 @@ impl<F: DbFactory, D: Deployment<F>> Deployment<F> for Observed<'_, D> {
         Some(&self.hosts)
     }
 
-    fn check_each_node(&self, plan: &Plan, ledger: &Ledger) -> Result<Vec<NodeIntegrity>> {
+    fn check_each_node(
+        &self,
+        plan: &Plan,
+        ledger: &std::sync::Arc<Ledger>,
+    ) -> Result<Vec<NodeIntegrity>> {
         self.inner.check_each_node(plan, ledger)
     }
 }

@@ -20,6 +20,7 @@ use iodig_report::ycsb;
 use iodig_stats::IntervalMode;
 use iodig_workload::{WorkloadSpec, BUILTIN_WORKLOADS, CORE_PROPERTIES};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Records in the dataset of `iodig run` without `-P`: large enough to leave memory-resident
@@ -79,6 +80,12 @@ pub struct Plan {
     pub faults: Vec<Fault>,
     /// `-p verify.eachnode=true`: the verify reads every node alone too.
     pub verify_each_node: bool,
+    /// The run's one live sink: the terminal line and `--metrics` read it; every source of live
+    /// figures (the collector, the tracer, the observed hosts' agents, the faults) publishes to
+    /// it.
+    pub live: Arc<crate::live::LiveHub>,
+    /// `-p metrics.linger`: how long `--metrics` serves on after the run.
+    pub metrics_linger: Duration,
 }
 
 /// `--restore-each-step` where iodig cannot restore: on observed hosts only Cassandra's nodes
@@ -164,6 +171,11 @@ impl Plan {
         check_restore(&req, &props)?;
         let observe = remote::parse_hosts("--observe", &req.observe)?;
         let faults = faults::check_faults(&req, &props, &workloads)?;
+        let metrics_linger = Duration::from_secs(
+            props
+                .get_u64("metrics.linger", 0)
+                .map_err(|e| UsageError(e.0))?,
+        );
         let ssh = Ssh {
             config: match props.get("ssh.config") {
                 Some(p) if !Path::new(p).is_file() => {
@@ -186,6 +198,8 @@ impl Plan {
             ssh,
             faults,
             verify_each_node,
+            live: Arc::new(crate::live::LiveHub::new()),
+            metrics_linger,
         })
     }
 

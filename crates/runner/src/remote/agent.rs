@@ -262,7 +262,7 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
             Ok(Request::Start) => {
                 let pid = refind();
                 let (samples_tx, samples_feed) = mpsc::channel();
-                let sampler = Sampler::start_feeding(
+                let sampler = Sampler::start_with_live(
                     SysOptions {
                         interval: Duration::from_secs(1),
                         pids: facts

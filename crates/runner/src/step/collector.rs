@@ -3,6 +3,7 @@
 //! whole step's histograms and both HDR interval logs, and ends the step on time.
 
 use super::{process_cpu, unix_ms, Shared, Start, StepObserver, StepPlan, StepResult};
+use crate::live::{LatencyBuckets, LiveSink};
 use crate::progress::Progress;
 use anyhow::{anyhow, Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
@@ -81,7 +82,7 @@ impl<'a> Collector<'a> {
         // run at the process's own.
         priority.lowered(|| observer.measurement_started());
         let deadline = self.plan.max_execution.map(|d| started + d);
-        let mut state = CollectState::new(started_wall);
+        let mut state = CollectState::new(started_wall, progress.live());
         let mut ended_early = None;
         // Interval k ends at `first_boundary` + k s, whenever the collector gets to it: the
         // workers place each operation by its end, so a late collector (starved of CPU by 1024
@@ -112,7 +113,12 @@ impl<'a> Collector<'a> {
                 .unusable_after
                 .and_then(|n| unusable(&state.samples, n))
             {
-                iodig_model::eprintln_lossy!("warning: ending the step: {reason}");
+                progress.live().event(&crate::live::LiveEvent {
+                    unix_ms: unix_ms(SystemTime::now()),
+                    place: "client".into(),
+                    kind: "step_ended_early".into(),
+                    text: format!("warning: ending the step: {reason}"),
+                });
                 ended_early = Some(reason);
                 break;
             }
@@ -302,6 +308,11 @@ struct CollectState {
     /// Histograms by the unix second (ms) operations started in, until written out.
     by_start: BTreeMap<u64, SeriesSet>,
     start_hlog: Vec<u8>,
+    /// Who watches the run live: each second is published to it as it is emitted.
+    live: Arc<dyn LiveSink>,
+    /// The second's latencies in the live buckets, reused from second to second; `None` when
+    /// the live sink does not want them.
+    latency: Option<Vec<LatencyBuckets>>,
 }
 
 /// Start seconds stay open this long after they end: an operation still running then (a
@@ -324,7 +335,7 @@ fn hlog_header(started_wall: SystemTime, comment: &str) -> Vec<u8> {
 }
 
 impl CollectState {
-    fn new(started_wall: SystemTime) -> Self {
+    fn new(started_wall: SystemTime, live: Arc<dyn LiveSink>) -> Self {
         let hlog = hlog_header(
             started_wall,
             "iodig latency log: one tagged histogram per series per second, values in microseconds",
@@ -347,6 +358,8 @@ impl CollectState {
             hlog,
             by_start: BTreeMap::new(),
             start_hlog,
+            latency: live.wants_client_latency().then(Vec::new),
+            live,
         }
     }
 
@@ -420,6 +433,16 @@ impl CollectState {
             series: self.interval.summaries(),
         });
         self.last_t = t;
+        if let Some(latency) = &mut self.latency {
+            latency.clear();
+            latency.extend(
+                (self.interval.histograms()).map(|(id, h)| LatencyBuckets::of(series_name(id), h)),
+            );
+            self.live.client_latency(latency);
+        }
+        if let Some(sample) = self.samples.last() {
+            self.live.client_second(sample);
+        }
         self.interval.clear();
         Ok(())
     }
