@@ -98,7 +98,7 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
         let mut hosts = hosts
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        hosts.watch(Arc::clone(&plan.live) as Arc<dyn crate::live::LiveSink>);
+        hosts.watch(Arc::clone(&plan.live) as Arc<dyn LiveSink>);
         cluster.get_or_insert_with(Default::default).observed = hosts.facts().to_vec();
     }
     let run = match &plan.req.resume {

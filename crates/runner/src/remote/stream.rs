@@ -139,17 +139,15 @@ impl HostStream {
         for e in chunk.events {
             // Told once, as it is first seen: a live count of flushes must not count the
             // completion of one already told as another.
-            if s.events.contains_key(&e.id) {
-                s.events.insert(e.id, e.event);
-                continue;
+            let first_seen = s.events.insert(e.id, e.event.clone()).is_none();
+            if first_seen {
+                self.sink.event(&LiveEvent {
+                    unix_ms: shift(e.event.end_unix_ms.unwrap_or(e.event.start_unix_ms)),
+                    place: self.place.clone(),
+                    text: event_text(&e.event),
+                    kind: e.event.kind,
+                });
             }
-            self.sink.event(&LiveEvent {
-                unix_ms: shift(e.event.end_unix_ms.unwrap_or(e.event.start_unix_ms)),
-                place: self.place.clone(),
-                kind: e.event.kind.clone(),
-                text: event_text(&e.event),
-            });
-            s.events.insert(e.id, e.event);
         }
     }
 
