@@ -421,7 +421,11 @@ fn a_run_directory_of_another_schema_version_names_both_versions() {
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
         &path,
-        text.replacen("\"schema_version\": 1", "\"schema_version\": 9", 1),
+        text.replacen(
+            &format!("\"schema_version\": {}", iodig_model::SCHEMA_VERSION),
+            "\"schema_version\": 9",
+            1,
+        ),
     )
     .unwrap();
     let d = run_dir.to_str().unwrap();

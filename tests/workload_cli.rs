@@ -124,7 +124,7 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     let step_dir = r.run_dir().join(step["dir"].as_str().unwrap());
     for f in [
         "summary.json",
-        "timeseries.json",
+        "timeseries.jsonl.gz",
         "histograms.json",
         "latency.hlog",
         "ycsb.txt",
@@ -135,7 +135,7 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     assert!(hlog.contains("#[StartTime: "), "{hlog}");
     assert!(hlog.lines().any(|l| l.starts_with("Tag=READ,")), "{hlog}");
     let series: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(step_dir.join("timeseries.json")).unwrap()).unwrap();
+        serde_json::from_value(read_json(&step_dir.join("timeseries.json"))).unwrap();
     let total: u64 = series
         .iter()
         .map(|s| s["operations"].as_u64().unwrap())
@@ -318,14 +318,11 @@ fn clients_split_the_key_space_and_merge_exactly() {
     assert_eq!(step["operations"], 10_000);
     assert_eq!(step["series"]["READ"]["count"], 10_000);
     assert_eq!(step["returns"]["READ"]["OK"], 10_000);
-    let series: Vec<serde_json::Value> = serde_json::from_slice(
-        &std::fs::read(
-            m.run_dir()
-                .join(step["dir"].as_str().unwrap())
-                .join("timeseries.json"),
-        )
-        .unwrap(),
-    )
+    let series: Vec<serde_json::Value> = serde_json::from_value(read_json(
+        &m.run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("timeseries.json"),
+    ))
     .unwrap();
     assert_eq!(
         series

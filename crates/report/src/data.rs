@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use iodig_model::device_stats::DeviceStatsDoc;
 use iodig_model::files;
 use iodig_model::reading::{read_run_doc, settle};
+use iodig_model::series;
 use iodig_model::sys::SysDoc;
 use iodig_model::trace::TraceDoc;
 use iodig_model::{RunDoc, Sample, StepHistograms, StepSummary};
@@ -27,7 +28,8 @@ pub struct StepData {
     /// The directory of those IO files (the per-IO event stream is read from it): `dir` for
     /// the client host, `nodes/HOST/` under it for a node.
     pub io_dir: PathBuf,
-    /// Per-second client samples (`timeseries.json`); empty when the file is missing.
+    /// Per-second client samples (`timeseries.jsonl.gz`, `timeseries.json` in schema 1); empty
+    /// when the file is missing.
     pub timeseries: Vec<Sample>,
     /// The step's exact HDR latency histograms per series (`histograms.json`), when written.
     pub histograms: Option<StepHistograms>,
@@ -303,16 +305,15 @@ pub fn load_run(path: &Path) -> Result<RunData> {
     let mut steps = Vec::with_capacity(doc.steps.len());
     for s in &doc.steps {
         let dir = path.join(&s.dir);
-        let timeseries: Vec<Sample> =
-            read_optional(&dir.join(files::TIMESERIES))?.unwrap_or_default();
+        let timeseries: Vec<Sample> = series::read_timeseries(&dir)?.unwrap_or_default();
         let mut nodes = Vec::with_capacity(s.nodes.len());
         for n in &s.nodes {
             let nd = path.join(&n.dir);
             nodes.push(NodeData {
                 step: n.clone(),
                 dir: nd.clone(),
-                trace: read_optional(&nd.join(files::TRACE))?,
-                sys: read_optional(&nd.join(files::SYSSTAT))?,
+                trace: series::read_trace(&nd)?,
+                sys: series::read_sys(&nd)?,
                 events: read_optional(&nd.join(files::EVENTS))?.unwrap_or_default(),
                 device_stats: read_optional(&nd.join(files::DEVICE_STATS))?,
             });
@@ -320,9 +321,9 @@ pub fn load_run(path: &Path) -> Result<RunData> {
         steps.push(StepData {
             summary: s.clone(),
             histograms: read_optional(&dir.join(files::HISTOGRAMS))?,
-            trace: read_optional(&dir.join(files::TRACE))?,
+            trace: series::read_trace(&dir)?,
             device_stats: read_optional(&dir.join(files::DEVICE_STATS))?,
-            sys: read_optional(&dir.join(files::SYSSTAT))?,
+            sys: series::read_sys(&dir)?,
             events: read_optional(&dir.join(files::EVENTS))?.unwrap_or_default(),
             timeseries,
             place: Place::ClientHost,

@@ -252,7 +252,11 @@ fn bad_input_names_the_path() {
     )
     .unwrap();
     let p = dir.join("run.json");
-    let text = read(&p).replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+    let text = read(&p).replacen(
+        &format!("\"schema_version\": {}", iodig_model::SCHEMA_VERSION),
+        "\"schema_version\": 99",
+        1,
+    );
     std::fs::write(&p, text).unwrap();
     let e = format!("{:#}", write_report(&dir).unwrap_err());
     assert!(

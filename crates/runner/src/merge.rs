@@ -243,7 +243,7 @@ fn merge_step(
         returns,
         trace_mode: None,
         trace_note: Some(format!(
-            "per client: {rel}/clients/<i>/trace.json (see {})",
+            "per client: {rel}/clients/<i>/trace.json.gz (see {})",
             files::CLIENTS
         )),
         // The clients' processes may share no machine; their CPU is in their own runs.
@@ -262,7 +262,7 @@ fn merge_step(
             series: totals.to_encoded()?,
         },
     )?;
-    merged.write_json(&dir, files::TIMESERIES, &samples)?;
+    merged.recorded(iodig_model::series::write_timeseries(&dir, &samples))?;
     merged.write_bytes(&dir, files::HDR_LOG, &hlog)?;
     if let Some(log) = merge_start_logs(dirs)? {
         merged.write_bytes(&dir, files::HDR_START_LOG, &log)?;
@@ -287,12 +287,22 @@ fn keep_client_files(
     std::fs::create_dir_all(&part_dir)
         .with_context(|| format!("cannot create {}", part_dir.display()))?;
     let mut kept = Vec::new();
+    // A client's series files go with its documents, whichever schema wrote them.
     for name in [
         files::TRACE,
         files::DEVICE_STATS,
         files::SYSSTAT,
         files::EVENTS,
-    ] {
+    ]
+    .into_iter()
+    .chain(iodig_model::series::present(src).into_iter().filter(|f| {
+        // The client timeseries is merged, not kept per client.
+        ![
+            iodig_model::series::TIMESERIES,
+            iodig_model::series::TIMESERIES_V1,
+        ]
+        .contains(f)
+    })) {
         if src.join(name).is_file() {
             link_or_copy(&src.join(name), &part_dir.join(name))?;
             kept.push(name.to_string());
@@ -389,7 +399,7 @@ fn by_middle(start_ms: u64, end_ms: u64) -> u64 {
 fn merge_seconds(dirs: &[PathBuf]) -> Result<(Vec<Sample>, Vec<u8>)> {
     let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
     for dir in dirs {
-        let samples: Vec<Sample> = read_json(&dir.join(files::TIMESERIES))?;
+        let samples: Vec<Sample> = iodig_model::series::read_timeseries(dir)?.unwrap_or_default();
         for s in samples {
             let sec = seconds.entry(s.unix_ms.div_ceil(1000)).or_default();
             sec.operations += s.operations;

@@ -76,6 +76,11 @@ pub struct StepView {
     pub cpu_busy: Line,
     /// All-CPU iowait % per sample.
     pub cpu_iowait: Line,
+    /// The busiest CPU's busy % per sample, when the samples keep it (a host whose per-CPU
+    /// samples are summarised, more than `iodig_model::sys::PER_CPU_KEPT` CPUs).
+    pub cpu_busiest: Line,
+    /// Why the per-CPU samples are summarised, as the samples' file says, when they are.
+    pub per_cpu_summarised: Option<String>,
     /// Page cache waiting to be written back (Dirty), MB (10^6 bytes), per sample.
     pub dirty_mb: Line,
     /// Page cache being written back (Writeback), MB, per sample.
@@ -192,7 +197,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
     let sum = &step.summary;
     let (ops, lat_p99, lat_mean) = client_lines(step);
     let (io, qd_mean, qd_max) = step.trace.as_ref().map(io_lines).unwrap_or_default();
-    let [busy, iowait, dirty, wb] = sys_lines(step);
+    let [busy, iowait, dirty, wb, busiest] = sys_lines(step);
     let (trace_mode, trace_note) = trace_mode(step);
     let outcome = Outcome::of(sum);
     let attribution = step.trace.as_ref().and_then(|t| t.attribution());
@@ -238,6 +243,8 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         qd_max,
         cpu_busy: busy,
         cpu_iowait: iowait,
+        cpu_busiest: busiest,
+        per_cpu_summarised: step.sys.as_ref().and_then(|s| s.per_cpu_summarised.clone()),
         dirty_mb: dirty,
         writeback_mb: wb,
         proc_cpu: proc_cpu_lines(step),
@@ -299,10 +306,11 @@ fn client_lines(step: &StepData) -> (Line, BTreeMap<String, Line>, BTreeMap<Stri
     (ops, lat_p99, lat_mean)
 }
 
-/// CPU busy and iowait (%), memory dirty and under writeback (MB), per second.
-fn sys_lines(step: &StepData) -> [Line; 4] {
-    let (mut busy, mut iowait, mut dirty, mut wb) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+/// CPU busy and iowait (%), memory dirty and under writeback (MB), and the busiest CPU's busy %
+/// where the samples keep it, per second.
+fn sys_lines(step: &StepData) -> [Line; 5] {
+    let (mut busy, mut iowait, mut dirty, mut wb, mut busiest) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     if let Some(sys) = &step.sys {
         for s in &sys.samples {
             let x = s.unix_ms as f64 - s.secs * 500.0;
@@ -310,9 +318,12 @@ fn sys_lines(step: &StepData) -> [Line; 4] {
             iowait.push((x, s.cpu.iowait));
             dirty.push((x, s.mem.dirty_bytes as f64 / 1e6));
             wb.push((x, s.mem.writeback_bytes as f64 / 1e6));
+            if let Some(spread) = &s.cpu_spread {
+                busiest.push((x, spread.busiest_pct));
+            }
         }
     }
-    [busy, iowait, dirty, wb]
+    [busy, iowait, dirty, wb, busiest]
 }
 
 /// Each sampled process's CPU per sample: the local ones by their label, an observed host's as
