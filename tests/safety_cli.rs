@@ -209,7 +209,7 @@ fn check_finished_steps(run_dir: &Path) {
         ] {
             read_json(&step.join(f));
         }
-        assert!(step.join("latency.hlog").is_file() && step.join("ycsb.txt").is_file());
+        assert!(step.join("latency.hlog.gz").is_file() && step.join("ycsb.txt").is_file());
     }
 }
 

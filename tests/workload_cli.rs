@@ -126,12 +126,17 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
         "summary.json",
         "timeseries.jsonl.gz",
         "histograms.json",
-        "latency.hlog",
+        "latency.hlog.gz",
         "ycsb.txt",
     ] {
         assert!(step_dir.join(f).is_file(), "missing {f}");
     }
-    let hlog = std::fs::read_to_string(step_dir.join("latency.hlog")).unwrap();
+    let hlog = String::from_utf8(
+        iodig_model::series::read_hlog(&step_dir, "latency.hlog")
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
     assert!(hlog.contains("#[StartTime: "), "{hlog}");
     assert!(hlog.lines().any(|l| l.starts_with("Tag=READ,")), "{hlog}");
     let series: Vec<serde_json::Value> =

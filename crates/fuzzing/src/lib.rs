@@ -67,6 +67,7 @@ pub fn run_directory(data: &[u8]) {
         "steps/01-workloada-t1/timeseries.json",
         // Schema 2's series files: present, they take the place of the series inline.
         "steps/01-workloada-t1/trace.json.gz",
+        "steps/01-workloada-t1/latency.hlog.gz",
         "steps/01-workloada-t1/timeseries.jsonl.gz",
         "steps/01-workloada-t1/trace-seconds.jsonl.gz",
         "steps/01-workloada-t1/trace-class-seconds.jsonl.gz",

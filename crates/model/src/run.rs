@@ -317,9 +317,11 @@ pub mod files {
     pub const TIMESERIES: &str = crate::series::TIMESERIES;
     /// Whole-step HDR histograms per series ([`crate::StepHistograms`]).
     pub const HISTOGRAMS: &str = "histograms.json";
-    /// HdrHistogram interval log: one tagged histogram per series per second, in µs.
+    /// Schema 1's HdrHistogram interval log: one tagged histogram per series per second, in µs;
+    /// schema 2 writes it gzip-compressed as `latency.hlog.gz` ([`crate::series::read_hlog`]).
     pub const HDR_LOG: &str = "latency.hlog";
-    /// The same histograms keyed by the second each operation started in (not ended).
+    /// The same histograms keyed by the second each operation started in (not ended); schema 2:
+    /// `latency-by-start.hlog.gz`.
     pub const HDR_START_LOG: &str = "latency-by-start.hlog";
     /// Every traced IO of the step, one CSV line each (`run --events`, eBPF only).
     pub const IO_EVENTS: &str = "io-events.csv";

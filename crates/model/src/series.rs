@@ -37,6 +37,10 @@ pub const TRACE_SECONDS: &str = "trace-seconds.jsonl.gz";
 pub const TRACE_CLASS_SECONDS: &str = "trace-class-seconds.jsonl.gz";
 /// The system samples, one [`SysSample`] a line.
 pub const SYS_SAMPLES: &str = "sys-samples.jsonl.gz";
+/// The HDR interval log by end second, gzip (schema 1: [`crate::files::HDR_LOG`], plain).
+pub const HDR_LOG: &str = "latency.hlog.gz";
+/// The HDR interval log by start second, gzip (schema 1: [`crate::files::HDR_START_LOG`]).
+pub const HDR_START_LOG: &str = "latency-by-start.hlog.gz";
 
 /// Every series file name of either version: what a merge links per client and what a step
 /// directory may hold.
@@ -47,6 +51,8 @@ pub const ALL: &[&str] = &[
     TRACE_SECONDS,
     TRACE_CLASS_SECONDS,
     SYS_SAMPLES,
+    HDR_LOG,
+    HDR_START_LOG,
 ];
 
 /// One second of one device (`trace-seconds.jsonl.gz`): the device's name beside the
@@ -150,6 +156,45 @@ fn write_compact<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 /// Writes the client's per-second samples (`timeseries.jsonl.gz`).
 pub fn write_timeseries(dir: &Path, samples: &[Sample]) -> Result<()> {
     write_lines(&dir.join(TIMESERIES), samples.iter())
+}
+
+/// The name schema 2 gives an HDR interval log schema 1 named `v1_name`
+/// ([`crate::files::HDR_LOG`], [`crate::files::HDR_START_LOG`]): the same text, gzip. Its
+/// histograms are deflated already, but each is base64 text, which gzip takes back to bytes: a
+/// third off a log that was over half of a traced step's bytes.
+fn hlog_name(v1_name: &str) -> String {
+    format!("{v1_name}.gz")
+}
+
+/// Writes an HDR interval log (`v1_name` is its schema-1 name, e.g. `latency.hlog`) gzip-
+/// compressed as `<v1_name>.gz`; `zcat` gives the text HdrHistogram's tools read.
+pub fn write_hlog(dir: &Path, v1_name: &str, log: &[u8]) -> Result<()> {
+    write_atomic_with(&dir.join(hlog_name(v1_name)), |out| {
+        let mut gz = GzEncoder::new(out, flate2::Compression::default());
+        gz.write_all(log)?;
+        gz.finish()?.flush()
+    })
+}
+
+/// A step directory's HDR interval log `v1_name` (`latency.hlog`, `latency-by-start.hlog`) of
+/// either version, as text; none when it has neither file.
+pub fn read_hlog(dir: &Path, v1_name: &str) -> Result<Option<Vec<u8>>> {
+    let gz = dir.join(hlog_name(v1_name));
+    if gz.is_file() {
+        let file =
+            std::fs::File::open(&gz).with_context(|| format!("cannot read {}", gz.display()))?;
+        let mut log = Vec::new();
+        std::io::Read::read_to_end(&mut MultiGzDecoder::new(file), &mut log)
+            .with_context(|| format!("cannot read {}: not gzip, or cut short", gz.display()))?;
+        return Ok(Some(log));
+    }
+    let plain = dir.join(v1_name);
+    if plain.is_file() {
+        return std::fs::read(&plain)
+            .map(Some)
+            .with_context(|| format!("cannot read {}", plain.display()));
+    }
+    Ok(None)
 }
 
 /// The client's per-second samples of a step directory of either version; none when it has
@@ -419,6 +464,22 @@ mod tests {
         assert!(
             e.contains("trace-seconds.jsonl.gz") && e.contains("device vda"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn an_interval_log_reads_back_from_either_version() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(read_hlog(d.path(), "latency.hlog").unwrap(), None);
+        std::fs::write(d.path().join("latency.hlog"), b"#v1\n").unwrap();
+        assert_eq!(
+            read_hlog(d.path(), "latency.hlog").unwrap().unwrap(),
+            b"#v1\n"
+        );
+        write_hlog(d.path(), "latency.hlog", b"#v2\n").unwrap();
+        assert_eq!(
+            read_hlog(d.path(), "latency.hlog").unwrap().unwrap(),
+            b"#v2\n"
         );
     }
 

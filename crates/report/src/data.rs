@@ -156,11 +156,9 @@ impl StepData {
         f: impl FnMut(u64, u64, &str, &iodig_stats::Histogram),
     ) -> Result<bool> {
         let path = self.dir.join(file);
-        if !path.is_file() {
+        let Some(bytes) = series::read_hlog(&self.dir, file)? else {
             return Ok(false);
-        }
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        };
         iodig_stats::for_each_interval(&bytes, want, f).with_context(|| {
             format!(
                 "{}: not an HDR interval log written by iodig",

@@ -263,9 +263,13 @@ fn merge_step(
         },
     )?;
     merged.recorded(iodig_model::series::write_timeseries(&dir, &samples))?;
-    merged.write_bytes(&dir, files::HDR_LOG, &hlog)?;
+    merged.recorded(iodig_model::series::write_hlog(&dir, files::HDR_LOG, &hlog))?;
     if let Some(log) = merge_start_logs(dirs)? {
-        merged.write_bytes(&dir, files::HDR_START_LOG, &log)?;
+        merged.recorded(iodig_model::series::write_hlog(
+            &dir,
+            files::HDR_START_LOG,
+            &log,
+        ))?;
     }
     merged.write_json(&dir, files::CLIENTS, &parts)?;
     merged.write_json(&dir, files::STEP_SUMMARY, &summary)?;
@@ -405,7 +409,14 @@ fn merge_seconds(dirs: &[PathBuf]) -> Result<(Vec<Sample>, Vec<u8>)> {
             sec.operations += s.operations;
             sec.secs = sec.secs.max(s.secs);
         }
-        read_hlog(&dir.join(files::HDR_LOG), &mut seconds, by_end)?;
+        if !read_hlog(dir, files::HDR_LOG, &mut seconds, by_end)? {
+            anyhow::bail!(
+                "{}: no latency log ({} or {}); the client's step is incomplete: merge runs whose steps finished",
+                dir.display(),
+                iodig_model::series::HDR_LOG,
+                files::HDR_LOG
+            );
+        }
     }
     // Each second's interval ends on it and lasts as long as the longest client's.
     let hlog = write_log(
@@ -444,11 +455,7 @@ fn merge_start_logs(dirs: &[PathBuf]) -> Result<Option<Vec<u8>>> {
     let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
     let mut any = false;
     for dir in dirs {
-        let path = dir.join(files::HDR_START_LOG);
-        if path.is_file() {
-            any = true;
-            read_hlog(&path, &mut seconds, by_middle)?;
-        }
+        any |= read_hlog(dir, files::HDR_START_LOG, &mut seconds, by_middle)?;
     }
     if !any {
         return Ok(None);
@@ -494,8 +501,16 @@ fn write_log(
     Ok(hlog)
 }
 
-fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>, key: KeyOf) -> Result<()> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+fn read_hlog(
+    dir: &Path,
+    name: &str,
+    seconds: &mut BTreeMap<u64, Second>,
+    key: KeyOf,
+) -> Result<bool> {
+    let path = &dir.join(name);
+    let Some(bytes) = iodig_model::series::read_hlog(dir, name)? else {
+        return Ok(false);
+    };
     let mut base = Duration::ZERO;
     let mut de = Deserializer::new();
     for entry in IntervalLogIterator::new(&bytes) {
@@ -526,7 +541,7 @@ fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>, key: KeyOf) -> Re
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -81,8 +81,12 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
             series: result.totals.to_encoded()?,
         },
     )?;
-    run.write_bytes(&dir, files::HDR_LOG, &result.hlog)?;
-    run.write_bytes(&dir, files::HDR_START_LOG, &result.start_hlog)?;
+    run.recorded(series::write_hlog(&dir, files::HDR_LOG, &result.hlog))?;
+    run.recorded(series::write_hlog(
+        &dir,
+        files::HDR_START_LOG,
+        &result.start_hlog,
+    ))?;
     if let Some(t) = &observed.trace {
         run.recorded(series::write_trace(&dir, t))?;
     }
