@@ -8,13 +8,14 @@
 #       run.json and steps/, the report's own files left out), per host-minute of measured run
 #       steps, and the ratio.
 #   scripts/bench-run-size.sh brief [STEPS] [WORK_DIR]
-#       Generates a brief-scale run (gen_run --brief-steps STEPS, default 40: 8 thread counts ×
-#       5 workloads × 60-min steps, 1 client + 4 observed nodes of 96 CPUs), prints its size,
-#       then `iodig report` and `iodig compare` (the run against itself) under GNU time: wall
-#       seconds and peak RSS. Goals at 40 steps: <= 2 GB, <= 60 s, <= 1 GB RSS.
+#       A brief-scale run: one 60-min step generated (gen_run --brief-steps 1: 1 client + 4
+#       observed nodes of 96 CPUs, per-second series, 2 million IO events, flushes each minute)
+#       and copied into STEPS steps (default 40: 8 thread counts × 5 workloads), because
+#       generating each takes over a minute here; prints its size, then `iodig report` and
+#       `iodig compare` (the run against itself) under GNU time: wall seconds and peak RSS.
+#       Goals at 40 steps: <= 2 GB, <= 60 s, <= 1 GB RSS.
 #
-# WORK_DIR defaults to a temporary directory, removed after. IODIG (default
-# $CARGO_TARGET_DIR/release/iodig) is the binary `brief` reports with.
+# WORK_DIR defaults to a temporary directory, removed after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -59,18 +60,49 @@ step)
 brief)
     steps="${1:-40}"
     new_work "${2:-}"
-    iodig="${IODIG:-$CARGO_TARGET_DIR/release/iodig}"
-    cargo build --release -q -p iodig-report --example gen_run
-    run="$work/brief-$steps"
-    if [[ ! -f "$run/run.json" ]]; then
-        /usr/bin/time -f 'generated in %e s' "$CARGO_TARGET_DIR/release/examples/gen_run" "$run" --brief-steps "$steps"
+    cargo build --release -q -p iodig-report --example gen_run --example report --example compare
+    one="$work/brief-1"
+    if [[ ! -f "$one/run.json" ]]; then
+        /usr/bin/time -f 'one step generated in %e s' "$CARGO_TARGET_DIR/release/examples/gen_run" "$one" --brief-steps 1
     fi
+    run="$work/brief-$steps"
+    rm -rf "$run"
+    # Step i is the generated step's files under its own name; run.json and its summary.json
+    # name it as the sweep would (workloads × thread counts, in order).
+    python3 - "$one" "$run" "$steps" <<'PY'
+import json, shutil, sys
+from pathlib import Path
+one, run, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+doc = json.loads((one / "run.json").read_text())
+first = doc["steps"][0]
+workloads = ["workloada", "workloadb", "workloadc", "workloadd", "workloadf"]
+threads = [64, 96, 128, 192, 256, 384, 512, 1024]
+run.mkdir(parents=True)
+steps = []
+for i in range(n):
+    w, t = workloads[i // len(threads) % len(workloads)], threads[i % len(threads)]
+    rel = f"steps/{i:02}-{w}-t{t}"
+    shutil.copytree(one / first["dir"], run / rel)
+    s = json.loads(json.dumps(first))
+    s.update(index=i, dir=rel, workload=w, threads=t)
+    for node in s["nodes"]:
+        node["dir"] = node["dir"].replace(first["dir"], rel, 1)
+    (run / rel / "summary.json").write_text(json.dumps(s))
+    steps.append(s)
+doc["steps"] = steps
+doc["config"]["threads"] = threads
+(run / "run.json").write_text(json.dumps(doc, indent=2))
+PY
     bytes=$(run_bytes "$run")
     echo "brief-scale run, $steps step(s) of 60 min, 1 client + 4 nodes of 96 CPUs: $bytes bytes ($(du -sh "$run/steps" | cut -f1)) in $(find "$run/steps" -type f | wc -l) files"
-    /usr/bin/time -f '%e %M' -o "$work/report.time" "$iodig" report "$run" >/dev/null
+    echo "  one step: $(run_bytes "$one") bytes"
+    # The examples call the library functions `iodig report` and `iodig compare` call, so the
+    # benchmark needs no RocksDB build.
+    bin="$CARGO_TARGET_DIR/release/examples"
+    /usr/bin/time -f '%e %M' -o "$work/report.time" "$bin/report" "$run" >/dev/null
     read -r s k <"$work/report.time"
     echo "report:  ${s} s, $((k / 1024)) MiB max RSS"
-    /usr/bin/time -f '%e %M' -o "$work/compare.time" "$iodig" compare "A=$run" "B=$run" --out "$work/compare" >/dev/null
+    /usr/bin/time -f '%e %M' -o "$work/compare.time" "$bin/compare" "$work/compare" "A=$run" "B=$run" >/dev/null
     read -r s k <"$work/compare.time"
     echo "compare: ${s} s, $((k / 1024)) MiB max RSS"
     ;;

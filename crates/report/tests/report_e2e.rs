@@ -105,8 +105,9 @@ fn report_numbers_match_run_json() {
     }
     write_report(&dir).unwrap();
     // The IO summary's GB equal the trace totals.
-    let trace: iodig_model::trace::TraceDoc =
-        serde_json::from_str(&read(&dir.join(&doc.steps[0].dir).join("trace.json"))).unwrap();
+    let trace = iodig_model::series::read_trace(&dir.join(&doc.steps[0].dir))
+        .unwrap()
+        .unwrap();
     let (_, read_bytes) = trace.op_totals("read");
     assert!(
         md.contains(&format!(

@@ -23,7 +23,7 @@ mod system;
 pub use io_summary::size_short;
 
 use crate::analysis::{self, LatencyOp, Report};
-use crate::data::{load_run, RunData};
+use crate::data::{load_run_streaming, RunData};
 use crate::doc::Doc;
 use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
@@ -73,7 +73,20 @@ pub fn write_report_with(
     run_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportOutput, ReportError> {
-    let run = load_run(run_dir).map_err(ReportError::RunDir)?;
+    // Step by step: each step's views and per-second CSV rows are made while its series are
+    // in memory, then the series are dropped, so memory does not grow with every step's.
+    let (mut client_csv, mut io_csv) = (crate::csv::client_header(), crate::csv::io_header());
+    let mut views = Vec::new();
+    let run = load_run_streaming(
+        run_dir,
+        |run, step| {
+            views.push(analysis::step_view_of(run, step));
+            crate::csv::client_rows(step, &mut client_csv);
+            crate::csv::io_rows(step, &mut io_csv);
+        },
+        true,
+    )
+    .map_err(ReportError::RunDir)?;
     if let Some(op) = &opts.op {
         let points: Vec<_> = analysis::sweeps_of(&run, op);
         let all_points = points.iter().flat_map(|s| s.points.iter());
@@ -86,15 +99,15 @@ pub fn write_report_with(
             )));
         }
     }
-    let report = analysis::analyse_with(&run, &opts.op.clone().unwrap_or_default());
+    let report = analysis::analyse_views(&run, &opts.op.clone().unwrap_or_default(), views);
     let doc = report_doc(&run, &report);
     let outputs: [(&str, Vec<u8>); 6] = [
         (HTML, crate::html::render(&doc).into_bytes()),
         (MARKDOWN, crate::markdown::render(&doc).into_bytes()),
         (CSV_STEPS, crate::csv::steps(&report).into_bytes()),
         (CSV_OPS, crate::csv::ops(&report).into_bytes()),
-        (CSV_CLIENT, crate::csv::client(&run).into_bytes()),
-        (CSV_IO, crate::csv::io(&run).into_bytes()),
+        (CSV_CLIENT, client_csv.into_bytes()),
+        (CSV_IO, io_csv.into_bytes()),
     ];
     let mut files = Vec::new();
     for (name, bytes) in outputs {
