@@ -131,6 +131,56 @@ pub struct StepView {
 }
 
 impl StepView {
+    /// Keeps of each chart line only its highest point, and of the latency heat maps nothing,
+    /// here and in the node views: what a comparison reads of a step (each figure's peak),
+    /// without every second of every chart held for every step of every run.
+    pub fn keep_peaks(&mut self) {
+        fn peak(line: &mut Line) {
+            // NaN marks a gap, not a value: as the comparison's max ignores it.
+            let top = line
+                .iter()
+                .copied()
+                .filter(|p| !p.1.is_nan())
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            *line = top.into_iter().collect();
+        }
+        for line in [
+            &mut self.ops_per_sec,
+            &mut self.qd_mean,
+            &mut self.qd_max,
+            &mut self.cpu_busy,
+            &mut self.cpu_iowait,
+            &mut self.cpu_busiest,
+            &mut self.dirty_mb,
+            &mut self.writeback_mb,
+        ] {
+            peak(line);
+        }
+        for line in self.lat_mean_ms.values_mut() {
+            peak(line);
+        }
+        for (_, line) in &mut self.proc_cpu {
+            peak(line);
+        }
+        for io in self.io.values_mut() {
+            for line in [
+                &mut io.mb_s,
+                &mut io.mb_s_max,
+                &mut io.iops,
+                &mut io.lat_max_ms,
+                &mut io.lat_p99_ms,
+                &mut io.os_p99_ms,
+                &mut io.os_max_ms,
+            ] {
+                peak(line);
+            }
+            io.lat_octaves.clear();
+        }
+        for n in &mut self.node_views {
+            n.keep_peaks();
+        }
+    }
+
     /// What a reader must know before trusting the step's figures; empty when nothing.
     pub fn caveats(&self) -> Vec<String> {
         let mut c = Vec::new();

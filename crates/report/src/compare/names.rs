@@ -70,7 +70,12 @@ pub(super) fn load_named(args: &[PathBuf]) -> Result<Vec<RunData>, ReportError> 
         let mut views = Vec::new();
         let loaded = load_run_streaming(
             &a.dir,
-            |run, step| views.push(crate::analysis::step_view_of(run, step)),
+            |run, step| {
+                // Compare reads each figure's peak of a step (storage_io), not its seconds.
+                let mut v = crate::analysis::step_view_of(run, step);
+                v.keep_peaks();
+                views.push(v);
+            },
             true,
         );
         let mut run = loaded.map_err(|e| match &a.label {

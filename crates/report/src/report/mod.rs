@@ -99,25 +99,27 @@ pub fn write_report_with(
             )));
         }
     }
-    let report = analysis::analyse_views(&run, &opts.op.clone().unwrap_or_default(), views);
-    let doc = report_doc(&run, &report);
-    let outputs: [(&str, Vec<u8>); 6] = [
-        (HTML, crate::html::render(&doc).into_bytes()),
-        (MARKDOWN, crate::markdown::render(&doc).into_bytes()),
-        (CSV_STEPS, crate::csv::steps(&report).into_bytes()),
-        (CSV_OPS, crate::csv::ops(&report).into_bytes()),
-        (CSV_CLIENT, client_csv.into_bytes()),
-        (CSV_IO, io_csv.into_bytes()),
-    ];
-    let mut files = Vec::new();
-    for (name, bytes) in outputs {
+    // Each output is written as soon as it is made and dropped before the next is made: at
+    // brief scale the per-second CSVs are 100 MB and the HTML several hundred.
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, ReportError> {
         let p = run_dir.join(name);
-        write_atomic(&p, &bytes).map_err(ReportError::Output)?;
-        files.push(p);
-    }
+        write_atomic(&p, bytes).map_err(ReportError::Output)?;
+        Ok(p)
+    };
+    let client = write(CSV_CLIENT, client_csv.as_bytes())?;
+    drop(client_csv);
+    let io = write(CSV_IO, io_csv.as_bytes())?;
+    drop(io_csv);
+    let report = analysis::analyse_views(&run, &opts.op.clone().unwrap_or_default(), views);
+    let steps = write(CSV_STEPS, crate::csv::steps(&report).as_bytes())?;
+    let ops = write(CSV_OPS, crate::csv::ops(&report).as_bytes())?;
+    let findings = report.findings.clone();
+    let doc = report_doc_consuming(&run, report);
+    let html = write(HTML, crate::html::render(&doc).as_bytes())?;
+    let markdown = write(MARKDOWN, crate::markdown::render(&doc).as_bytes())?;
     Ok(ReportOutput {
-        files,
-        findings: report.findings,
+        files: vec![html, markdown, steps, ops, client, io],
+        findings,
     })
 }
 
@@ -132,6 +134,25 @@ pub(crate) fn measured_list(ops: &[&str]) -> String {
 
 /// The whole report as a document, section by section.
 pub fn report_doc(run: &RunData, report: &Report) -> Doc {
+    let mut doc = run_sections(run, report);
+    for s in &report.steps {
+        step::section(&mut doc, s);
+    }
+    doc
+}
+
+/// [`report_doc`] that drops each step's view once its section is in the document, so the
+/// views (every chart's points) and the document are not both held whole.
+fn report_doc_consuming(run: &RunData, mut report: Report) -> Doc {
+    let mut doc = run_sections(run, &report);
+    for s in std::mem::take(&mut report.steps) {
+        step::section(&mut doc, &s);
+    }
+    doc
+}
+
+/// Every section before the steps' own.
+fn run_sections(run: &RunData, report: &Report) -> Doc {
     let mut doc = Doc::new(&format!("iodig report: {}", report.run_name));
     // A brief's order: the headlines with their charts, the sweeps' tables and curves, then
     // every finding, the cluster, and each step's detail node by node.
@@ -144,8 +165,5 @@ pub fn report_doc(run: &RunData, report: &Report) -> Doc {
     }
     findings::section(&mut doc, report);
     cluster::section(&mut doc, report);
-    for s in &report.steps {
-        step::section(&mut doc, s);
-    }
     doc
 }
