@@ -437,7 +437,7 @@ fn a_run_directory_of_another_schema_version_names_both_versions() {
         let r = run_iodig(&args);
         assert_eq!(r.code(), 2, "{args:?}: {}", r.stderr);
         assert!(
-            r.stderr.contains("schema version 9") && r.stderr.contains("reads schema version 1"),
+            r.stderr.contains("schema version 9") && r.stderr.contains("reads schema versions 1–2"),
             "{args:?}: {}",
             r.stderr
         );

@@ -106,7 +106,7 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     assert_eq!(ycsb_value(&parsed, "CLEANUP", "Operations"), Some(2.0));
 
     let run = r.run_json();
-    assert_eq!(run["schema_version"], 1);
+    assert_eq!(run["schema_version"], iodig_model::SCHEMA_VERSION);
     assert_eq!(run["status"], "completed");
     let step = &run["steps"][0];
     assert_eq!(step["operations"], 3000);

@@ -300,10 +300,12 @@ fn keep_client_files(
     ]
     .into_iter()
     .chain(iodig_model::series::present(src).into_iter().filter(|f| {
-        // The client timeseries is merged, not kept per client.
+        // The client's samples and latency logs are merged, not kept per client.
         ![
             iodig_model::series::TIMESERIES,
             iodig_model::series::TIMESERIES_V1,
+            iodig_model::series::HDR_LOG,
+            iodig_model::series::HDR_START_LOG,
         ]
         .contains(f)
     })) {
