@@ -96,8 +96,10 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
         assert_eq!(node["trace_mode"], "ebpf", "{node}");
         let node_dir = r.run_dir().join(node["dir"].as_str().unwrap());
         for f in [
-            "trace.json",
+            "trace.json.gz",
+            "trace-seconds.jsonl.gz",
             "sys.json",
+            "sys-samples.jsonl.gz",
             "db-events.json",
             "device-stats.json",
         ] {

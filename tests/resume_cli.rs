@@ -559,6 +559,13 @@ fn what_cannot_be_resumed_is_refused_with_the_reason() {
         &["run", "--resume", other.to_str().unwrap()],
         &["--resume", "schema version 7"],
     );
+    // A run of schema 1 (series inline) is read, but not continued in schema 2.
+    let old =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/report/tests/fixtures/schema1-run");
+    expect_usage_error(
+        &["run", "--resume", old.to_str().unwrap()],
+        &["--resume", "schema version 1", "writes schema version 2"],
+    );
     expect_usage_error(
         &["run", "--resume", d],
         &["--resume", "not a run directory"],

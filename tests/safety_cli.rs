@@ -209,7 +209,7 @@ fn check_finished_steps(run_dir: &Path) {
         ] {
             read_json(&step.join(f));
         }
-        assert!(step.join("latency.hlog").is_file() && step.join("ycsb.txt").is_file());
+        assert!(step.join("latency.hlog.gz").is_file() && step.join("ycsb.txt").is_file());
     }
 }
 
@@ -421,7 +421,11 @@ fn a_run_directory_of_another_schema_version_names_both_versions() {
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
         &path,
-        text.replacen("\"schema_version\": 1", "\"schema_version\": 9", 1),
+        text.replacen(
+            &format!("\"schema_version\": {}", iodig_model::SCHEMA_VERSION),
+            "\"schema_version\": 9",
+            1,
+        ),
     )
     .unwrap();
     let d = run_dir.to_str().unwrap();
@@ -433,7 +437,7 @@ fn a_run_directory_of_another_schema_version_names_both_versions() {
         let r = run_iodig(&args);
         assert_eq!(r.code(), 2, "{args:?}: {}", r.stderr);
         assert!(
-            r.stderr.contains("schema version 9") && r.stderr.contains("reads schema version 1"),
+            r.stderr.contains("schema version 9") && r.stderr.contains("reads schema versions 1–2"),
             "{args:?}: {}",
             r.stderr
         );

@@ -106,7 +106,7 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     assert_eq!(ycsb_value(&parsed, "CLEANUP", "Operations"), Some(2.0));
 
     let run = r.run_json();
-    assert_eq!(run["schema_version"], 1);
+    assert_eq!(run["schema_version"], iodig_model::SCHEMA_VERSION);
     assert_eq!(run["status"], "completed");
     let step = &run["steps"][0];
     assert_eq!(step["operations"], 3000);
@@ -124,18 +124,23 @@ fn summary_text_parses_like_ycsb_and_run_dir_is_complete() {
     let step_dir = r.run_dir().join(step["dir"].as_str().unwrap());
     for f in [
         "summary.json",
-        "timeseries.json",
+        "timeseries.jsonl.gz",
         "histograms.json",
-        "latency.hlog",
+        "latency.hlog.gz",
         "ycsb.txt",
     ] {
         assert!(step_dir.join(f).is_file(), "missing {f}");
     }
-    let hlog = std::fs::read_to_string(step_dir.join("latency.hlog")).unwrap();
+    let hlog = String::from_utf8(
+        iodig_model::series::read_hlog(&step_dir, "latency.hlog")
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
     assert!(hlog.contains("#[StartTime: "), "{hlog}");
     assert!(hlog.lines().any(|l| l.starts_with("Tag=READ,")), "{hlog}");
     let series: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(step_dir.join("timeseries.json")).unwrap()).unwrap();
+        serde_json::from_value(read_json(&step_dir.join("timeseries.json"))).unwrap();
     let total: u64 = series
         .iter()
         .map(|s| s["operations"].as_u64().unwrap())
@@ -318,14 +323,11 @@ fn clients_split_the_key_space_and_merge_exactly() {
     assert_eq!(step["operations"], 10_000);
     assert_eq!(step["series"]["READ"]["count"], 10_000);
     assert_eq!(step["returns"]["READ"]["OK"], 10_000);
-    let series: Vec<serde_json::Value> = serde_json::from_slice(
-        &std::fs::read(
-            m.run_dir()
-                .join(step["dir"].as_str().unwrap())
-                .join("timeseries.json"),
-        )
-        .unwrap(),
-    )
+    let series: Vec<serde_json::Value> = serde_json::from_value(read_json(
+        &m.run_dir()
+            .join(step["dir"].as_str().unwrap())
+            .join("timeseries.json"),
+    ))
     .unwrap();
     assert_eq!(
         series

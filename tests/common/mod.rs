@@ -80,7 +80,28 @@ pub fn run_iodig(args: &[&str]) -> Run {
     IodigArgs::verbatim(args).output()
 }
 
+/// Reads a file of a run directory as JSON. A step's `trace.json`, `sys.json` and
+/// `timeseries.json` are read with their series in place, whichever schema wrote them (schema 2
+/// keeps the series in `*.jsonl.gz` beside them), so a test sees one shape.
 pub fn read_json(path: &Path) -> serde_json::Value {
+    fn with_series<T: serde::Serialize>(
+        read: anyhow::Result<Option<T>>,
+        path: &Path,
+    ) -> serde_json::Value {
+        let doc = read
+            .unwrap_or_else(|e| panic!("cannot read {}: {e:#}", path.display()))
+            .unwrap_or_else(|| panic!("cannot read {}: no such file", path.display()));
+        serde_json::to_value(doc).unwrap()
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match path.file_name().and_then(|n| n.to_str()) {
+        Some("trace.json") => return with_series(iodig_model::series::read_trace(dir), path),
+        Some("sys.json") => return with_series(iodig_model::series::read_sys(dir), path),
+        Some("timeseries.json") => {
+            return with_series(iodig_model::series::read_timeseries(dir), path)
+        }
+        _ => {}
+    }
     let bytes =
         std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_slice(&bytes).unwrap()

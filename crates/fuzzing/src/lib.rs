@@ -53,7 +53,7 @@ pub fn experiment_file(data: &[u8]) {
 
 /// The files of a run directory a reader takes in, one replaced by the input: the first byte
 /// picks which (run.json, or a step's summary, trace, system samples, database events,
-/// histograms, HDR interval log, per-second series), the rest is its content. Then everything
+/// histograms, HDR interval log, per-second series of schema 1 or 2), the rest is its content. Then everything
 /// that reads run directories runs on it: run.json's reader, the report, and compare.
 pub fn run_directory(data: &[u8]) {
     const FILES: &[&str] = &[
@@ -65,6 +65,13 @@ pub fn run_directory(data: &[u8]) {
         "steps/01-workloada-t1/histograms.json",
         "steps/01-workloada-t1/latency.hlog",
         "steps/01-workloada-t1/timeseries.json",
+        // Schema 2's series files: present, they take the place of the series inline.
+        "steps/01-workloada-t1/trace.json.gz",
+        "steps/01-workloada-t1/latency.hlog.gz",
+        "steps/01-workloada-t1/timeseries.jsonl.gz",
+        "steps/01-workloada-t1/trace-seconds.jsonl.gz",
+        "steps/01-workloada-t1/trace-class-seconds.jsonl.gz",
+        "steps/01-workloada-t1/sys-samples.jsonl.gz",
     ];
     let Some((&which, content)) = data.split_first() else {
         return;

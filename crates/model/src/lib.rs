@@ -21,6 +21,7 @@ pub mod props;
 pub mod reading;
 pub mod run;
 pub mod secret;
+pub mod series;
 pub mod sys;
 pub mod trace;
 pub mod writer;
@@ -28,4 +29,6 @@ pub mod writer;
 pub use run::*;
 
 /// Bumped on any change that an older reader would misread. Readers accept equal or lower.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 2: the per-second and per-slot series in gzip-compressed JSON lines beside compact
+/// documents ([`series`]); version 1 held them inside pretty-printed JSON and is still read.
+pub const SCHEMA_VERSION: u32 = 2;

@@ -27,7 +27,7 @@ pub fn check_schema(raw: &serde_json::Value, path: &Path) -> Result<()> {
             Ok(())
         }
         Some(v) if v > u64::from(SCHEMA_VERSION) => bail!(
-            "{}: schema version {v}, but this iodig ({this}) reads schema version {SCHEMA_VERSION}; \
+            "{}: schema version {v}, but this iodig ({this}) reads schema versions {MIN_SCHEMA_VERSION}–{SCHEMA_VERSION}; \
              read it with the iodig that wrote it ({writer}) or a newer one",
             path.display()
         ),
@@ -217,7 +217,9 @@ mod tests {
         let e = format!("{:#}", read_run_doc(&dir).unwrap_err());
         assert!(
             e.contains("schema version 7")
-                && e.contains(&format!("reads schema version {SCHEMA_VERSION}")),
+                && e.contains(&format!(
+                    "reads schema versions {MIN_SCHEMA_VERSION}–{SCHEMA_VERSION}"
+                )),
             "{e}"
         );
         raw["schema_version"] = 0.into();

@@ -289,7 +289,7 @@ pub struct SeriesSummary {
     pub p9999_us: u64,
 }
 
-/// One second of client measurements (`timeseries.json` in a step directory).
+/// One second of client measurements (a line of `timeseries.jsonl.gz` in a step directory).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Sample {
     /// Seconds since the step's measurement start (end of the interval).
@@ -312,21 +312,26 @@ pub mod files {
     pub const RUN: &str = "run.json";
     /// The step's [`crate::StepSummary`]; written last, so a step directory that has it is whole.
     pub const STEP_SUMMARY: &str = "summary.json";
-    /// The client's per-second samples ([`crate::Sample`]).
-    pub const TIMESERIES: &str = "timeseries.json";
+    /// The client's per-second samples ([`crate::Sample`]), one a line, gzip; schema 1 wrote
+    /// `timeseries.json` ([`crate::series`] reads both).
+    pub const TIMESERIES: &str = crate::series::TIMESERIES;
     /// Whole-step HDR histograms per series ([`crate::StepHistograms`]).
     pub const HISTOGRAMS: &str = "histograms.json";
-    /// HdrHistogram interval log: one tagged histogram per series per second, in µs.
+    /// Schema 1's HdrHistogram interval log: one tagged histogram per series per second, in µs;
+    /// schema 2 writes it gzip-compressed as `latency.hlog.gz` ([`crate::series::read_hlog`]).
     pub const HDR_LOG: &str = "latency.hlog";
-    /// The same histograms keyed by the second each operation started in (not ended).
+    /// The same histograms keyed by the second each operation started in (not ended); schema 2:
+    /// `latency-by-start.hlog.gz`.
     pub const HDR_START_LOG: &str = "latency-by-start.hlog";
     /// Every traced IO of the step, one CSV line each (`run --events`, eBPF only).
     pub const IO_EVENTS: &str = "io-events.csv";
     /// YCSB's summary text, as printed on stdout.
     pub const YCSB_TEXT: &str = "ycsb.txt";
-    /// Block-IO trace of the measured window ([`crate::trace::TraceDoc`]).
+    /// Schema 1's block-IO trace of the measured window ([`crate::trace::TraceDoc`]), its series
+    /// inline; schema 2 writes `trace.json.gz` and the series beside it ([`crate::series`]).
     pub const TRACE: &str = "trace.json";
-    /// System samples of the step ([`crate::sys::SysDoc`]).
+    /// System samples of the step ([`crate::sys::SysDoc`]); since schema 2 without the samples,
+    /// which [`crate::series`] keeps beside it.
     pub const SYSSTAT: &str = "sys.json";
     /// The traced disks' own statistics before and after the step, or why there are none
     /// ([`crate::device_stats::DeviceStatsDoc`]).

@@ -26,6 +26,10 @@ pub struct SysDoc {
     pub processes: Vec<ProcInfo>,
     /// One per interval, oldest first.
     pub samples: Vec<SysSample>,
+    /// Why the per-CPU samples are summarised (busiest CPU, spread) rather than kept, when
+    /// they are (more than [`PER_CPU_KEPT`] CPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_cpu_summarised: Option<String>,
     /// Readings that failed and were skipped (a file missing from /proc, a permission), one line
     /// each, deduplicated, so a gap in the series has a stated reason.
     #[serde(default)]
@@ -100,9 +104,15 @@ pub struct SysSample {
     pub secs: f64,
     /// All CPUs together: each field is a percent of all CPU time in the interval (sums to 100).
     pub cpu: CpuPct,
-    /// Per CPU, in /proc/stat order; empty unless per-CPU sampling was asked for.
+    /// Per CPU, in /proc/stat order; empty unless per-CPU sampling was asked for, and empty in
+    /// files of hosts with more than [`PER_CPU_KEPT`] CPUs, which keep [`SysSample::cpu_spread`]
+    /// instead.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_cpu: Vec<CpuPct>,
+    /// The per-CPU samples summarised (busiest CPU, spread), written in place of `per_cpu` for a
+    /// host with more than [`PER_CPU_KEPT`] CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_spread: Option<CpuSpread>,
     /// Memory at the end of the interval.
     pub mem: MemSample,
     /// Network rates over the interval.
@@ -110,6 +120,59 @@ pub struct SysSample {
     /// One per `SysDoc::processes`, same order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub procs: Vec<ProcSample>,
+}
+
+/// The most CPUs whose samples a file keeps one by one; beyond it each sample keeps
+/// [`CpuSpread`] instead, because 96 CPUs × 8 states a second is most of an hour-long step's
+/// bytes and the report reads the busiest CPU and the spread, not each CPU.
+pub const PER_CPU_KEPT: usize = 16;
+
+/// One interval's per-CPU busy percentages summarised: which CPU was busiest and how far apart
+/// the CPUs were, enough to see one saturated CPU (a single-threaded compaction, an IRQ bound to
+/// one core) behind a low average.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSpread {
+    /// The number of CPUs summarised.
+    pub cpus: u32,
+    /// Index (in /proc/stat order) of the busiest CPU.
+    pub busiest_cpu: u32,
+    /// Its busy percent ([`CpuPct::busy`]).
+    pub busiest_pct: f64,
+    /// The least busy CPU's busy percent.
+    pub least_busy_pct: f64,
+    /// The median CPU's busy percent.
+    pub median_busy_pct: f64,
+    /// Standard deviation of the CPUs' busy percents.
+    pub stddev_busy_pct: f64,
+    /// The busiest CPU's iowait percent.
+    pub busiest_iowait_pct: f64,
+    /// The busiest CPU's softirq percent (block and network completions).
+    pub busiest_softirq_pct: f64,
+}
+
+impl CpuSpread {
+    /// The spread of one interval's per-CPU samples; none when there are none.
+    pub fn of(per_cpu: &[CpuPct]) -> Option<CpuSpread> {
+        let (busiest_cpu, busiest) = per_cpu
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.busy().total_cmp(&b.1.busy()))?;
+        let mut busy: Vec<f64> = per_cpu.iter().map(CpuPct::busy).collect();
+        busy.sort_by(f64::total_cmp);
+        let n = busy.len() as f64;
+        let mean = busy.iter().sum::<f64>() / n;
+        let var = busy.iter().map(|b| (b - mean).powi(2)).sum::<f64>() / n;
+        Some(CpuSpread {
+            cpus: u32::try_from(per_cpu.len()).unwrap_or(u32::MAX),
+            busiest_cpu: u32::try_from(busiest_cpu).unwrap_or(u32::MAX),
+            busiest_pct: busiest.busy(),
+            least_busy_pct: busy[0],
+            median_busy_pct: busy[busy.len() / 2],
+            stddev_busy_pct: var.sqrt(),
+            busiest_iowait_pct: busiest.iowait,
+            busiest_softirq_pct: busiest.softirq,
+        })
+    }
 }
 
 /// CPU time split by state, in percent of the interval's CPU time (0–100, summing to 100).

@@ -4,7 +4,10 @@
 //! simulated raw IO events aggregated into trace.json, each node also observed "over SSH" (its
 //! own `nodes/HOST/` trace and samples, ownership in run.json) and the step kept per client for
 //! 2 clients, as `run --observe` and `merge` leave them. `--sweep` is the node story's
-//! benchmark: 4 observed nodes × 8 thread counts × 10-minute steps.
+//! benchmark: 4 observed nodes × 8 thread counts × 10-minute steps. `--brief` is a brief-scale
+//! experiment (issue 36): 8 thread counts × 5 workloads × 60-minute steps (40 step-hours), one
+//! client and 4 observed nodes of 96 CPUs with per-CPU samples; `--brief-steps N` keeps its
+//! size per step with N steps (a smaller run of the same shape, to see how memory grows).
 
 // The fixture is test support, not library code: the example compiles the same file.
 #[path = "../tests/support/fixture.rs"]
@@ -15,7 +18,7 @@ use fixture::{edit_run, generate, FixtureSpec};
 use iodig_model::cluster::{ClockSample, ClusterDoc, HostNode, NodeFacts, NodeStep, ObservedHost};
 use iodig_model::files;
 use iodig_model::fsio::{read_json, write_json_atomic};
-use iodig_model::trace::TraceDoc;
+use iodig_model::series;
 use std::path::{Path, PathBuf};
 
 fn main() -> anyhow::Result<()> {
@@ -24,7 +27,40 @@ fn main() -> anyhow::Result<()> {
     let flags: Vec<String> = args.collect();
     let big = flags.iter().any(|a| a == "--big");
     let sweep = flags.iter().any(|a| a == "--sweep");
-    let spec = if sweep {
+    let brief_steps = flags
+        .iter()
+        .position(|a| a == "--brief-steps")
+        .and_then(|i| flags.get(i + 1))
+        .map(|n| n.parse::<usize>())
+        .transpose()?
+        .or_else(|| flags.iter().any(|a| a == "--brief").then_some(40));
+    let spec = if let Some(steps) = brief_steps {
+        let workloads = [
+            "workloada",
+            "workloadb",
+            "workloadc",
+            "workloadd",
+            "workloadf",
+        ];
+        let threads = [64, 96, 128, 192, 256, 384, 512, 1024];
+        // The first `steps` of the 5 × 8 grid, workloads first, as a sweep runs them.
+        let n_workloads = steps.div_ceil(threads.len()).clamp(1, workloads.len());
+        FixtureSpec {
+            workloads: workloads[..n_workloads]
+                .iter()
+                .map(|w| (*w).to_string())
+                .collect(),
+            threads: threads[..steps.min(threads.len())].to_vec(),
+            secs: 3600,
+            nodes: 4,
+            io_events_per_step: 2_000_000,
+            latency_samples_per_step: 360_000,
+            flush_every_secs: 60,
+            cpus: 96,
+            per_cpu_samples: 96,
+            ..Default::default()
+        }
+    } else if sweep {
         FixtureSpec {
             workloads: vec!["workloada".into()],
             threads: vec![64, 96, 128, 192, 256, 384, 512, 1024],
@@ -59,7 +95,7 @@ fn main() -> anyhow::Result<()> {
     let mut doc = generate(&spec, &out)?;
     if big {
         doc = observed_nodes(&out, spec.nodes, 2)?;
-    } else if sweep {
+    } else if sweep || brief_steps.is_some() {
         doc = observed_nodes(&out, spec.nodes, 0)?;
     }
     eprintln!(
@@ -84,17 +120,17 @@ fn observed_nodes(
     let mut steps_nodes = Vec::new();
     for step in &doc.steps {
         let dir = run_dir.join(&step.dir);
-        let trace: TraceDoc = read_json(&dir.join(files::TRACE))?;
-        let sys = std::fs::read(dir.join(files::SYSSTAT)).ok();
+        let trace = series::read_trace(&dir)?.unwrap_or_default();
+        let sys = series::read_sys(&dir)?;
         let mut per_step = Vec::new();
         for (i, host) in hosts.iter().enumerate() {
             let node_dir = dir.join("nodes").join(host);
             std::fs::create_dir_all(&node_dir)?;
             let mut t = trace.clone();
             t.devices = t.devices.iter().skip(i).take(1).cloned().collect();
-            write_json_atomic(&node_dir.join(files::TRACE), &t)?;
+            series::write_trace(&node_dir, &t)?;
             if let Some(s) = &sys {
-                std::fs::write(node_dir.join(files::SYSSTAT), s)?;
+                series::write_sys(&node_dir, s)?;
             }
             write_json_atomic(&node_dir.join(files::EVENTS), &Vec::<u8>::new())?;
             per_step.push(NodeStep {
@@ -118,7 +154,11 @@ fn observed_nodes(
         for c in 1..=clients {
             let client_dir = dir.join("clients").join(c.to_string());
             std::fs::create_dir_all(&client_dir)?;
-            for f in [files::TRACE, files::SYSSTAT, files::EVENTS] {
+            let series_files = series::present(&dir);
+            for f in [files::TRACE, files::SYSSTAT, files::EVENTS]
+                .into_iter()
+                .chain(series_files)
+            {
                 if dir.join(f).is_file() {
                     std::fs::copy(dir.join(f), client_dir.join(f))?;
                 }

@@ -4,7 +4,7 @@
 //! failed-operation counts and status words are the ones report.md shows.
 
 use crate::analysis::{status_text, Report};
-use crate::data::RunData;
+use crate::data::{RunData, StepData};
 use std::fmt::Write;
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -112,9 +112,21 @@ pub fn ops(report: &Report) -> String {
 
 /// Per-second client samples: one row per step, second and series.
 pub fn client(run: &RunData) -> String {
-    let mut o =
-        String::from("step,phase,workload,threads,unix_ms,t,secs,ops_per_sec,series,count,mean_us,p50_us,p99_us,p999_us,p9999_us,max_us\n");
+    let mut o = client_header();
     for st in &run.steps {
+        client_rows(st, &mut o);
+    }
+    o
+}
+
+/// The header line of [`client`].
+pub fn client_header() -> String {
+    String::from("step,phase,workload,threads,unix_ms,t,secs,ops_per_sec,series,count,mean_us,p50_us,p99_us,p999_us,p9999_us,max_us\n")
+}
+
+/// One step's rows of [`client`], appended to `o`.
+pub fn client_rows(st: &StepData, o: &mut String) {
+    {
         let sum = &st.summary;
         for s in &st.timeseries {
             for (name, v) in &s.series {
@@ -141,16 +153,28 @@ pub fn client(run: &RunData) -> String {
             }
         }
     }
-    o
 }
 
 /// Per-second block IO: one row per step, device, second and op with IO.
 pub fn io(run: &RunData) -> String {
-    let mut o = String::from(
-        "step,phase,device,unix_ms,covered_ms,op,ios,bytes,mb_s,mb_s_max,iops,iops_max,lat_max_ns,lat_p99_ns,await_ms,qd_mean,qd_max\n",
-    );
+    let mut o = io_header();
     for st in &run.steps {
-        let Some(t) = &st.trace else { continue };
+        io_rows(st, &mut o);
+    }
+    o
+}
+
+/// The header line of [`io`].
+pub fn io_header() -> String {
+    String::from(
+        "step,phase,device,unix_ms,covered_ms,op,ios,bytes,mb_s,mb_s_max,iops,iops_max,lat_max_ns,lat_p99_ns,await_ms,qd_mean,qd_max\n",
+    )
+}
+
+/// One step's rows of [`io`], appended to `o`.
+pub fn io_rows(st: &StepData, o: &mut String) {
+    {
+        let Some(t) = &st.trace else { return };
         for d in &t.devices {
             for s in &d.seconds {
                 for (op, v) in &s.ops {
@@ -182,5 +206,4 @@ pub fn io(run: &RunData) -> String {
             }
         }
     }
-    o
 }

@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use iodig_model::device_stats::DeviceStatsDoc;
 use iodig_model::files;
 use iodig_model::reading::{read_run_doc, settle};
+use iodig_model::series;
 use iodig_model::sys::SysDoc;
 use iodig_model::trace::TraceDoc;
 use iodig_model::{RunDoc, Sample, StepHistograms, StepSummary};
@@ -27,7 +28,8 @@ pub struct StepData {
     /// The directory of those IO files (the per-IO event stream is read from it): `dir` for
     /// the client host, `nodes/HOST/` under it for a node.
     pub io_dir: PathBuf,
-    /// Per-second client samples (`timeseries.json`); empty when the file is missing.
+    /// Per-second client samples (`timeseries.jsonl.gz`, `timeseries.json` in schema 1); empty
+    /// when the file is missing.
     pub timeseries: Vec<Sample>,
     /// The step's exact HDR latency histograms per series (`histograms.json`), when written.
     pub histograms: Option<StepHistograms>,
@@ -101,6 +103,39 @@ impl Place {
 }
 
 impl StepData {
+    /// Drops the per-second and per-slot series (the trace's and its attribution rows'
+    /// seconds, the system samples, each client second's per-series figures), here and on
+    /// every node, keeping everything else: what a run-level view needs of a step whose own
+    /// views were computed while they were there.
+    pub fn drop_series(&mut self) {
+        fn trace(t: &mut Option<TraceDoc>) {
+            if let Some(t) = t {
+                for d in &mut t.devices {
+                    d.seconds = Vec::new();
+                }
+                if let Some(a) = t.self_check.attribution.as_mut() {
+                    for r in &mut a.rows {
+                        r.seconds = Vec::new();
+                    }
+                }
+            }
+        }
+        fn sys(s: &mut Option<SysDoc>) {
+            if let Some(s) = s {
+                s.samples = Vec::new();
+            }
+        }
+        trace(&mut self.trace);
+        sys(&mut self.sys);
+        for s in &mut self.timeseries {
+            s.series = std::collections::BTreeMap::new();
+        }
+        for n in &mut self.nodes {
+            trace(&mut n.trace);
+            sys(&mut n.sys);
+        }
+    }
+
     /// The step as seen on observed host `i` (in `nodes` order): the client's series and
     /// summary as they are, the host's trace, samples, events and drive statistics in place of
     /// the client host's. Every analysis of a step then runs unchanged on a node: one code
@@ -154,11 +189,9 @@ impl StepData {
         f: impl FnMut(u64, u64, &str, &iodig_stats::Histogram),
     ) -> Result<bool> {
         let path = self.dir.join(file);
-        if !path.is_file() {
+        let Some(bytes) = series::read_hlog(&self.dir, file)? else {
             return Ok(false);
-        }
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        };
         iodig_stats::for_each_interval(&bytes, want, f).with_context(|| {
             format!(
                 "{}: not an HDR interval log written by iodig",
@@ -219,6 +252,9 @@ pub struct RunData {
     /// How the run ended when it did not complete (killed, failed, interrupted, still running),
     /// with the step: the report's first finding.
     pub state: Option<String>,
+    /// Each step's view, computed while the step's series were in memory, when the run was
+    /// read step by step ([`load_run_streaming`]); empty when read whole ([`load_run`]).
+    pub step_views: Vec<crate::analysis::StepView>,
 }
 
 impl RunData {
@@ -253,8 +289,19 @@ fn read_optional<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
     iodig_model::fsio::read_json(path).map(Some)
 }
 
-/// Reads and checks a run directory.
+/// Reads and checks a run directory, every step's series in memory.
 pub fn load_run(path: &Path) -> Result<RunData> {
+    load_run_streaming(path, |_, _| {}, false)
+}
+
+/// Reads and checks a run directory one step at a time: `each` sees the run so far and the
+/// step with its series; with `drop_series` the step is then kept without them
+/// ([`StepData::drop_series`]), so memory holds one step's series, not the run's.
+pub fn load_run_streaming(
+    path: &Path,
+    mut each: impl FnMut(&RunData, &StepData),
+    drop_series: bool,
+) -> Result<RunData> {
     if !path.exists() {
         bail!(
             "{}: no such run directory; give the directory that `iodig run` printed (it holds run.json)",
@@ -300,43 +347,55 @@ pub fn load_run(path: &Path) -> Result<RunData> {
         }
         None => status_sentence(&doc),
     };
-    let mut steps = Vec::with_capacity(doc.steps.len());
-    for s in &doc.steps {
+    let mut run = RunData {
+        path: path.to_path_buf(),
+        steps: Vec::with_capacity(doc.steps.len()),
+        doc,
+        state,
+        step_views: Vec::new(),
+    };
+    for i in 0..run.doc.steps.len() {
+        let mut step = load_step(path, &run.doc.steps[i])?;
+        each(&run, &step);
+        if drop_series {
+            step.drop_series();
+        }
+        run.steps.push(step);
+    }
+    Ok(run)
+}
+
+/// One step of run.json with its directory's files.
+fn load_step(path: &Path, s: &StepSummary) -> Result<StepData> {
+    {
         let dir = path.join(&s.dir);
-        let timeseries: Vec<Sample> =
-            read_optional(&dir.join(files::TIMESERIES))?.unwrap_or_default();
+        let timeseries: Vec<Sample> = series::read_timeseries(&dir)?.unwrap_or_default();
         let mut nodes = Vec::with_capacity(s.nodes.len());
         for n in &s.nodes {
             let nd = path.join(&n.dir);
             nodes.push(NodeData {
                 step: n.clone(),
                 dir: nd.clone(),
-                trace: read_optional(&nd.join(files::TRACE))?,
-                sys: read_optional(&nd.join(files::SYSSTAT))?,
+                trace: series::read_trace(&nd)?,
+                sys: series::read_sys(&nd)?,
                 events: read_optional(&nd.join(files::EVENTS))?.unwrap_or_default(),
                 device_stats: read_optional(&nd.join(files::DEVICE_STATS))?,
             });
         }
-        steps.push(StepData {
+        Ok(StepData {
             summary: s.clone(),
             histograms: read_optional(&dir.join(files::HISTOGRAMS))?,
-            trace: read_optional(&dir.join(files::TRACE))?,
+            trace: series::read_trace(&dir)?,
             device_stats: read_optional(&dir.join(files::DEVICE_STATS))?,
-            sys: read_optional(&dir.join(files::SYSSTAT))?,
+            sys: series::read_sys(&dir)?,
             events: read_optional(&dir.join(files::EVENTS))?.unwrap_or_default(),
             timeseries,
             place: Place::ClientHost,
             io_dir: dir.clone(),
             dir,
             nodes,
-        });
+        })
     }
-    Ok(RunData {
-        path: path.to_path_buf(),
-        doc,
-        steps,
-        state,
-    })
 }
 
 /// The sentence for a run that ended without completing, as run.json records it.

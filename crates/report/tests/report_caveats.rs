@@ -317,8 +317,12 @@ fn the_drives_own_statistics_stand_beside_the_trace_or_are_said_missing() {
         };
         nvme.settle();
         write(1, vec![nvme]);
-        let trace: serde_json::Value =
-            serde_json::from_str(&read(&step_dir(1).join("trace.json"))).unwrap();
+        let trace = serde_json::to_value(
+            iodig_model::series::read_trace(&step_dir(1))
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
         traced_reads = trace["devices"]
             .as_array()
             .unwrap()

@@ -105,8 +105,9 @@ fn report_numbers_match_run_json() {
     }
     write_report(&dir).unwrap();
     // The IO summary's GB equal the trace totals.
-    let trace: iodig_model::trace::TraceDoc =
-        serde_json::from_str(&read(&dir.join(&doc.steps[0].dir).join("trace.json"))).unwrap();
+    let trace = iodig_model::series::read_trace(&dir.join(&doc.steps[0].dir))
+        .unwrap()
+        .unwrap();
     let (_, read_bytes) = trace.op_totals("read");
     assert!(
         md.contains(&format!(
@@ -252,7 +253,11 @@ fn bad_input_names_the_path() {
     )
     .unwrap();
     let p = dir.join("run.json");
-    let text = read(&p).replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+    let text = read(&p).replacen(
+        &format!("\"schema_version\": {}", iodig_model::SCHEMA_VERSION),
+        "\"schema_version\": 99",
+        1,
+    );
     std::fs::write(&p, text).unwrap();
     let e = format!("{:#}", write_report(&dir).unwrap_err());
     assert!(
@@ -278,4 +283,36 @@ fn report_without_trace_events_or_histograms_still_renders() {
     let md = read(&dir.join("report.md"));
     assert!(md.contains("count-weighted means"), "approximation is said");
     assert!(!md.contains("IO summary"));
+}
+
+#[test]
+fn many_cpus_are_kept_as_their_spread_and_the_report_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cpus96");
+    let doc = generate(
+        &FixtureSpec {
+            threads: vec![8],
+            secs: 5,
+            io_events_per_step: 500,
+            cpus: 96,
+            per_cpu_samples: 96,
+            ..Default::default()
+        },
+        &dir,
+    )
+    .unwrap();
+    let step = dir.join(&doc.steps[0].dir);
+    let sys = iodig_model::series::read_sys(&step).unwrap().unwrap();
+    assert!(sys.per_cpu_summarised.unwrap().contains("96 CPUs"));
+    // The fixture's CPU 3 runs at 95 % user: the busiest of every sample.
+    for s in &sys.samples {
+        let spread = s.cpu_spread.unwrap();
+        assert!(s.per_cpu.is_empty() && spread.busiest_cpu == 3, "{s:?}");
+    }
+    write_report(&dir).unwrap();
+    let md = read(&dir.join("report.md"));
+    assert!(
+        md.contains("busiest CPU") && md.contains("per-CPU samples summarised for 96 CPUs"),
+        "{md}"
+    );
 }

@@ -243,7 +243,7 @@ fn merge_step(
         returns,
         trace_mode: None,
         trace_note: Some(format!(
-            "per client: {rel}/clients/<i>/trace.json (see {})",
+            "per client: {rel}/clients/<i>/trace.json.gz (see {})",
             files::CLIENTS
         )),
         // The clients' processes may share no machine; their CPU is in their own runs.
@@ -262,10 +262,14 @@ fn merge_step(
             series: totals.to_encoded()?,
         },
     )?;
-    merged.write_json(&dir, files::TIMESERIES, &samples)?;
-    merged.write_bytes(&dir, files::HDR_LOG, &hlog)?;
+    merged.recorded(iodig_model::series::write_timeseries(&dir, &samples))?;
+    merged.recorded(iodig_model::series::write_hlog(&dir, files::HDR_LOG, &hlog))?;
     if let Some(log) = merge_start_logs(dirs)? {
-        merged.write_bytes(&dir, files::HDR_START_LOG, &log)?;
+        merged.recorded(iodig_model::series::write_hlog(
+            &dir,
+            files::HDR_START_LOG,
+            &log,
+        ))?;
     }
     merged.write_json(&dir, files::CLIENTS, &parts)?;
     merged.write_json(&dir, files::STEP_SUMMARY, &summary)?;
@@ -287,12 +291,24 @@ fn keep_client_files(
     std::fs::create_dir_all(&part_dir)
         .with_context(|| format!("cannot create {}", part_dir.display()))?;
     let mut kept = Vec::new();
+    // A client's series files go with its documents, whichever schema wrote them.
     for name in [
         files::TRACE,
         files::DEVICE_STATS,
         files::SYSSTAT,
         files::EVENTS,
-    ] {
+    ]
+    .into_iter()
+    .chain(iodig_model::series::present(src).into_iter().filter(|f| {
+        // The client's samples and latency logs are merged, not kept per client.
+        ![
+            iodig_model::series::TIMESERIES,
+            iodig_model::series::TIMESERIES_V1,
+            iodig_model::series::HDR_LOG,
+            iodig_model::series::HDR_START_LOG,
+        ]
+        .contains(f)
+    })) {
         if src.join(name).is_file() {
             link_or_copy(&src.join(name), &part_dir.join(name))?;
             kept.push(name.to_string());
@@ -389,13 +405,20 @@ fn by_middle(start_ms: u64, end_ms: u64) -> u64 {
 fn merge_seconds(dirs: &[PathBuf]) -> Result<(Vec<Sample>, Vec<u8>)> {
     let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
     for dir in dirs {
-        let samples: Vec<Sample> = read_json(&dir.join(files::TIMESERIES))?;
+        let samples: Vec<Sample> = iodig_model::series::read_timeseries(dir)?.unwrap_or_default();
         for s in samples {
             let sec = seconds.entry(s.unix_ms.div_ceil(1000)).or_default();
             sec.operations += s.operations;
             sec.secs = sec.secs.max(s.secs);
         }
-        read_hlog(&dir.join(files::HDR_LOG), &mut seconds, by_end)?;
+        if !read_hlog(dir, files::HDR_LOG, &mut seconds, by_end)? {
+            anyhow::bail!(
+                "{}: no latency log ({} or {}); the client's step is incomplete: merge runs whose steps finished",
+                dir.display(),
+                iodig_model::series::HDR_LOG,
+                files::HDR_LOG
+            );
+        }
     }
     // Each second's interval ends on it and lasts as long as the longest client's.
     let hlog = write_log(
@@ -434,11 +457,7 @@ fn merge_start_logs(dirs: &[PathBuf]) -> Result<Option<Vec<u8>>> {
     let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
     let mut any = false;
     for dir in dirs {
-        let path = dir.join(files::HDR_START_LOG);
-        if path.is_file() {
-            any = true;
-            read_hlog(&path, &mut seconds, by_middle)?;
-        }
+        any |= read_hlog(dir, files::HDR_START_LOG, &mut seconds, by_middle)?;
     }
     if !any {
         return Ok(None);
@@ -484,8 +503,16 @@ fn write_log(
     Ok(hlog)
 }
 
-fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>, key: KeyOf) -> Result<()> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+fn read_hlog(
+    dir: &Path,
+    name: &str,
+    seconds: &mut BTreeMap<u64, Second>,
+    key: KeyOf,
+) -> Result<bool> {
+    let path = &dir.join(name);
+    let Some(bytes) = iodig_model::series::read_hlog(dir, name)? else {
+        return Ok(false);
+    };
     let mut base = Duration::ZERO;
     let mut de = Deserializer::new();
     for entry in IntervalLogIterator::new(&bytes) {
@@ -516,7 +543,7 @@ fn read_hlog(path: &Path, seconds: &mut BTreeMap<u64, Second>, key: KeyOf) -> Re
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::step::{StepPlan, StepResult};
 use anyhow::{Context, Result};
 use iodig_db::Status;
 use iodig_model::events::DbEvent;
+use iodig_model::series;
 use iodig_model::trace::TraceDoc;
 use iodig_model::{files, StepHistograms, StepSummary};
 use iodig_report::outcome::Outcome;
@@ -71,7 +72,7 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
         let _ = out.flush();
     }
     run.write_bytes(&dir, files::YCSB_TEXT, text.as_bytes())?;
-    run.write_json(&dir, files::TIMESERIES, &result.samples)?;
+    run.recorded(series::write_timeseries(&dir, &result.samples))?;
     run.write_json(
         &dir,
         files::HISTOGRAMS,
@@ -80,16 +81,20 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
             series: result.totals.to_encoded()?,
         },
     )?;
-    run.write_bytes(&dir, files::HDR_LOG, &result.hlog)?;
-    run.write_bytes(&dir, files::HDR_START_LOG, &result.start_hlog)?;
+    run.recorded(series::write_hlog(&dir, files::HDR_LOG, &result.hlog))?;
+    run.recorded(series::write_hlog(
+        &dir,
+        files::HDR_START_LOG,
+        &result.start_hlog,
+    ))?;
     if let Some(t) = &observed.trace {
-        run.write_json(&dir, files::TRACE, t)?;
+        run.recorded(series::write_trace(&dir, t))?;
     }
     if let Some(d) = &observed.device_stats {
         run.write_json(&dir, files::DEVICE_STATS, d)?;
     }
     if let Some(s) = &observed.sys {
-        run.write_json(&dir, files::SYSSTAT, s)?;
+        run.recorded(series::write_sys(&dir, s))?;
     }
     run.write_json(&dir, files::EVENTS, &events)?;
     let mut nodes = Vec::new();
@@ -113,10 +118,10 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
                 }
             }
             if let Some(t) = &trace {
-                run.write_json(&node_dir, files::TRACE, t)?;
+                run.recorded(series::write_trace(&node_dir, t))?;
             }
             if let Some(s) = &o.sys {
-                run.write_json(&node_dir, files::SYSSTAT, s)?;
+                run.recorded(series::write_sys(&node_dir, s))?;
             }
             run.write_json(&node_dir, files::EVENTS, &o.events)?;
             if let Some(d) = &o.device_stats {

@@ -85,6 +85,19 @@ pub fn open(dir: &Path) -> Result<ResumeFrom> {
         .canonicalize()
         .map_err(|e| refuse(dir, format!("cannot resolve the path ({e})")))?;
     let doc = read_run_doc(&canonical).map_err(|e| refuse(dir, format!("{e:#}")))?;
+    if doc.schema_version != iodig_model::SCHEMA_VERSION {
+        // Its kept steps would be in one schema and the new ones in another under one
+        // schema_version; an older iodig reading it back would misread the newer steps.
+        return Err(refuse(
+            dir,
+            format!(
+                "run.json is schema version {}, and this iodig writes schema version {}; resume it with the iodig that wrote it ({}), or start a new run",
+                doc.schema_version,
+                iodig_model::SCHEMA_VERSION,
+                doc.tool.version
+            ),
+        ));
+    }
     let how_it_ended = match doc.status.as_str() {
         "completed" => {
             return Err(refuse(

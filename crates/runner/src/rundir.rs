@@ -367,6 +367,12 @@ impl RunDir {
         write_json_atomic(&step_dir.join(name), value).map_err(|e| self.recording_error(e))
     }
 
+    /// A step file written elsewhere (the series files of `iodig_model::series`), its failure
+    /// worded as [`Self::write_json`]'s: which steps are intact.
+    pub fn recorded<T>(&self, written: Result<T>) -> Result<T> {
+        written.map_err(|e| self.recording_error(e))
+    }
+
     /// Writes `bytes` to `step_dir/name` atomically; a failure says which steps are intact.
     pub fn write_bytes(&self, step_dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
         write_atomic(&step_dir.join(name), bytes).map_err(|e| self.recording_error(e))

@@ -103,6 +103,8 @@ impl State {
             secs,
             cpu: delta::cpu_pct(&self.prev.cpu, &cur.cpu),
             per_cpu: delta::per_cpu_pct(&self.prev.per_cpu, &cur.per_cpu),
+            // Summarised when written (`iodig_model::series`), where the CPU count is known.
+            cpu_spread: None,
             mem: cur.mem,
             net: delta::net_rates(&self.prev.net, &cur.net, secs),
             procs,

@@ -125,18 +125,29 @@ pub fn analyse(run: &RunData) -> Report {
     analyse_with(run, &LatencyOp::Read)
 }
 
-/// Computes the report of a run, its sweeps drawn with `op`'s latency.
+/// One step's view, from the step's own files (its series in memory) and run.json: what
+/// [`load_run_streaming`](crate::data::load_run_streaming) computes for each step as it reads it.
+pub fn step_view_of(run: &RunData, step: &crate::data::StepData) -> StepView {
+    let mut v = story::step_story(run, step);
+    v.cluster_nodes = cluster::step_nodes(run, step);
+    v.findings.extend(cluster::node_findings(&v.cluster_nodes));
+    v
+}
+
+/// Computes the report of a run, its sweeps drawn with `op`'s latency: from the step views
+/// the run was read with when it was read step by step, else from its steps.
 pub fn analyse_with(run: &RunData, op: &LatencyOp) -> Report {
+    let steps = if run.step_views.len() == run.steps.len() && !run.steps.is_empty() {
+        run.step_views.clone()
+    } else {
+        run.steps.iter().map(|s| step_view_of(run, s)).collect()
+    };
+    analyse_views(run, op, steps)
+}
+
+/// The report of a run from its steps' views (one per step, in order).
+pub fn analyse_views(run: &RunData, op: &LatencyOp, steps: Vec<StepView>) -> Report {
     let sweeps = sweeps_of(run, op);
-    let mut steps: Vec<StepView> = run
-        .steps
-        .iter()
-        .map(|s| story::step_story(run, s))
-        .collect();
-    for (v, s) in steps.iter_mut().zip(&run.steps) {
-        v.cluster_nodes = cluster::step_nodes(run, s);
-        v.findings.extend(cluster::node_findings(&v.cluster_nodes));
-    }
     let mut findings = findings::run_findings(&steps, &sweeps);
     // A run that did not complete says so before anything it measured.
     if let Some(state) = &run.state {

@@ -76,6 +76,11 @@ pub struct StepView {
     pub cpu_busy: Line,
     /// All-CPU iowait % per sample.
     pub cpu_iowait: Line,
+    /// The busiest CPU's busy % per sample, when the samples keep it (a host whose per-CPU
+    /// samples are summarised, more than `iodig_model::sys::PER_CPU_KEPT` CPUs).
+    pub cpu_busiest: Line,
+    /// Why the per-CPU samples are summarised, as the samples' file says, when they are.
+    pub per_cpu_summarised: Option<String>,
     /// Page cache waiting to be written back (Dirty), MB (10^6 bytes), per sample.
     pub dirty_mb: Line,
     /// Page cache being written back (Writeback), MB, per sample.
@@ -126,6 +131,56 @@ pub struct StepView {
 }
 
 impl StepView {
+    /// Keeps of each chart line only its highest point, and of the latency heat maps nothing,
+    /// here and in the node views: what a comparison reads of a step (each figure's peak),
+    /// without every second of every chart held for every step of every run.
+    pub fn keep_peaks(&mut self) {
+        fn peak(line: &mut Line) {
+            // NaN marks a gap, not a value: as the comparison's max ignores it.
+            let top = line
+                .iter()
+                .copied()
+                .filter(|p| !p.1.is_nan())
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            *line = top.into_iter().collect();
+        }
+        for line in [
+            &mut self.ops_per_sec,
+            &mut self.qd_mean,
+            &mut self.qd_max,
+            &mut self.cpu_busy,
+            &mut self.cpu_iowait,
+            &mut self.cpu_busiest,
+            &mut self.dirty_mb,
+            &mut self.writeback_mb,
+        ] {
+            peak(line);
+        }
+        for line in self.lat_mean_ms.values_mut() {
+            peak(line);
+        }
+        for (_, line) in &mut self.proc_cpu {
+            peak(line);
+        }
+        for io in self.io.values_mut() {
+            for line in [
+                &mut io.mb_s,
+                &mut io.mb_s_max,
+                &mut io.iops,
+                &mut io.lat_max_ms,
+                &mut io.lat_p99_ms,
+                &mut io.os_p99_ms,
+                &mut io.os_max_ms,
+            ] {
+                peak(line);
+            }
+            io.lat_octaves.clear();
+        }
+        for n in &mut self.node_views {
+            n.keep_peaks();
+        }
+    }
+
     /// What a reader must know before trusting the step's figures; empty when nothing.
     pub fn caveats(&self) -> Vec<String> {
         let mut c = Vec::new();
@@ -192,7 +247,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
     let sum = &step.summary;
     let (ops, lat_p99, lat_mean) = client_lines(step);
     let (io, qd_mean, qd_max) = step.trace.as_ref().map(io_lines).unwrap_or_default();
-    let [busy, iowait, dirty, wb] = sys_lines(step);
+    let [busy, iowait, dirty, wb, busiest] = sys_lines(step);
     let (trace_mode, trace_note) = trace_mode(step);
     let outcome = Outcome::of(sum);
     let attribution = step.trace.as_ref().and_then(|t| t.attribution());
@@ -238,6 +293,8 @@ pub(super) fn step_view(step: &StepData) -> StepView {
         qd_max,
         cpu_busy: busy,
         cpu_iowait: iowait,
+        cpu_busiest: busiest,
+        per_cpu_summarised: step.sys.as_ref().and_then(|s| s.per_cpu_summarised.clone()),
         dirty_mb: dirty,
         writeback_mb: wb,
         proc_cpu: proc_cpu_lines(step),
@@ -299,10 +356,11 @@ fn client_lines(step: &StepData) -> (Line, BTreeMap<String, Line>, BTreeMap<Stri
     (ops, lat_p99, lat_mean)
 }
 
-/// CPU busy and iowait (%), memory dirty and under writeback (MB), per second.
-fn sys_lines(step: &StepData) -> [Line; 4] {
-    let (mut busy, mut iowait, mut dirty, mut wb) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+/// CPU busy and iowait (%), memory dirty and under writeback (MB), and the busiest CPU's busy %
+/// where the samples keep it, per second.
+fn sys_lines(step: &StepData) -> [Line; 5] {
+    let (mut busy, mut iowait, mut dirty, mut wb, mut busiest) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     if let Some(sys) = &step.sys {
         for s in &sys.samples {
             let x = s.unix_ms as f64 - s.secs * 500.0;
@@ -310,9 +368,12 @@ fn sys_lines(step: &StepData) -> [Line; 4] {
             iowait.push((x, s.cpu.iowait));
             dirty.push((x, s.mem.dirty_bytes as f64 / 1e6));
             wb.push((x, s.mem.writeback_bytes as f64 / 1e6));
+            if let Some(spread) = &s.cpu_spread {
+                busiest.push((x, spread.busiest_pct));
+            }
         }
     }
-    [busy, iowait, dirty, wb]
+    [busy, iowait, dirty, wb, busiest]
 }
 
 /// Each sampled process's CPU per sample: the local ones by their label, an observed host's as

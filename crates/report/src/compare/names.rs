@@ -2,7 +2,7 @@
 //! run recorded (`iodig run --label`), else its directory's name; and the names refused, each
 //! error naming the argument it came from (exit 2).
 
-use crate::data::{load_run, RunData};
+use crate::data::{load_run_streaming, RunData};
 use crate::error::ReportError;
 use std::path::{Path, PathBuf};
 
@@ -65,7 +65,20 @@ pub(super) fn load_named(args: &[PathBuf]) -> Result<Vec<RunData>, ReportError> 
     }
     let mut runs = Vec::with_capacity(args.len());
     for a in &args {
-        let mut run = load_run(&a.dir).map_err(|e| match &a.label {
+        // Step by step, as the report reads a run: each step's views are made while its series
+        // are in memory, then the series go, so several long runs fit side by side.
+        let mut views = Vec::new();
+        let loaded = load_run_streaming(
+            &a.dir,
+            |run, step| {
+                // Compare reads each figure's peak of a step (storage_io), not its seconds.
+                let mut v = crate::analysis::step_view_of(run, step);
+                v.keep_peaks();
+                views.push(v);
+            },
+            true,
+        );
+        let mut run = loaded.map_err(|e| match &a.label {
             Some(_) => ReportError::RunDir(e.context(format!("{}: not a run", a.arg))),
             None => ReportError::RunDir(e),
         })?;
@@ -82,6 +95,7 @@ pub(super) fn load_named(args: &[PathBuf]) -> Result<Vec<RunData>, ReportError> 
                 }
             }
         }
+        run.step_views = views;
         runs.push(run);
     }
     let names: Vec<(String, bool)> = runs

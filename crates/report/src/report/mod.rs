@@ -23,7 +23,7 @@ mod system;
 pub use io_summary::size_short;
 
 use crate::analysis::{self, LatencyOp, Report};
-use crate::data::{load_run, RunData};
+use crate::data::{load_run_streaming, RunData};
 use crate::doc::Doc;
 use crate::error::ReportError;
 use iodig_model::fsio::write_atomic;
@@ -73,7 +73,20 @@ pub fn write_report_with(
     run_dir: &Path,
     opts: &ReportOptions,
 ) -> Result<ReportOutput, ReportError> {
-    let run = load_run(run_dir).map_err(ReportError::RunDir)?;
+    // Step by step: each step's views and per-second CSV rows are made while its series are
+    // in memory, then the series are dropped, so memory does not grow with every step's.
+    let (mut client_csv, mut io_csv) = (crate::csv::client_header(), crate::csv::io_header());
+    let mut views = Vec::new();
+    let run = load_run_streaming(
+        run_dir,
+        |run, step| {
+            views.push(analysis::step_view_of(run, step));
+            crate::csv::client_rows(step, &mut client_csv);
+            crate::csv::io_rows(step, &mut io_csv);
+        },
+        true,
+    )
+    .map_err(ReportError::RunDir)?;
     if let Some(op) = &opts.op {
         let points: Vec<_> = analysis::sweeps_of(&run, op);
         let all_points = points.iter().flat_map(|s| s.points.iter());
@@ -86,25 +99,27 @@ pub fn write_report_with(
             )));
         }
     }
-    let report = analysis::analyse_with(&run, &opts.op.clone().unwrap_or_default());
-    let doc = report_doc(&run, &report);
-    let outputs: [(&str, Vec<u8>); 6] = [
-        (HTML, crate::html::render(&doc).into_bytes()),
-        (MARKDOWN, crate::markdown::render(&doc).into_bytes()),
-        (CSV_STEPS, crate::csv::steps(&report).into_bytes()),
-        (CSV_OPS, crate::csv::ops(&report).into_bytes()),
-        (CSV_CLIENT, crate::csv::client(&run).into_bytes()),
-        (CSV_IO, crate::csv::io(&run).into_bytes()),
-    ];
-    let mut files = Vec::new();
-    for (name, bytes) in outputs {
+    // Each output is written as soon as it is made and dropped before the next is made: at
+    // brief scale the per-second CSVs are 100 MB and the HTML several hundred.
+    let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, ReportError> {
         let p = run_dir.join(name);
-        write_atomic(&p, &bytes).map_err(ReportError::Output)?;
-        files.push(p);
-    }
+        write_atomic(&p, bytes).map_err(ReportError::Output)?;
+        Ok(p)
+    };
+    let client = write(CSV_CLIENT, client_csv.as_bytes())?;
+    drop(client_csv);
+    let io = write(CSV_IO, io_csv.as_bytes())?;
+    drop(io_csv);
+    let report = analysis::analyse_views(&run, &opts.op.clone().unwrap_or_default(), views);
+    let steps = write(CSV_STEPS, crate::csv::steps(&report).as_bytes())?;
+    let ops = write(CSV_OPS, crate::csv::ops(&report).as_bytes())?;
+    let findings = report.findings.clone();
+    let doc = report_doc_consuming(&run, report);
+    let html = write(HTML, crate::html::render(&doc).as_bytes())?;
+    let markdown = write(MARKDOWN, crate::markdown::render(&doc).as_bytes())?;
     Ok(ReportOutput {
-        files,
-        findings: report.findings,
+        files: vec![html, markdown, steps, ops, client, io],
+        findings,
     })
 }
 
@@ -119,6 +134,25 @@ pub(crate) fn measured_list(ops: &[&str]) -> String {
 
 /// The whole report as a document, section by section.
 pub fn report_doc(run: &RunData, report: &Report) -> Doc {
+    let mut doc = run_sections(run, report);
+    for s in &report.steps {
+        step::section(&mut doc, s);
+    }
+    doc
+}
+
+/// [`report_doc`] that drops each step's view once its section is in the document, so the
+/// views (every chart's points) and the document are not both held whole.
+fn report_doc_consuming(run: &RunData, mut report: Report) -> Doc {
+    let mut doc = run_sections(run, &report);
+    for s in std::mem::take(&mut report.steps) {
+        step::section(&mut doc, &s);
+    }
+    doc
+}
+
+/// Every section before the steps' own.
+fn run_sections(run: &RunData, report: &Report) -> Doc {
     let mut doc = Doc::new(&format!("iodig report: {}", report.run_name));
     // A brief's order: the headlines with their charts, the sweeps' tables and curves, then
     // every finding, the cluster, and each step's detail node by node.
@@ -131,8 +165,5 @@ pub fn report_doc(run: &RunData, report: &Report) -> Doc {
     }
     findings::section(&mut doc, report);
     cluster::section(&mut doc, report);
-    for s in &report.steps {
-        step::section(&mut doc, s);
-    }
     doc
 }

@@ -39,6 +39,10 @@ pub struct FixtureSpec {
     /// Seconds between flushes on a node; 0 = no database events.
     pub flush_every_secs: u64,
     pub with_histograms: bool,
+    /// CPUs of the hosts (the system samples' `host.cpus`).
+    pub cpus: u32,
+    /// Per-CPU samples per system sample (0: none, as the sampler without per-CPU).
+    pub per_cpu_samples: u32,
 }
 
 impl Default for FixtureSpec {
@@ -55,6 +59,8 @@ impl Default for FixtureSpec {
             seed: 42,
             flush_every_secs: 10,
             with_histograms: true,
+            cpus: 16,
+            per_cpu_samples: 0,
         }
     }
 }
@@ -472,7 +478,7 @@ fn step(
         ended_early: None,
     };
     write_json_atomic(&dir.join(files::STEP_SUMMARY), &summary)?;
-    write_json_atomic(&dir.join(files::TIMESERIES), &samples)?;
+    iodig_model::series::write_timeseries(&dir, &samples)?;
     if spec.with_histograms {
         write_json_atomic(
             &dir.join(files::HISTOGRAMS),
@@ -483,14 +489,11 @@ fn step(
         )?;
     }
     if spec.io_events_per_step > 0 {
-        write_json_atomic(
-            &dir.join(files::TRACE),
-            &trace(spec, start, secs, &events, rng),
-        )?;
+        iodig_model::series::write_trace(&dir, &trace(spec, start, secs, &events, rng))?;
     }
     let sys = SysDoc {
         host: HostFacts {
-            cpus: 16,
+            cpus: spec.cpus,
             mem_total_bytes: 64 << 30,
             clock_ticks_per_s: 100,
             page_size_bytes: 4096,
@@ -507,7 +510,24 @@ fn step(
                 let busy = in_flush(&events, "flush", a, a + 1000);
                 let iowait = if busy { 12.0 } else { 2.0 } + rng.f();
                 let user = 35.0 + 10.0 * rng.f();
+                // One CPU runs hotter (a compaction thread), the others near the mean.
+                let per_cpu = (0..spec.per_cpu_samples)
+                    .map(|c| {
+                        let u = if c == 3 {
+                            95.0
+                        } else {
+                            user * (0.8 + 0.4 * rng.f())
+                        };
+                        CpuPct {
+                            user: u.min(100.0 - iowait),
+                            iowait,
+                            idle: (100.0 - u - iowait).max(0.0),
+                            ..Default::default()
+                        }
+                    })
+                    .collect();
                 SysSample {
+                    per_cpu,
                     unix_ms: a + 1000,
                     secs: 1.0,
                     cpu: CpuPct {
@@ -533,8 +553,9 @@ fn step(
             })
             .collect(),
         notes: Vec::new(),
+        per_cpu_summarised: None,
     };
-    write_json_atomic(&dir.join(files::SYSSTAT), &sys)?;
+    iodig_model::series::write_sys(&dir, &sys)?;
     if !events.is_empty() {
         write_json_atomic(&dir.join(files::EVENTS), &events)?;
     }
