@@ -110,15 +110,12 @@ pub fn each_step_starts_from_the_snapshot_of_the_load(
     }
     // The first step's reads found what the load wrote; the second's found the loaded
     // versions of the keys the first step had updated since.
-    let ledger = std::fs::read(r.run_dir().join("integrity/ledger.bin")).unwrap();
-    let header =
-        String::from_utf8_lossy(&ledger[..ledger.iter().position(|b| *b == b'\n').unwrap()])
-            .into_owned();
-    let stale: u64 = header
-        .split_whitespace()
-        .find_map(|f| f.strip_prefix("stale_reads="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no stale_reads in {header:?}"));
+    let path = r.run_dir().join("integrity/ledger.bin");
+    let file = std::fs::File::open(&path).unwrap();
+    let ledger = iodig_workload::integrity::Ledger::load(&mut std::io::BufReader::new(file))
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let reads = ledger.read_counts();
+    let (stale, header) = (reads.stale, format!("{reads:?}"));
     assert!(
         stale > 0,
         "after the restore, step 2 read keys step 1 had updated at their loaded versions: {header}"
