@@ -34,6 +34,24 @@ fn whole_seconds(trace: &Value) -> BTreeMap<(String, String, u64), u64> {
     m
 }
 
+/// Workload A on a small RocksDB that flushes often, this machine observed as 127.0.0.1 through
+/// `sshd`, into `out`.
+fn observed_rocksdb(sshd: &Sshd, threads: &str, duration: &str, out: &Path) -> IodigArgs {
+    IodigArgs::run()
+        .db("rocksdb")
+        .workload("workloada")
+        .props(&[
+            "recordcount=20000",
+            "rocksdb.writebuffersize=1048576",
+            &sshd.property(),
+        ])
+        .threads(threads)
+        .duration(duration)
+        .warmup("0s")
+        .observe("127.0.0.1")
+        .out(out)
+}
+
 #[test]
 fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
     assert!(is_root(), "this test traces block IO: run it as root");
@@ -43,20 +61,7 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
     let sshd = Sshd::start(&["127.0.0.1"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
-    let r = IodigArgs::run()
-        .db("rocksdb")
-        .workload("workloada")
-        .props(&[
-            "recordcount=20000",
-            "rocksdb.writebuffersize=1048576",
-            &sshd.property(),
-        ])
-        .threads("2")
-        .duration("4s")
-        .warmup("0s")
-        .observe("127.0.0.1")
-        .out(&out)
-        .output();
+    let r = observed_rocksdb(&sshd, "2", "4s", &out).output();
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
     let observed = &run["cluster"]["observed"][0];
@@ -319,19 +324,7 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
     let out = tmp.path().join("runs");
     // A load step, then two run steps of 15 s; the link dies 10 s after the load ended, some
     // 6 s into the first (loading the tracers and starting take a few seconds here).
-    let child = IodigArgs::run()
-        .db("rocksdb")
-        .workload("workloada")
-        .props(&[
-            "recordcount=20000",
-            "rocksdb.writebuffersize=1048576",
-            &sshd.property(),
-        ])
-        .threads("1,2")
-        .duration("15s")
-        .warmup("0s")
-        .observe("127.0.0.1")
-        .out(&out)
+    let child = observed_rocksdb(&sshd, "1,2", "15s", &out)
         .command()
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -6,7 +6,6 @@
 //! emptied. Stopping and starting the node again is the agent's, which knows how it was started.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::local::{yaml_scalar, LocalNode};
 use crate::{dist, replace_with_snapshot, snapshot_tables};
@@ -81,20 +80,15 @@ impl NodetoolCall {
             std::env::temp_dir().join(format!("iodig-nodetool-logback-{}.xml", std::process::id()));
         std::fs::write(&conf, dist::NODETOOL_LOGBACK_XML)
             .map_err(|e| format!("cannot write {}: {e}", conf.display()))?;
-        let out = Command::new(&self.java)
-            .args(&self.module_flags)
-            .args([
-                "-Xmx256m",
-                "-XX:+UseSerialGC",
-                "-Djava.net.preferIPv4Stack=true",
-            ])
-            .arg(format!("-Dlogback.configurationFile={}", conf.display()))
-            .arg("-cp")
-            .arg(&self.classpath)
-            .arg("org.apache.cassandra.tools.NodeTool")
-            .args(["-h", "127.0.0.1", "-p", &self.jmx_port.to_string()])
-            .args(args)
-            .output();
+        let out = crate::nodetool::command(
+            &self.java,
+            &self.module_flags,
+            &self.classpath,
+            &conf,
+            self.jmx_port,
+        )
+        .args(args)
+        .output();
         let _ = std::fs::remove_file(&conf);
         let out = out.map_err(|e| format!("cannot run {}: {e}", self.java.display()))?;
         if !out.status.success() {

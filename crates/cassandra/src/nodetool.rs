@@ -6,22 +6,40 @@ use std::process::Command;
 
 use crate::{dist, io_err, Error, NodeInfo, NodeStatus, Result};
 
-/// Runs one nodetool command against `node` and returns its stdout.
-pub fn run(java: &Path, lib_dir: &Path, node: &NodeInfo, args: &[String]) -> Result<String> {
-    let conf = node.dir.join("conf/logback-nodetool.xml");
-    std::fs::write(&conf, dist::NODETOOL_LOGBACK_XML).map_err(io_err(&conf))?;
-    let out = Command::new(java)
-        .args(dist::module_flags())
+/// nodetool from a JVM and the Cassandra jars, against the JMX port of the node on this host,
+/// logging through `logback_conf` (without one it logs at DEBUG to stdout); the command's own
+/// arguments come after. Managed nodes and nodes found on an observed host share it.
+pub(crate) fn command<S: AsRef<std::ffi::OsStr>>(
+    java: &Path,
+    module_flags: impl IntoIterator<Item = S>,
+    classpath: &str,
+    logback_conf: &Path,
+    jmx_port: u16,
+) -> Command {
+    let mut c = Command::new(java);
+    c.args(module_flags)
         .args([
             "-Xmx256m",
             "-XX:+UseSerialGC",
             "-Djava.net.preferIPv4Stack=true",
         ])
-        .arg(format!("-Dlogback.configurationFile={}", conf.display()))
+        .arg(format!(
+            "-Dlogback.configurationFile={}",
+            logback_conf.display()
+        ))
         .arg("-cp")
-        .arg(format!("{}/*", lib_dir.display()))
+        .arg(classpath)
         .arg("org.apache.cassandra.tools.NodeTool")
-        .args(["-h", "127.0.0.1", "-p", &node.jmx_port.to_string()])
+        .args(["-h", "127.0.0.1", "-p", &jmx_port.to_string()]);
+    c
+}
+
+/// Runs one nodetool command against `node` and returns its stdout.
+pub fn run(java: &Path, lib_dir: &Path, node: &NodeInfo, args: &[String]) -> Result<String> {
+    let conf = node.dir.join("conf/logback-nodetool.xml");
+    std::fs::write(&conf, dist::NODETOOL_LOGBACK_XML).map_err(io_err(&conf))?;
+    let classpath = format!("{}/*", lib_dir.display());
+    let out = command(java, dist::module_flags(), &classpath, &conf, node.jmx_port)
         .args(args)
         .output()
         .map_err(|e| Error::Other(format!("cannot run nodetool with {}: {e}", java.display())))?;
