@@ -328,7 +328,7 @@ fn check_start_in_future(t: std::time::SystemTime) -> Result<(), RunError> {
             + 60;
         return Err(UsageError(format!(
             "--start-at {}: that time passed {:.1} s ago; give a time in the future on every client, e.g. --start-at {example} (a minute from now)",
-            iodig_runner::start_at::format_utc(t),
+            iodig_runner::utc::format_utc(t),
             ago.as_secs_f64()
         ))
         .into());

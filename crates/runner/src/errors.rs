@@ -6,6 +6,7 @@
 //! [`crate::merge::merge_runs`], [`crate::verify`]) the chain becomes a [`RunError`], so a
 //! command's caller matches on a type instead of searching messages.
 
+use iodig_db::DbError;
 use std::fmt;
 
 /// Bad input: a flag, property or path, named in the message with the fix (exit code 2).
@@ -91,6 +92,14 @@ impl From<UsageError> for RunError {
 impl From<PrivilegeError> for RunError {
     fn from(e: PrivilegeError) -> Self {
         Self::Privilege(e.into())
+    }
+}
+
+/// A binding's configuration error is a usage error (exit 2); anything else is a failure.
+pub fn db_error(e: DbError) -> anyhow::Error {
+    match e {
+        DbError::Config(m) => UsageError(m).into(),
+        DbError::Unavailable(m) => anyhow::anyhow!(m),
     }
 }
 

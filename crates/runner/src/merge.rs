@@ -7,7 +7,7 @@
 
 use crate::errors::{RunError, UsageError};
 use crate::rundir::RunDir;
-use crate::step::unix_ms;
+use crate::utc::unix_ms;
 use anyhow::{anyhow, Context, Result};
 use base64::Engine;
 use hdrhistogram::serialization::interval_log::{

@@ -3,7 +3,7 @@
 //! database's processes, and the agents on observed hosts (`remote`), started when measurement
 //! starts and stopped after it.
 
-use crate::device_stats::DeviceStatsProbe;
+use crate::device_stats::{stat_devices, DeviceStatsProbe};
 use crate::environment;
 use crate::errors::{PrivilegeError, UsageError};
 use crate::fault::{Fault, FaultHandler, FaultRunner};
@@ -38,26 +38,6 @@ pub fn trace_options(requested: &TraceOptions, data_dir: Option<&Path>) -> Trace
         }
     }
     opts
-}
-
-/// The whole disks whose own statistics are read around a step: those traced, or, when the
-/// tracer picks the disks itself, every disk it may pick (the step keeps those it kept).
-pub(crate) fn stat_devices(opts: &TraceOptions) -> Vec<String> {
-    if opts.devices.is_empty() {
-        return iodig_iotrace::devices::candidates(usize::MAX)
-            .into_iter()
-            .map(|d| d.name)
-            .collect();
-    }
-    let mut disks = Vec::new();
-    for name in &opts.devices {
-        if let Some(d) = iodig_iotrace::devices::resolve_name(name) {
-            if !disks.contains(&d.name) {
-                disks.push(d.name);
-            }
-        }
-    }
-    disks
 }
 
 /// Checks the tracer once before anything runs: an explicit `--trace ebpf` that cannot work

@@ -3,7 +3,7 @@
 //! asked for with `-s`.
 
 use crate::live::{LiveHub, PlaceLine};
-use crate::step::{Phase, StepPlan};
+use crate::step_plan::{Phase, StepPlan};
 use indicatif::{ProgressBar, ProgressStyle};
 use iodig_model::Sample;
 use iodig_stats::SeriesSet;

@@ -5,7 +5,8 @@
 
 use crate::observe::Observed;
 use crate::rundir::RunDir;
-use crate::step::{StepPlan, StepResult};
+use crate::step::StepResult;
+use crate::step_plan::StepPlan;
 use anyhow::{Context, Result};
 use iodig_db::Status;
 use iodig_model::events::DbEvent;

@@ -1,7 +1,7 @@
 //! What a command asked the runner for: the request of `iodig run` / `iodig load`, as flags and
 //! experiment files give it, before anything is resolved or checked.
 
-use crate::step::Phase;
+use crate::step_plan::Phase;
 use iodig_iotrace::{TraceOptions, WatchOptions};
 use std::path::PathBuf;
 use std::time::Duration;

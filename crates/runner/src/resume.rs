@@ -3,13 +3,12 @@
 //! runs again from its start, and the rest follow with the configuration run.json recorded.
 //!
 //! Nothing is changed before everything is checked: [`open`] only reads the run directory and
-//! says which steps are kept; [`check_plan`] compares the plan resolved again from the recorded
-//! command line with what run.json recorded; the deployment checks that the dataset is the one
+//! says which steps are kept; [`crate::plan::Plan::check_resume`] compares the plan resolved
+//! again from the recorded command line with what run.json recorded; the deployment checks that the dataset is the one
 //! the kept steps ran on ([`crate::dataset::resume_keeps_dataset`]); only then does
 //! [`crate::rundir::RunDir::reopen`] remove the partial step and take the run over.
 
 use crate::errors::UsageError;
-use crate::plan::Plan;
 use anyhow::Result;
 use iodig_model::reading::read_run_doc;
 use iodig_model::writer::{Writer, WriterState};
@@ -64,7 +63,7 @@ pub fn step_name(dir: &str) -> &str {
     }
 }
 
-fn refuse(dir: &Path, why: impl std::fmt::Display) -> anyhow::Error {
+pub(crate) fn refuse(dir: &Path, why: impl std::fmt::Display) -> anyhow::Error {
     UsageError(format!("--resume {}: {why}", dir.display())).into()
 }
 
@@ -194,84 +193,6 @@ fn written_but_unlisted(dir: &Path, doc: &RunDoc) -> Option<StepSummary> {
             iodig_model::fsio::read_json(&e.path().join(files::STEP_SUMMARY)).ok()?;
         (summary.index == index && summary.dir == rel && !summary.interrupted).then_some(summary)
     })
-}
-
-/// The plan resolved again must be the run's: the configuration run.json recorded, and the
-/// kept steps the first steps of its sweep. Returns the reason when it is not.
-pub fn check_plan(plan: &Plan, from: &ResumeFrom) -> Result<()> {
-    if let Some(f) = plan.faults.iter().find(|f| f.action.needs_faulty_disk()) {
-        return Err(refuse(
-            &from.dir,
-            format!(
-                "its fault {} put the database on a disk iodig made for the run, and that disk and its data went with the iodig that made it; start a new run",
-                f.action.name()
-            ),
-        ));
-    }
-    let sweep = plan.sweep(&plan.workloads[0]);
-    let now = serde_json::to_value(plan.run_config(&sweep))?;
-    let then = serde_json::to_value(&from.doc.config)?;
-    if now != then {
-        let (now, then) = (flatten(&now), flatten(&then));
-        let mut differences: Vec<String> = then
-            .iter()
-            .filter(|(k, v)| now.get(*k) != Some(*v))
-            .map(|(k, v)| {
-                format!(
-                    "{k} was {v}, is now {}",
-                    now.get(k).map_or("unset", String::as_str)
-                )
-            })
-            .collect();
-        differences.extend(
-            now.iter()
-                .filter(|(k, _)| !then.contains_key(*k))
-                .map(|(k, v)| format!("{k} was unset, is now {v}")),
-        );
-        return Err(refuse(
-            &from.dir,
-            format!(
-                "the configuration no longer resolves to the one the run recorded ({}): a property file, experiment file or default changed since; restore it, or start a new run",
-                differences.join("; ")
-            ),
-        ));
-    }
-    let expected = crate::experiment::planned_steps(plan, &from.kept);
-    for (i, s) in from.kept.iter().enumerate() {
-        let name = step_name(&s.dir);
-        let ok = match expected.get(i) {
-            Some(e) => e == name && s.dir == format!("steps/{i:02}-{e}"),
-            None => false,
-        };
-        if !ok {
-            return Err(refuse(
-                &from.dir,
-                format!(
-                    "its step {i} ({}) is not step {i} of the plan resolved again ({}): the workloads, thread counts or repetitions changed since; restore the experiment, or start a new run",
-                    s.dir,
-                    expected.get(i).map_or("none", String::as_str)
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `config.properties.recordcount` → `"1000"`, for naming what changed.
-fn flatten(v: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut todo = vec![(String::from("config"), v)];
-    while let Some((path, v)) = todo.pop() {
-        match v {
-            serde_json::Value::Object(m) => {
-                todo.extend(m.iter().map(|(k, v)| (format!("{path}.{k}"), v)));
-            }
-            other => {
-                out.insert(path, other.to_string());
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! iodig was killed is recognised later; the next run into the same `--out` settles such runs
 //! and removes what they left half-written.
 
-use crate::step::unix_ms;
+use crate::utc::{timestamp_utc, unix_ms};
 use anyhow::{Context, Result};
 use iodig_model::fsio::{is_temp_name, read_json, write_atomic, write_json_atomic};
 use iodig_model::reading::{read_run_doc, settle, Settled};
@@ -200,32 +200,6 @@ fn settle_killed_run(dir: &Path, mut doc: RunDoc) -> Result<String> {
     ))
 }
 
-/// `YYYYMMDD-HHMMSS` in UTC, for directory names that sort by time.
-pub fn timestamp_utc(t: SystemTime) -> String {
-    let secs = unix_ms(t) / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), Howard Hinnant's algorithm.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
 impl RunDir {
     /// Creates `<out>/<timestamp>-<label>` (with a suffix if taken) and writes the first run.json,
     /// naming this process as its writer; first settles the runs a killed iodig left in `out`.
@@ -304,7 +278,7 @@ impl RunDir {
         let now = SystemTime::now();
         doc.notes.push(format!(
             "Resumed at {} by iodig run --resume (pid {}): the run had been {}; {}, and {} ran again from its start{}.",
-            crate::start_at::format_utc(now),
+            crate::utc::format_utc(now),
             std::process::id(),
             from.how_it_ended,
             match n {
@@ -417,7 +391,6 @@ impl RunDir {
 mod tests {
     use super::*;
     use iodig_model::{Environment, RunConfig, ToolInfo, SCHEMA_VERSION};
-    use std::time::{Duration, UNIX_EPOCH};
 
     fn doc() -> RunDoc {
         RunDoc {
@@ -613,14 +586,5 @@ mod tests {
             !path.join("steps/00-w-t1").exists(),
             "the half-written step is removed"
         );
-    }
-
-    #[test]
-    fn timestamps_are_utc_calendar_dates() {
-        assert_eq!(timestamp_utc(UNIX_EPOCH), "19700101-000000");
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_363_200 + 3723); // 2026-11-22 17:02:03 UTC
-        assert_eq!(timestamp_utc(t), "20261122-170203");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29 00:00:00 UTC
-        assert_eq!(timestamp_utc(leap), "20000229-000000");
     }
 }

@@ -11,7 +11,8 @@
 //! scheduled start late begins at once and says by how much; `iodig merge` then states how much
 //! the clients' windows overlapped.
 
-use crate::step::{Phase, StepPlan};
+use crate::step_plan::{Phase, StepPlan};
+use crate::utc::format_utc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -38,91 +39,7 @@ pub fn parse_start_at(s: &str) -> Result<SystemTime, String> {
             .map(|d| UNIX_EPOCH + d)
             .map_err(|_| bad());
     }
-    parse_rfc3339(s).ok_or_else(bad)
-}
-
-/// `YYYY-MM-DD(T| )HH:MM:SS[.fraction](Z|±HH:MM)`.
-fn parse_rfc3339(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        t.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| t.parse().ok())?
-    };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut rest = &s[19..];
-    let mut nanos = 0u64;
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let f = &frac[..digits.min(9)];
-        nanos = f.parse::<u64>().ok()? * 10u64.pow(9 - f.len() as u32);
-        rest = &frac[digits..];
-    }
-    let offset_secs = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let sign = match rest.as_bytes().first()? {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let (oh, om) = rest[1..].split_once(':')?;
-            if oh.len() != 2 || om.len() != 2 {
-                return None;
-            }
-            let (oh, om): (i64, i64) = (oh.parse().ok()?, om.parse().ok()?);
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            sign * (oh * 3600 + om * 60)
-        }
-    };
-    let days = days_from_civil(y, mo as u32, d as u32);
-    let unix = days * 86_400 + h * 3600 + mi * 60 + sec - offset_secs;
-    let unix = u64::try_from(unix).ok()?;
-    Some(UNIX_EPOCH + Duration::from_secs(unix) + Duration::from_nanos(nanos))
-}
-
-/// Days since 1970-01-01 of a civil date, Howard Hinnant's algorithm.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = i64::from((m + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// RFC 3339 in UTC with milliseconds, as messages and run.json notes show times.
-pub fn format_utc(t: SystemTime) -> String {
-    let ms = crate::step::unix_ms(t);
-    let stamp = crate::rundir::timestamp_utc(t);
-    // `YYYYMMDD-HHMMSS` → `YYYY-MM-DDTHH:MM:SS`.
-    format!(
-        "{}-{}-{}T{}:{}:{}.{:03}Z",
-        &stamp[0..4],
-        &stamp[4..6],
-        &stamp[6..8],
-        &stamp[9..11],
-        &stamp[11..13],
-        &stamp[13..15],
-        ms % 1000
-    )
+    crate::utc::parse_rfc3339(s).ok_or_else(bad)
 }
 
 /// The common start of each step, computed by every client the same way.

@@ -3,7 +3,8 @@
 //! judged field by field into run.json's `integrity`.
 
 use crate::errors::{RunError, UsageError};
-use crate::step::{async_runtime, unix_ms};
+use crate::step::async_runtime;
+use crate::utc::unix_ms;
 use anyhow::{Context, Result};
 use iodig_db::{Db, DbFactory, Execution, Record, Status};
 use iodig_model::integrity::{IntegrityDoc, IntegrityExample, NodeIntegrity, ReadsJudged};
@@ -266,7 +267,7 @@ pub fn check<F: DbFactory>(
         Execution::Threads => std::thread::scope(|s| -> Result<()> {
             let mut handles = Vec::new();
             for _ in 0..jobs {
-                let mut db = factory.worker().map_err(crate::deployment::db_error)?;
+                let mut db = factory.worker().map_err(crate::errors::db_error)?;
                 let (target, ledger, ranges) =
                     (Arc::clone(&target), Arc::clone(ledger), Arc::clone(&ranges));
                 handles.push(s.spawn(move || {
@@ -282,7 +283,7 @@ pub fn check<F: DbFactory>(
             let rt = async_runtime()?;
             let mut handles = Vec::new();
             for _ in 0..jobs {
-                let mut db = factory.worker().map_err(crate::deployment::db_error)?;
+                let mut db = factory.worker().map_err(crate::errors::db_error)?;
                 let (target, ledger, ranges) =
                     (Arc::clone(&target), Arc::clone(ledger), Arc::clone(&ranges));
                 handles.push(

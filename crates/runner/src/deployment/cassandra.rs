@@ -3,15 +3,16 @@
 //! load to restore), or external hosts given by `hosts`, which iodig only probes. The only
 //! place in the runner that talks to the node manager (`iodig_cassandra`).
 
-use super::{db_error, on_faulty_disk, sweep, Deployment};
+use super::{on_faulty_disk, sweep, Deployment, Sweeper};
 use crate::dataset::{self, MarkerState};
+use crate::errors::db_error;
 use crate::errors::UsageError;
 use crate::fault::{cap_done, Fault, FaultAction, FaultHandler, IoLimit};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::probe::{probe_dataset, Presence};
 use crate::remote::agent::{EventFeed, NodeOnHost};
 use crate::request::{LoadPolicy, RunOutcome};
-use crate::step::Phase;
+use crate::step_plan::Phase;
 use anyhow::{Context, Result};
 use iodig_db::DbFactory;
 use iodig_faultdisk::FaultyDisk;
@@ -28,7 +29,7 @@ use std::time::Duration;
 const LOADED_SNAPSHOT: &str = "iodig-loaded";
 
 /// Runs against external hosts when `hosts` is given, else against managed nodes.
-pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
+pub fn run(mut plan: Plan, sweeper: &impl Sweeper, stop: &AtomicBool) -> Result<RunOutcome> {
     let handle = crate::step::async_runtime()?.handle().clone();
     let managed_before = verified_run_on_managed_nodes(&plan);
     if let Some(nodes) = managed_before {
@@ -59,7 +60,7 @@ pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
             ))
             .into());
         }
-        return sweep(&plan, &factory, &ExternalHosts, load, stop);
+        return sweep(sweeper, &plan, &factory, &ExternalHosts, load, stop);
     }
     let wanted = plan.req.nodes.unwrap_or(1);
     // Declared before the binding, so dropped after it: the client goes before the nodes stop.
@@ -67,7 +68,7 @@ pub fn run(mut plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
     plan.props.set("hosts", nodes.hosts.clone());
     let factory = iodig_db::cassandra::open_with_handle(&plan.props, &handle).map_err(db_error)?;
     let load = nodes.load_decision(&plan, &factory)?;
-    sweep(&plan, &factory, &nodes, load, stop)
+    sweep(sweeper, &plan, &factory, &nodes, load, stop)
 }
 
 /// The node count when `iodig verify` checks a run whose `hosts` were the managed nodes under

@@ -2,14 +2,15 @@
 //! (on a faulty disk of iodig's own when the fault schedule makes the device slow, failing or
 //! full), and the no-op `basic` binding, which has no data to keep.
 
-use super::{db_error, mount_faulty_disk, on_faulty_disk, sweep, Deployment};
+use super::{mount_faulty_disk, on_faulty_disk, sweep, Deployment, Sweeper};
 use crate::dataset::{self, MarkerState};
+use crate::errors::db_error;
 use crate::errors::UsageError;
 use crate::fault::{cap_done, Fault, FaultAction, FaultHandler, IoLimit};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::request::{LoadPolicy, RunOutcome};
 use crate::resume::ResumeFrom;
-use crate::step::Phase;
+use crate::step_plan::Phase;
 use anyhow::{Context, Result};
 use iodig_db::{BasicFactory, DbFactory};
 use iodig_faultdisk::FaultyDisk;
@@ -122,7 +123,7 @@ impl<F: DbFactory> Deployment<F> for NoData {}
 /// RocksDB in `rocksdb.dir`: decides the load (wiping a directory iodig made when it holds
 /// another dataset) before the database is opened on it.
 #[cfg(feature = "rocksdb")]
-pub fn run_rocksdb(plan: &Plan, stop: &AtomicBool) -> Result<RunOutcome> {
+pub fn run_rocksdb(plan: &Plan, sweeper: &impl Sweeper, stop: &AtomicBool) -> Result<RunOutcome> {
     let dir = plan.props.get("rocksdb.dir").map(PathBuf::from);
     let deployment = DataDir {
         disk: faulty_disk(plan, dir.as_deref())?.map(Arc::new),
@@ -132,7 +133,7 @@ pub fn run_rocksdb(plan: &Plan, stop: &AtomicBool) -> Result<RunOutcome> {
     let load = deployment.prepare(plan)?;
     let factory = iodig_db::rocks::RocksFactory::open(&plan.props).map_err(db_error)?;
     // The database closes (factory dropped) before its disk is unmounted (deployment dropped).
-    let outcome = sweep(plan, &factory, &deployment, load, stop);
+    let outcome = sweep(sweeper, plan, &factory, &deployment, load, stop);
     drop(factory);
     outcome
 }
@@ -156,7 +157,7 @@ fn faulty_disk(plan: &Plan, dir: Option<&Path>) -> Result<Option<FaultyDisk>> {
 }
 
 /// The no-op binding.
-pub fn run_basic(plan: &Plan, stop: &AtomicBool) -> Result<RunOutcome> {
+pub fn run_basic(plan: &Plan, sweeper: &impl Sweeper, stop: &AtomicBool) -> Result<RunOutcome> {
     let factory = BasicFactory::open(&plan.props).map_err(db_error)?;
     // A resumed run whose load (or first run step) finished does not load again.
     let load = (plan.req.phase == Phase::Load || plan.req.load == LoadPolicy::Always)
@@ -165,7 +166,7 @@ pub fn run_basic(plan: &Plan, stop: &AtomicBool) -> Result<RunOutcome> {
             .resume
             .as_ref()
             .is_some_and(ResumeFrom::dataset_settled);
-    sweep(plan, &factory, &NoData, load, stop)
+    sweep(sweeper, plan, &factory, &NoData, load, stop)
 }
 
 impl DataDir {

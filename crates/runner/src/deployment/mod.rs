@@ -1,6 +1,7 @@
 //! Where the database runs and what iodig owns of it. A deployment decides the layout
 //! properties, whether to load, how to put a dataset back, which processes and database logs to
-//! observe; the sweep in `experiment` stays the same for all of them.
+//! observe; the [`Sweeper`] handed in (the sweep in `crate::sweep`) stays the same for all of
+//! them.
 //!
 //! The deployments today: [`embedded`] (RocksDB's data directory, and the no-op `basic`
 //! binding), [`cassandra`] (managed local nodes iodig starts, or external hosts), and
@@ -21,11 +22,10 @@ use crate::plan::{Plan, ResolvedWorkload};
 use crate::remote::RemoteHosts;
 use crate::request::RunOutcome;
 use anyhow::Result;
-use iodig_db::{DbError, DbFactory};
+use iodig_db::DbFactory;
 use iodig_faultdisk::FaultyDisk;
 use iodig_model::events::DbEvent;
 use iodig_model::integrity::NodeIntegrity;
-use iodig_model::props::Properties;
 use iodig_workload::integrity::Ledger;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -105,9 +105,26 @@ pub trait Deployment<F: DbFactory> {
     }
 }
 
-/// The generic sweep in `deployment`, inside an [`observed::Observed`] when `--observe` names
-/// hosts. Every binding's `run` ends here.
+/// What runs over the database once a deployment has opened it: the generic sweep
+/// ([`crate::sweep`]). [`crate::execute`] hands it in, so a deployment never names what runs
+/// over it and the runner's imports run one way (`execute` → `sweep` → `deployment`).
+pub trait Sweeper {
+    /// Loads when `load` says so, runs the plan's steps over the open `factory` in
+    /// `deployment`, and finishes the run.
+    fn sweep<F: DbFactory, D: Deployment<F>>(
+        &self,
+        plan: &Plan,
+        factory: &F,
+        deployment: &D,
+        load: bool,
+        stop: &AtomicBool,
+    ) -> Result<RunOutcome>;
+}
+
+/// The sweep over `deployment`, inside an [`observed::Observed`] when `--observe` names hosts.
+/// Every binding's `run` ends here.
 pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
+    sweeper: &impl Sweeper,
     plan: &Plan,
     factory: &F,
     deployment: &D,
@@ -115,11 +132,11 @@ pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
     stop: &AtomicBool,
 ) -> Result<RunOutcome> {
     if plan.observe.is_empty() || plan.req.verify_only.is_some() {
-        return crate::experiment::sweep(plan, factory, deployment, load, stop);
+        return sweeper.sweep(plan, factory, deployment, load, stop);
     }
     let cluster = factory.cluster_facts();
     let observed = observed::Observed::connect::<F>(plan, deployment, cluster.as_ref())?;
-    crate::experiment::sweep(plan, factory, &observed, load, stop)
+    sweeper.sweep(plan, factory, &observed, load, stop)
 }
 
 /// A workload that inserts grew the dataset: its marker says so, so the next run does not take
@@ -136,25 +153,14 @@ pub(crate) fn mark_grown_by(
     }
 }
 
-/// Layout properties a deployment settles before anything runs, so run.json records them and
-/// every workload sees them: RocksDB's data directory under `--out`.
-pub fn layout_defaults(db: &str, props: &mut Properties, out_dir: &Path) {
-    if db == "rocksdb" && !props.contains("rocksdb.dir") {
-        props.set(
-            "rocksdb.dir",
-            out_dir.join("data").join("rocksdb").display().to_string(),
-        );
-    }
-}
-
-/// Opens the binding in its deployment and runs the plan's steps.
-pub fn run(plan: Plan, stop: &AtomicBool) -> Result<RunOutcome> {
+/// Opens the binding in its deployment and runs the plan's steps over it with `sweeper`.
+pub fn run(plan: Plan, sweeper: &impl Sweeper, stop: &AtomicBool) -> Result<RunOutcome> {
     match plan.req.db.as_str() {
         #[cfg(feature = "cassandra")]
-        "cassandra" => cassandra::run(plan, stop),
+        "cassandra" => cassandra::run(plan, sweeper, stop),
         #[cfg(feature = "rocksdb")]
-        "rocksdb" => embedded::run_rocksdb(&plan, stop),
-        _ => embedded::run_basic(&plan, stop),
+        "rocksdb" => embedded::run_rocksdb(&plan, sweeper, stop),
+        _ => embedded::run_basic(&plan, sweeper, stop),
     }
 }
 
@@ -203,12 +209,4 @@ pub(crate) fn on_faulty_disk(
         other => return Err(format!("{} is not a fault of the disk", other.name())),
     };
     Ok((format!("device {}", disk.device_name()), done))
-}
-
-/// A binding's configuration error is a usage error (exit 2); anything else is a failure.
-pub fn db_error(e: DbError) -> anyhow::Error {
-    match e {
-        DbError::Config(m) => UsageError(m).into(),
-        DbError::Unavailable(m) => anyhow::anyhow!(m),
-    }
 }

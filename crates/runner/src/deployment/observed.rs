@@ -172,7 +172,7 @@ impl<F: DbFactory, D: Deployment<F>> Deployment<F> for Observed<'_, D> {
         }
         factory
             .await_ready(READY_AFTER_RESTORE)
-            .map_err(super::db_error)
+            .map_err(crate::errors::db_error)
             .context("--restore-each-step: the client could not reach the restored nodes")?;
         iodig_model::eprintln_lossy!(
             "note: --restore-each-step: {} of {} observed node(s) restored and serving the client {:.1} s after the restore began",

@@ -245,6 +245,26 @@ fn now_unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The whole disks whose own statistics are read around a step: those traced, or, when the
+/// tracer picks the disks itself, every disk it may pick (the step keeps those it kept).
+pub fn stat_devices(opts: &iodig_iotrace::TraceOptions) -> Vec<String> {
+    if opts.devices.is_empty() {
+        return iodig_iotrace::devices::candidates(usize::MAX)
+            .into_iter()
+            .map(|d| d.name)
+            .collect();
+    }
+    let mut disks = Vec::new();
+    for name in &opts.devices {
+        if let Some(d) = iodig_iotrace::devices::resolve_name(name) {
+            if !disks.contains(&d.name) {
+                disks.push(d.name);
+            }
+        }
+    }
+    disks
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,8 @@
 //! deployments and the recorder all read this one [`Plan`].
 
 mod faults;
+mod resume;
+mod steps;
 
 use crate::errors::UsageError;
 use crate::fault::Fault;
@@ -11,7 +13,8 @@ use crate::remote::{
     ssh::{Ssh, SshHost},
 };
 use crate::request::{RunRequest, WorkloadRun};
-use crate::step::{unix_ms, Phase};
+use crate::step_plan::Phase;
+use crate::utc::unix_ms;
 use anyhow::Result;
 use iodig_model::props::{nearest, Properties, DATASET_PROPERTIES};
 use iodig_model::secret::redact_args;
@@ -150,7 +153,7 @@ impl Plan {
             Some(p) => ycsb::parse_percentiles(p).map_err(UsageError)?,
             None => ycsb::DEFAULT_PERCENTILES.to_vec(),
         };
-        crate::deployment::layout_defaults(&req.db, &mut props, &req.out_dir);
+        layout_defaults(&req.db, &mut props, &req.out_dir);
         std::fs::create_dir_all(&req.out_dir).map_err(|e| {
             UsageError(format!(
                 "--out {}: cannot create the output directory ({e}); choose a writable directory with --out DIR",
@@ -577,6 +580,17 @@ fn default_load_threads() -> u64 {
         .map(|n| n.get() as u64)
         .unwrap_or(2);
     (cores * 2).max(4)
+}
+
+/// Layout properties settled before anything runs, so run.json records them and
+/// every workload sees them: RocksDB's data directory under `--out`.
+fn layout_defaults(db: &str, props: &mut Properties, out_dir: &Path) {
+    if db == "rocksdb" && !props.contains("rocksdb.dir") {
+        props.set(
+            "rocksdb.dir",
+            out_dir.join("data").join("rocksdb").display().to_string(),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 //! nothing running once its stdin closes (iodig ended, or the link died).
 
 use super::protocol::{line, Hello, Reply, Request, StreamChunk, StreamedEvent, CHUNK_EVERY};
+use crate::device_stats::stat_devices;
 use crate::device_stats::DeviceStatsProbe;
 use crate::environment;
-use crate::observe::stat_devices;
 use anyhow::Context;
 use iodig_iotrace::{PreparedTrace, TraceMode, TraceOptions, TraceSession, WatchOptions};
 use iodig_model::cluster::{HostNode, NodeObservation};

@@ -13,8 +13,8 @@
 use super::ssh::{self, quote, Ssh, SshHost};
 use crate::errors::UsageError;
 use crate::merge::{merge_clients, ClientRun};
-use crate::start_at::format_utc;
-use crate::step::unix_ms;
+use crate::utc::format_utc;
+use crate::utc::unix_ms;
 use anyhow::{anyhow, Context, Result};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -661,7 +661,7 @@ fn now_unix_ms() -> u64 {
 
 /// A time as messages show it (RFC 3339, UTC, ms).
 fn utc(unix_ms: u64) -> String {
-    crate::start_at::format_utc(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms))
+    crate::utc::format_utc(std::time::UNIX_EPOCH + Duration::from_millis(unix_ms))
 }
 
 /// Which node address is the host's: the one ssh connects to, when it is a node's; else none

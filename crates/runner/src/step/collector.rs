@@ -2,9 +2,11 @@
 //! (never waiting on a worker that holds its lock), merges them into the second's sample, the
 //! whole step's histograms and both HDR interval logs, and ends the step on time.
 
-use super::{process_cpu, unix_ms, Shared, Start, StepObserver, StepPlan, StepResult};
+use super::{process_cpu, Shared, Start, StepObserver, StepResult};
 use crate::live::{LatencyBuckets, LiveSink};
 use crate::progress::Progress;
+use crate::step_plan::StepPlan;
+use crate::utc::unix_ms;
 use anyhow::{anyhow, Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;

@@ -6,59 +6,18 @@ mod collector;
 
 use crate::pacer::{Pacer, ThreadPacer, TokioPacer};
 use crate::progress::Progress;
+use crate::step_plan::{Phase, StepPlan};
 use crate::timed::Timed;
+use crate::utc::unix_ms;
 use anyhow::{anyhow, Context, Result};
 use collector::{to_second_boundary, Collector};
 use iodig_db::{Db, DbFactory, Execution};
 use iodig_model::Sample;
-use iodig_stats::{IntervalMode, SeriesSet, WorkerRecorder};
+use iodig_stats::{SeriesSet, WorkerRecorder};
 use iodig_workload::{ops_for_thread, CoreWorkload, Worker};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// Which phase a step runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    /// YCSB's load: insert the dataset (`iodig load`, or before `iodig run` when needed).
-    Load,
-    /// YCSB's transactions: the workload's operation mix.
-    Run,
-}
-
-impl Phase {
-    /// `load` or `run`, as run.json's steps and the progress lines name it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Load => "load",
-            Phase::Run => "run",
-        }
-    }
-}
-
-/// What one step does.
-#[derive(Debug, Clone)]
-pub struct StepPlan {
-    /// Load (inserts) or run (the operation mix).
-    pub phase: Phase,
-    /// Workers (YCSB threads): OS threads or async tasks, as the binding runs.
-    pub threads: u64,
-    /// Whole-client target rate (YCSB's `-target`).
-    pub target_ops_per_sec: Option<f64>,
-    /// Total operations over all workers; 0 = until the time limit.
-    pub operation_count: u64,
-    /// Measured duration limit (YCSB's `maxexecutiontime`).
-    pub max_execution: Option<Duration>,
-    /// Unmeasured time before the window: operations whose intended start falls in it are
-    /// neither counted nor logged, and do not use up `operation_count`.
-    pub warmup: Duration,
-    /// How latency is recorded: service time (`op`), time from the intended start
-    /// (`intended`), or both, the latter as `Intended-<OP>` (YCSB's `measurement.interval`).
-    pub interval_mode: IntervalMode,
-    /// End the step when every operation of this many whole seconds in a row failed (the
-    /// database became unusable); `None` never does.
-    pub unusable_after: Option<u64>,
-}
+use std::time::{Duration, Instant, SystemTime};
 
 /// Called by the collector at the edges of the measured window.
 pub trait StepObserver {
@@ -290,13 +249,6 @@ pub fn async_runtime() -> Result<&'static tokio::runtime::Runtime> {
     Ok(RUNTIME.get_or_init(|| rt))
 }
 
-/// Milliseconds since the Unix epoch; 0 for a time before it.
-pub fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 /// Runs one step to its end (op count, time limit, `stop`, or a worker failure).
 pub fn run_step<F: DbFactory>(
     factory: &F,
@@ -386,6 +338,7 @@ mod tests {
     use super::*;
     use iodig_db::{BasicFactory, Properties};
     use iodig_model::SeriesSummary;
+    use iodig_stats::IntervalMode;
     use iodig_workload::WorkloadSpec;
     use std::collections::BTreeMap;
 

@@ -1,20 +1,23 @@
-//! One `iodig run` / `iodig load`: the plan is resolved, its deployment opens the database, and
-//! the sweep here runs the same way for every binding and deployment: load if needed, then each
-//! workload × thread count × repetition, observed and recorded step by step, then the report.
+//! The sweep, the same for every binding and deployment: load if needed, then each workload ×
+//! thread count × repetition, observed and recorded step by step, then the integrity check,
+//! the run directory finished and the report. A deployment runs it over the database it opened
+//! ([`deployment::Sweeper`]).
 
-use crate::deployment::{self, db_error, Deployment};
+use crate::deployment::{Deployment, Sweeper};
 use crate::environment;
-use crate::errors::RunError;
+use crate::errors::db_error;
+use crate::errors::UsageError;
 use crate::live::{LiveEvent, LiveHub, LiveSink, LiveStep};
 use crate::observe::{preflight_trace, trace_options, Observer};
 use crate::plan::{Plan, ResolvedWorkload};
 use crate::progress::{Progress, ProgressMode};
 use crate::recording::{record_step, StepRecord};
-use crate::request::{RunOutcome, RunRequest};
+use crate::request::RunOutcome;
 use crate::rundir::RunDir;
 use crate::start_at::StartSchedule;
-use crate::step::{run_step, unix_ms, Phase, StepPlan};
-use crate::UsageError;
+use crate::step::run_step;
+use crate::step_plan::{Phase, StepPlan};
+use crate::utc::unix_ms;
 use anyhow::{Context, Result};
 use iodig_db::DbFactory;
 use iodig_iotrace::{TraceMode, TraceOptions};
@@ -25,35 +28,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// Runs the request end to end.
-pub fn execute(req: &RunRequest, stop: &AtomicBool) -> Result<RunOutcome, RunError> {
-    let plan = Plan::resolve(req).map_err(|e| match &req.resume {
-        // A property file or default that changed since is named, and so is why it matters.
-        Some(from) => e.context(format!(
-            "--resume {}: its recorded configuration no longer resolves",
-            from.dir.display()
-        )),
-        None => e,
-    })?;
-    if let Some(from) = &plan.req.resume {
-        // Refused before a database opens or a node starts.
-        crate::resume::check_plan(&plan, from)?;
+/// The generic sweep, as [`crate::execute`] hands it to the deployment.
+pub struct GenericSweep;
+
+impl Sweeper for GenericSweep {
+    fn sweep<F: DbFactory, D: Deployment<F>>(
+        &self,
+        plan: &Plan,
+        factory: &F,
+        deployment: &D,
+        load: bool,
+        stop: &AtomicBool,
+    ) -> Result<RunOutcome> {
+        sweep(plan, factory, deployment, load, stop)
     }
-    // Bound before a node starts or a load begins: a port in use is said now (exit 2).
-    let metrics = match &plan.req.metrics {
-        Some(addr) => Some(crate::live::MetricsServer::start(
-            addr,
-            Arc::clone(&plan.live),
-        )?),
-        None => None,
-    };
-    let linger = plan.metrics_linger;
-    let outcome = deployment::run(plan, stop);
-    if let Some(server) = metrics {
-        // Also after a failed run: what was measured up to the failure is worth a last scrape.
-        server.stop(linger);
-    }
-    Ok(outcome?)
 }
 
 /// The sweep of one run over an open binding in its deployment.
@@ -77,7 +65,7 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
 }
 
 /// Loads when `load` says so, runs every step, finishes the run directory and writes the report.
-pub(crate) fn sweep<F: DbFactory, D: Deployment<F>>(
+fn sweep<F: DbFactory, D: Deployment<F>>(
     plan: &Plan,
     factory: &F,
     deployment: &D,
@@ -281,7 +269,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         self.drop_caches();
                     }
                     self.progress.set_label(format!("{} t={t}", w.label));
-                    let name = run_step_name(plan, w, t, rep);
+                    let name = plan.run_step_name(w, t, rep);
                     let stopped = self.step(w, &step, &name)?;
                     crate::memory::release();
                     self.deployment.after_run_step(plan, &name, w)?;
@@ -496,48 +484,6 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             integrity,
         })
     }
-}
-
-/// The name of a run step (`workloada-t4`, `workloada-t4-r2` with repetitions), which names
-/// its directory.
-fn run_step_name(plan: &Plan, w: &ResolvedWorkload, threads: u64, rep: u32) -> String {
-    if plan.req.repetitions > 1 {
-        format!("{}-t{threads}-r{}", w.label, rep + 1)
-    } else {
-        format!("{}-t{threads}", w.label)
-    }
-}
-
-/// The names of the steps a run of `plan` takes, in order, as far as they are known before
-/// they run: the load when the first of `recorded` is one, then every run step, without the
-/// thread counts that the stop rule met by a `recorded` step took out of a sweep (a step still
-/// to run may take out more). What a resumed run's finished steps are checked against.
-pub(crate) fn planned_steps(plan: &Plan, recorded: &[StepSummary]) -> Vec<String> {
-    let mut names = Vec::new();
-    if recorded
-        .first()
-        .is_some_and(|s| s.phase == Phase::Load.name())
-    {
-        names.push("load".to_string());
-    }
-    let mut stops = crate::stop_rule::SweepStops::new(plan.req.stop_when.clone());
-    for rep in 0..plan.req.repetitions.max(1) {
-        for w in &plan.workloads {
-            for &t in &plan.sweep(w) {
-                if stops.skips(&w.label, t) {
-                    continue;
-                }
-                if let Some(stop) = recorded
-                    .get(names.len())
-                    .and_then(|s| s.sweep_stop.as_ref())
-                {
-                    stops.replay(&w.label, &stop.skipped);
-                }
-                names.push(run_step_name(plan, w, t, rep));
-            }
-        }
-    }
-    names
 }
 
 /// The database's flushes, compactions and file deletions among `events`, counted live as
