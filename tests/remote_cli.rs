@@ -1,18 +1,17 @@
 //! `run --observe` over a real OpenSSH server on loopback: iodig's agent on the "remote" host
 //! (this machine, reached through sshd) traces and samples each step, its files land per node,
-//! its clock is compared, and what it measured equals what the local trace saw.
+//! its clock is compared, and what it measured equals what the local trace saw. What the agent
+//! streams during a step, and what is kept when it is lost mid-step: tests/remote_stream.rs.
 
 mod common;
 
+use common::agents::{agents_under, no_agent_left, observed_rocksdb, one_at_a_time};
 use common::sshd::Sshd;
 use common::{is_root, read_json, run_step, IodigArgs};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
-
-/// The tests that start agents run one at a time, so each can check that none is left.
-static AGENTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// IOs per (device, op, second) over the seconds the trace covered whole.
 fn whole_seconds(trace: &Value) -> BTreeMap<(String, String, u64), u64> {
@@ -34,30 +33,10 @@ fn whole_seconds(trace: &Value) -> BTreeMap<(String, String, u64), u64> {
     m
 }
 
-/// Workload A on a small RocksDB that flushes often, this machine observed as 127.0.0.1 through
-/// `sshd`, into `out`.
-fn observed_rocksdb(sshd: &Sshd, threads: &str, duration: &str, out: &Path) -> IodigArgs {
-    IodigArgs::run()
-        .db("rocksdb")
-        .workload("workloada")
-        .props(&[
-            "recordcount=20000",
-            "rocksdb.writebuffersize=1048576",
-            &sshd.property(),
-        ])
-        .threads(threads)
-        .duration(duration)
-        .warmup("0s")
-        .observe("127.0.0.1")
-        .out(out)
-}
-
 #[test]
 fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
     assert!(is_root(), "this test traces block IO: run it as root");
-    let _one = AGENTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = one_at_a_time();
     let sshd = Sshd::start(&["127.0.0.1"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
@@ -197,9 +176,7 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
 #[test]
 fn ctrl_c_stops_the_remote_agent_too() {
     assert!(is_root(), "this test traces block IO: run it as root");
-    let _one = AGENTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = one_at_a_time();
     let sshd = Sshd::start(&["127.0.0.1"]);
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
@@ -237,223 +214,6 @@ fn ctrl_c_stops_the_remote_agent_too() {
     // The interrupted step still has the host's part, written after the stop.
     let last = run["steps"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["nodes"][0]["host"], "127.0.0.1", "{last}");
-    no_agent_left(&sshd);
-    drop(sshd);
-}
-
-#[test]
-fn a_host_lost_mid_step_is_marked_partial_and_the_run_goes_on() {
-    let _one = AGENTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let sshd = Sshd::start(&["127.0.0.1"]);
-    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
-    let out = tmp.path().join("runs");
-    let child = IodigArgs::run_basic("workloadc", &out)
-        .p(sshd.property())
-        .threads("1")
-        .duration("6s")
-        .observe("127.0.0.1")
-        .command()
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while agents_under(&sshd).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no agent started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(3));
-    for pid in agents_under(&sshd) {
-        // SAFETY: signalling the agent this test's run started, by its pid.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    }
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "the run goes on: {stderr}");
-    assert!(stderr.contains("warning: 127.0.0.1: lost ("), "{stderr}");
-    let dir = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("results: "))
-        .unwrap();
-    let run = read_json(&Path::new(dir.trim()).join("run.json"));
-    assert_eq!(run["status"], "completed");
-    let last = run["steps"].as_array().unwrap().last().unwrap().clone();
-    let partial = last["nodes"][0]["partial"].as_str().unwrap_or_default();
-    assert!(partial.contains("closed"), "{last}");
-    let report = std::fs::read_to_string(Path::new(dir.trim()).join("report.md")).unwrap();
-    assert!(
-        report.contains("127.0.0.1 (partial)"),
-        "the node table says so"
-    );
-    assert!(
-        report.contains("its data for this step is partial"),
-        "a finding says why"
-    );
-    drop(sshd);
-}
-
-/// The steps recorded so far in the one run directory under `out`.
-fn steps_recorded(out: &Path) -> usize {
-    std::fs::read_dir(out)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|d| std::fs::read(d.path().join("run.json")).ok())
-        .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
-        .map(|run| run["steps"].as_array().map_or(0, Vec::len))
-        .max()
-        .unwrap_or(0)
-}
-
-fn unix_ms_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
-
-#[test]
-fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
-    assert!(is_root(), "this test traces block IO: run it as root");
-    let _one = AGENTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let sshd = Sshd::start(&["127.0.0.1"]);
-    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
-    let out = tmp.path().join("runs");
-    // A load step, then two run steps of 15 s; the link dies 10 s after the load ended, some
-    // 6 s into the first (loading the tracers and starting take a few seconds here).
-    let child = observed_rocksdb(&sshd, "1,2", "15s", &out)
-        .command()
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while steps_recorded(&out) < 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the load step never ended"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // Past the step's start and a few 2 s chunks.
-    std::thread::sleep(Duration::from_secs(10));
-    let agents = agents_under(&sshd);
-    assert_eq!(agents.len(), 1, "{agents:?}");
-    // SAFETY: signalling the agent this test's run started, by its pid.
-    unsafe { libc::kill(agents[0] as i32, libc::SIGKILL) };
-    let killed_ms = unix_ms_now();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "the run goes on: {stderr}");
-    assert!(
-        stderr.contains("warning: 127.0.0.1: the link was lost mid-step at "),
-        "said when it happened: {stderr}"
-    );
-    assert!(
-        stderr.contains("note: 127.0.0.1: reconnected"),
-        "the next step says it reconnected: {stderr}"
-    );
-    let dir = Path::new(
-        stderr
-            .lines()
-            .find_map(|l| l.strip_prefix("results: "))
-            .unwrap()
-            .trim(),
-    )
-    .to_path_buf();
-    let run = read_json(&dir.join("run.json"));
-    assert_eq!(run["status"], "completed");
-    let steps = run["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 3, "load and two run steps");
-
-    // The first run step: the host's part is what streamed before the kill, and says so.
-    let cut = &steps[1]["nodes"][0];
-    let partial = cut["partial"].as_str().unwrap_or_default();
-    assert!(
-        partial.contains("the link to 127.0.0.1 was lost at ") && partial.contains("partial from "),
-        "{cut}"
-    );
-    let from = cut["partial_from_unix_ms"]
-        .as_u64()
-        .expect("partial from a second");
-    assert!(
-        from <= killed_ms + 1000,
-        "partial from {from}, killed at {killed_ms}"
-    );
-    let node_dir = dir.join(cut["dir"].as_str().unwrap());
-    let trace = read_json(&node_dir.join("trace.json"));
-    let seconds: Vec<u64> = trace["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|d| d["seconds"].as_array().unwrap().iter())
-        .map(|s| s["unix_ms"].as_u64().unwrap())
-        .collect();
-    assert!(
-        seconds
-            .iter()
-            .collect::<std::collections::BTreeSet<_>>()
-            .len()
-            >= 3,
-        "a few streamed seconds: {seconds:?}"
-    );
-    let last = *seconds.iter().max().unwrap();
-    assert_eq!(
-        from,
-        last + 1000,
-        "partial from the first second that did not come"
-    );
-    assert!(
-        last + 1000 <= killed_ms,
-        "no second after the kill: {last} vs {killed_ms}"
-    );
-    // The op totals are the sums of the seconds that arrived.
-    for d in trace["devices"].as_array().unwrap() {
-        for (op, total) in d["ops"].as_object().unwrap() {
-            let summed: u64 = d["seconds"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|s| s["ops"][op]["ios"].as_u64())
-                .sum();
-            assert_eq!(total["ios"].as_u64(), Some(summed), "{op}: {d}");
-        }
-    }
-    let sys = read_json(&node_dir.join("sys.json"));
-    let samples = sys["samples"].as_array().unwrap();
-    assert!(samples.len() >= 3, "{sys}");
-    assert!(
-        samples
-            .iter()
-            .all(|s| s["unix_ms"].as_u64().unwrap() <= killed_ms),
-        "no sample after the kill: {sys}"
-    );
-
-    // The second run step: a fresh agent, the host's part whole.
-    let whole = &steps[2]["nodes"][0];
-    assert!(whole["partial"].is_null(), "{whole}");
-    assert_eq!(whole["trace_mode"], "ebpf", "{whole}");
-    let node_dir = dir.join(whole["dir"].as_str().unwrap());
-    let trace = read_json(&node_dir.join("trace.json"));
-    assert_eq!(
-        trace["histograms"], true,
-        "the agent's whole trace: {trace}"
-    );
-    let step_ms = steps[2]["runtime_ms"].as_u64().unwrap_or(15_000);
-    let covered = trace["end_unix_ms"].as_u64().unwrap() - trace["start_unix_ms"].as_u64().unwrap();
-    assert!(
-        covered + 1500 >= step_ms,
-        "covers its step: {covered} of {step_ms} ms"
-    );
-
-    // The report says it in the node's section.
-    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert!(
-        report.contains("its data for this step is partial (the link to 127.0.0.1 was lost at"),
-        "the report says it"
-    );
     no_agent_left(&sshd);
     drop(sshd);
 }
@@ -620,9 +380,7 @@ fn a_host_where_iodig_is_not_root_falls_back_to_diskstats_and_says_so() {
         is_root(),
         "this test traces block IO and adds a user: run it as root"
     );
-    let _one = AGENTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = one_at_a_time();
     let user = TestUser::create();
     let sshd = Sshd::start(&["127.0.0.1"]);
     // sshd reads authorized_keys as the user logging in.
@@ -681,9 +439,7 @@ fn libfaketime() -> std::path::PathBuf {
 #[test]
 fn a_host_whose_clock_is_off_is_warned_about_and_put_on_this_clock() {
     assert!(is_root(), "this test traces block IO: run it as root");
-    let _one = AGENTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = one_at_a_time();
     // The "host" runs 5 s ahead: every command of its sessions sees the wall clock through
     // libfaketime (its monotonic clock, which the kernel's IO timestamps count in, stays true).
     let sshd = Sshd::start_with(
@@ -738,59 +494,6 @@ fn a_host_whose_clock_is_off_is_warned_about_and_put_on_this_clock() {
         );
     }
     no_agent_left(&sshd);
-}
-
-/// Agents (`iodig-<hash> agent …` under sshd) still running.
-fn agent_pids() -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| {
-                    let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
-                    args.len() > 1
-                        && String::from_utf8_lossy(args[0]).contains(".cache/iodig/bin/iodig-")
-                        && args[1] == b"agent"
-                })
-                .unwrap_or(false)
-        })
-        .collect()
-}
-
-/// The agents this sshd's sessions run (other tests' agents on this machine are not theirs).
-fn agents_under(sshd: &Sshd) -> Vec<u32> {
-    let parent = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                let after = s.rsplit_once(") ")?.1.to_string();
-                after.split_whitespace().nth(1)?.parse::<u32>().ok()
-            })
-    };
-    agent_pids()
-        .into_iter()
-        .filter(|pid| {
-            let mut p = *pid;
-            (0..4).any(|_| {
-                p = parent(p).unwrap_or(1);
-                p == sshd.pid()
-            })
-        })
-        .collect()
-}
-
-fn no_agent_left(sshd: &Sshd) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !agents_under(sshd).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "agents still running: {:?}",
-            agents_under(sshd)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// A "host" that reports AlmaLinux 8.7's glibc (2.28) and kernel (4.18.0-425): `getconf` and
@@ -858,9 +561,7 @@ impl OldHost {
 #[test]
 fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used() {
     assert!(is_root(), "this test traces block IO: run it as root");
-    let _one = AGENTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = one_at_a_time();
     let host = OldHost::start();
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
@@ -931,9 +632,7 @@ fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used()
 
 #[test]
 fn a_host_that_cannot_load_the_sent_binary_fails_the_run_with_the_loaders_words() {
-    let _one = AGENTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = one_at_a_time();
     // A glibc new enough, but an OpenSSL the dynamic loader cannot use, as a host without
     // OpenSSL 3 (AlmaLinux 8 has 1.1.1): a libssl.so.3 of its own, not a library at all, first
     // on the sessions' library path (no command of the probe or the copy links OpenSSL).

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod args;
 pub mod faultydisk;
 pub mod findings;
