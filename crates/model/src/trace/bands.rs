@@ -1,7 +1,7 @@
 //! Size bands of a trace's size histograms: the dominant band of an op ("74 % 508–512 KiB"),
 //! the buckets at the trace's own 4 KiB resolution by count and by volume, and their labels.
 
-use super::Bucket;
+use super::histograms::Bucket;
 use std::collections::BTreeMap;
 
 /// A size range holding a share of one op's IOs, e.g. "74% 508–512 KiB".
