@@ -6,7 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{io_err, Error, Result, UpOptions, CQL_PORT, STORAGE_PORT};
+use crate::error::{io_err, Error, Result};
+use crate::{UpOptions, CQL_PORT, STORAGE_PORT};
 
 /// Cassandra version fetched from Maven Central when `$CASSANDRA_HOME` is not set.
 pub const DEFAULT_VERSION: &str = "5.0.6";

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::Result;
+use crate::error::{Error, Result};
 
 pub use iodig_model::events::DbEvent;
 
@@ -26,7 +26,7 @@ pub fn read_node_logs(log_dir: &Path, node: &str) -> Result<Vec<DbEvent>> {
     match std::fs::read_to_string(&path) {
         Ok(text) => Ok(parse_log(&text, node)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(crate::Error::Io { path, source: e }),
+        Err(e) => Err(Error::Io { path, source: e }),
     }
 }
 
@@ -66,7 +66,7 @@ impl LogFollower {
     /// index that stays the same for the same event.
     pub fn poll(&mut self) -> Result<Vec<(usize, DbEvent)>> {
         use std::io::{Read, Seek, SeekFrom};
-        let io = |source| crate::Error::Io {
+        let io = |source| Error::Io {
             path: self.path.clone(),
             source,
         };

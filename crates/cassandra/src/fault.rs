@@ -4,7 +4,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::{dist, proc, start_node, wait_ready, Cluster, Distribution, Error, Result};
+use crate::dist::{self, Distribution};
+use crate::error::{Error, Result};
+use crate::lifecycle::{start_node, wait_ready};
+use crate::proc;
+use crate::state::Cluster;
 
 /// A fault to inject into one managed node during a run.
 #[derive(Debug, Clone, PartialEq)]

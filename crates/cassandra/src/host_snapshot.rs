@@ -7,8 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::dist;
 use crate::local::{yaml_scalar, LocalNode};
-use crate::{dist, replace_with_snapshot, snapshot_tables};
+use crate::snapshot::{clear_dir, replace_with_snapshot, snapshot_tables};
 
 /// How to run nodetool against the node as it runs now (`pid`): its JVM, its classpath, its
 /// module flags and its JMX port, all read from its command line.
@@ -190,7 +191,7 @@ pub fn put_back(node: &LocalNode, keyspace: &str, tag: &str) -> Result<String, S
     }
     let mut emptied = Vec::new();
     for dir in node.commitlog_dir.iter().cloned().chain(other_dirs(node)) {
-        crate::clear_dir(&dir).map_err(|e| e.to_string())?;
+        clear_dir(&dir).map_err(|e| e.to_string())?;
         emptied.push(dir.display().to_string());
     }
     Ok(format!(

@@ -7,8 +7,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::dist;
+use crate::error::{Error, Result};
+use crate::nodetool::{self, NodeStatus};
 use crate::proc::{frozen, node_alive, signal};
-use crate::{dist, nodetool, Cluster, Error, NodeInfo, NodeStatus, Result};
+use crate::state::{Cluster, NodeInfo};
 
 /// The other nodes, paused while this lives.
 pub struct Isolated {

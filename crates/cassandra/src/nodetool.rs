@@ -4,7 +4,35 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{dist, io_err, Error, NodeInfo, NodeStatus, Result};
+use crate::dist;
+use crate::error::{io_err, Error, Result};
+use crate::state::NodeInfo;
+use serde::{Deserialize, Serialize};
+
+/// One line of the ownership table (`nodetool status`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// The node's address, `127.0.0.<index>`.
+    pub address: String,
+    /// Two letters as nodetool prints them: `UN` up/normal, `DN` down, `UJ` joining, …
+    pub state: String,
+    /// Data on disk as nodetool prints it (`104.21 KiB`).
+    pub load: String,
+    /// Virtual nodes it owns (`num_tokens`; the configured value for a node nodetool did not
+    /// list).
+    pub tokens: u32,
+    /// Percent of the ring this node holds replicas of ("Owns (effective)" for a keyspace); the
+    /// column sums to 100 × RF for a keyspace.
+    pub owns_percent: Option<f64>,
+    /// Cassandra's UUID for the node; `?` for a node nodetool did not list.
+    pub host_id: String,
+    /// The node's rack (`rack1` here); `?` for a node nodetool did not list.
+    pub rack: String,
+    /// The pid `up` recorded, when the node is one of ours.
+    pub pid: Option<u32>,
+    /// Whether that recorded process is still alive (false for a node not in the state file).
+    pub running: bool,
+}
 
 /// nodetool from a JVM and the Cassandra jars, against the JMX port of the node on this host,
 /// logging through `logback_conf` (without one it logs at DEBUG to stdout); the command's own

@@ -4,7 +4,8 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use crate::{Error, Result, CQL_PORT, JMX_BASE_PORT, STORAGE_PORT};
+use crate::error::{Error, Result};
+use crate::{CQL_PORT, JMX_BASE_PORT, STORAGE_PORT};
 
 /// Every port nodes 1..=`nodes` will bind (CQL and inter-node on 127.0.0.i, JMX on
 /// 127.0.0.1), checked before anything starts, so a conflict costs nothing.

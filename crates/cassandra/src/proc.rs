@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::NodeInfo;
+use crate::state::NodeInfo;
 
 /// Field 22 of /proc/PID/stat (start time in clock ticks since boot) and the state letter.
 fn stat(pid: u32) -> Option<(char, u64)> {

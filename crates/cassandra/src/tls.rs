@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{io_err, Error, Result};
+use crate::error::{io_err, Error, Result};
 
 /// Password of the generated key stores. These are throw-away stores for local test nodes on
 /// loopback; the CA's private key never leaves the node directory.
