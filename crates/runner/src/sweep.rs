@@ -31,19 +31,6 @@ use std::time::{Duration, SystemTime};
 /// The generic sweep, as [`crate::execute`] hands it to the deployment.
 pub struct GenericSweep;
 
-impl Sweeper for GenericSweep {
-    fn sweep<F: DbFactory, D: Deployment<F>>(
-        &self,
-        plan: &Plan,
-        factory: &F,
-        deployment: &D,
-        load: bool,
-        stop: &AtomicBool,
-    ) -> Result<RunOutcome> {
-        sweep(plan, factory, deployment, load, stop)
-    }
-}
-
 /// The sweep of one run over an open binding in its deployment.
 struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     plan: &'a Plan,
@@ -64,101 +51,106 @@ struct Sweep<'a, F: DbFactory, D: Deployment<F>> {
     event_windows: Vec<(std::path::PathBuf, u64, u64)>,
 }
 
-/// Loads when `load` says so, runs every step, finishes the run directory and writes the report.
-fn sweep<F: DbFactory, D: Deployment<F>>(
-    plan: &Plan,
-    factory: &F,
-    deployment: &D,
-    load: bool,
-    stop: &AtomicBool,
-) -> Result<RunOutcome> {
-    if let Some(run_dir) = &plan.req.verify_only {
-        return verify_existing(plan, factory, deployment, run_dir);
-    }
-    let data_dir = factory.data_dir();
-    let trace_opts = trace_options(&plan.req.trace, data_dir.as_deref());
-    let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
-    let first_sweep = plan.sweep(&plan.workloads[0]);
-    let mut cluster = factory.cluster_facts();
-    // The observed hosts join the live view: what their agents stream during each step goes
-    // to the run's hub (`plan.live`).
-    if let Some(hosts) = deployment.observed_hosts() {
-        let mut hosts = hosts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        hosts.watch(Arc::clone(&plan.live) as Arc<dyn LiveSink>);
-        cluster.get_or_insert_with(Default::default).observed = hosts.facts().to_vec();
-    }
-    let run = match &plan.req.resume {
-        Some(from) => {
-            // The deployment decided to load again only when the load was all that had
-            // finished and its dataset was never marked loaded (killed in between): then the
-            // load step runs again too.
-            let keep = if load && from.kept_only_the_load() {
-                Vec::new()
-            } else if load && !from.kept.is_empty() {
-                anyhow::bail!(
-                    "--resume: the deployment wanted to load again under finished steps; refusing to"
-                );
-            } else {
-                from.kept.clone()
-            };
-            RunDir::reopen(from, keep, trace_note)?
+impl Sweeper for GenericSweep {
+    /// Loads when `load` says so, runs every step, finishes the run directory and writes the
+    /// report.
+    fn sweep<F: DbFactory, D: Deployment<F>>(
+        &self,
+        plan: &Plan,
+        factory: &F,
+        deployment: &D,
+        load: bool,
+        stop: &AtomicBool,
+    ) -> Result<RunOutcome> {
+        if let Some(run_dir) = &plan.req.verify_only {
+            return verify_existing(plan, factory, deployment, run_dir);
         }
-        None => {
-            let mut run = create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
-            run.doc.environment.database_version = factory.version();
-            if cluster.is_some() {
-                run.doc.cluster = cluster;
-                run.save()?;
-            }
-            run
+        let data_dir = factory.data_dir();
+        let trace_opts = trace_options(&plan.req.trace, data_dir.as_deref());
+        let trace_note = preflight_trace(&trace_opts, &plan.req.watch)?;
+        let first_sweep = plan.sweep(&plan.workloads[0]);
+        let mut cluster = factory.cluster_facts();
+        // The observed hosts join the live view: what their agents stream during each step goes
+        // to the run's hub (`plan.live`).
+        if let Some(hosts) = deployment.observed_hosts() {
+            let mut hosts = hosts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            hosts.watch(Arc::clone(&plan.live) as Arc<dyn LiveSink>);
+            cluster.get_or_insert_with(Default::default).observed = hosts.facts().to_vec();
         }
-    };
-    plan.live.set_run(
-        &run.path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-    );
-    let mode = ProgressMode::detect(
-        plan.req.status,
-        plan.props
-            .get_u64("status.interval", 10)
-            .map_err(|e| UsageError(e.0))?,
-    );
-    let ledger_journal = Arc::new(std::sync::Mutex::new(crate::verify::LedgerJournal::new(
-        &run.path,
-    )));
-    let mut sweep = Sweep {
-        plan,
-        factory,
-        deployment,
-        trace: (plan.req.trace.mode != TraceMode::Off).then_some(trace_opts),
-        run,
-        progress: Progress::watched(mode, Arc::clone(&plan.live)),
-        stop,
-        schedule: plan.req.start_at.map(StartSchedule::new),
-        ledger: match (plan.spec().versioned_writes, &plan.req.resume) {
-            (false, _) => None,
-            // The writes of the finished steps (and of the step killed, up to its last save)
-            // are in the database: the ledger goes on from them.
-            (true, Some(from)) if from.dir.join(crate::verify::LEDGER_FILE).is_file() => {
-                Some(Arc::new(crate::verify::load_ledger(&from.dir)?))
+        let run = match &plan.req.resume {
+            Some(from) => {
+                // The deployment decided to load again only when the load was all that had
+                // finished and its dataset was never marked loaded (killed in between): then the
+                // load step runs again too.
+                let keep = if load && from.kept_only_the_load() {
+                    Vec::new()
+                } else if load && !from.kept.is_empty() {
+                    anyhow::bail!(
+                        "--resume: the deployment wanted to load again under finished steps; refusing to"
+                    );
+                } else {
+                    from.kept.clone()
+                };
+                RunDir::reopen(from, keep, trace_note)?
             }
-            (true, _) => Some(Arc::new(Ledger::new())),
-        },
-        ledger_journal,
-        event_windows: Vec::new(),
-    };
-    let mut interrupted = false;
-    if load {
-        interrupted = sweep.load(first_sweep[0])?;
+            None => {
+                let mut run =
+                    create_run_dir::<F>(plan, &first_sweep, data_dir.as_deref(), trace_note)?;
+                run.doc.environment.database_version = factory.version();
+                if cluster.is_some() {
+                    run.doc.cluster = cluster;
+                    run.save()?;
+                }
+                run
+            }
+        };
+        plan.live.set_run(
+            &run.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        );
+        let mode = ProgressMode::detect(
+            plan.req.status,
+            plan.props
+                .get_u64("status.interval", 10)
+                .map_err(|e| UsageError(e.0))?,
+        );
+        let ledger_journal = Arc::new(std::sync::Mutex::new(crate::verify::LedgerJournal::new(
+            &run.path,
+        )));
+        let mut sweep = Sweep {
+            plan,
+            factory,
+            deployment,
+            trace: (plan.req.trace.mode != TraceMode::Off).then_some(trace_opts),
+            run,
+            progress: Progress::watched(mode, Arc::clone(&plan.live)),
+            stop,
+            schedule: plan.req.start_at.map(StartSchedule::new),
+            ledger: match (plan.spec().versioned_writes, &plan.req.resume) {
+                (false, _) => None,
+                // The writes of the finished steps (and of the step killed, up to its last save)
+                // are in the database: the ledger goes on from them.
+                (true, Some(from)) if from.dir.join(crate::verify::LEDGER_FILE).is_file() => {
+                    Some(Arc::new(crate::verify::load_ledger(&from.dir)?))
+                }
+                (true, _) => Some(Arc::new(Ledger::new())),
+            },
+            ledger_journal,
+            event_windows: Vec::new(),
+        };
+        let mut interrupted = false;
+        if load {
+            interrupted = sweep.load(first_sweep[0])?;
+        }
+        if plan.req.phase == Phase::Run && !interrupted {
+            interrupted = sweep.run_steps()?;
+        }
+        sweep.finish(interrupted)
     }
-    if plan.req.phase == Phase::Run && !interrupted {
-        interrupted = sweep.run_steps()?;
-    }
-    sweep.finish(interrupted)
 }
 
 /// run.json as it stands before the first step.
@@ -264,7 +256,17 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         interval_mode: plan.interval_mode(plan.req.target)?,
                         unusable_after: plan.unusable_after()?,
                     };
+                    if plan.req.restore_each_step {
+                        // Kept before the first restore, while the ledger still describes the
+                        // dataset the snapshot holds.
+                        if let Some(ledger) = &self.ledger {
+                            crate::verify::keep_restore_point(&self.run.path, ledger)?;
+                        }
+                    }
                     self.deployment.before_run_step(plan, self.factory)?;
+                    if plan.req.restore_each_step {
+                        self.rewind_ledger()?;
+                    }
                     if plan.req.drop_caches {
                         self.drop_caches();
                     }
@@ -430,6 +432,22 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             return Err(anyhow::anyhow!("step {name} failed: {e}"));
         }
         Ok(result.interrupted || self.stop.load(Ordering::Relaxed))
+    }
+
+    /// `--restore-each-step` put the dataset back as it was at the restore point: the ledger
+    /// goes back with it (its read counts stay the run's), or this step's reads and `--verify`
+    /// would judge the values put back against writes the restore undid.
+    fn rewind_ledger(&mut self) -> Result<()> {
+        let Some(now) = &self.ledger else {
+            return Ok(());
+        };
+        let rewound = crate::verify::rewound_ledger(&self.run.path, now)?;
+        self.ledger_journal
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .replace(&rewound)?;
+        self.ledger = Some(Arc::new(rewound));
+        Ok(())
     }
 
     /// Closes the binding, marks the run finished and writes the report.

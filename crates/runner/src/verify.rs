@@ -18,6 +18,10 @@ use std::time::SystemTime;
 
 /// The ledger's place in a run directory.
 pub const LEDGER_FILE: &str = "integrity/ledger.bin";
+/// `--restore-each-step`: the ledger as the dataset stood when it was snapshotted (after the
+/// load, before the first run step). Each restore puts the database back to that state, so the
+/// ledger is put back to this one.
+pub const LEDGER_AT_RESTORE_POINT: &str = "integrity/ledger-at-restore-point.bin";
 /// Problems listed by key in run.json; the counts cover all of them.
 const EXAMPLES: usize = 10;
 /// Reads in flight during the check of a network database.
@@ -94,6 +98,13 @@ impl LedgerJournal {
             }
             _ => self.snapshot(ledger),
         }
+    }
+
+    /// Writes `ledger` whole in place of what the file held: a ledger rewound to the restore
+    /// point ([`rewound_ledger`]) replaces the run's, so a kill after the restore reads back
+    /// the ledger the database was put back to.
+    pub fn replace(&mut self, ledger: &Ledger) -> Result<SaveStats> {
+        self.snapshot(ledger)
     }
 
     fn snapshot(&mut self, ledger: &Ledger) -> Result<SaveStats> {
@@ -234,6 +245,38 @@ pub fn load_ledger(run_dir: &Path) -> Result<Ledger> {
         );
     }
     Ok(loaded.ledger)
+}
+
+/// Keeps `ledger` as the restore point of `--restore-each-step`
+/// ([`LEDGER_AT_RESTORE_POINT`]), unless the run (resumed) has one already: the first restore
+/// puts back the dataset as it stood then, which this ledger describes.
+pub fn keep_restore_point(run_dir: &Path, ledger: &Ledger) -> Result<()> {
+    let path = run_dir.join(LEDGER_AT_RESTORE_POINT);
+    if path.is_file() {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    iodig_model::fsio::write_atomic_with(&path, |out| ledger.save(out)).with_context(|| {
+        format!(
+            "cannot keep the ledger's restore point in {}",
+            path.display()
+        )
+    })
+}
+
+/// The ledger of the restore point ([`keep_restore_point`]), carrying the read counts of
+/// `now`: after a restore the database holds the writes of the restore point and none since,
+/// and a ledger that still held the undone writes would judge every value put back stale.
+pub fn rewound_ledger(run_dir: &Path, now: &Ledger) -> Result<Ledger> {
+    let path = run_dir.join(LEDGER_AT_RESTORE_POINT);
+    let file =
+        std::fs::File::open(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let rewound = Ledger::load(&mut std::io::BufReader::with_capacity(1 << 20, file))
+        .with_context(|| format!("{}: not a ledger iodig can read", path.display()))?;
+    rewound.set_read_counts(now.read_counts());
+    Ok(rewound)
 }
 
 /// Reads back every key of `ledger` through `factory` and judges each field. The jobs take the
@@ -556,4 +599,57 @@ pub fn run_dir_arg(path: &Path) -> Result<PathBuf, RunError> {
         .into());
     }
     Ok(path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iodig_workload::integrity::ALL_FIELDS;
+
+    fn write(ledger: &Ledger, keynum: u64) -> u64 {
+        let ticket = ledger.begin(keynum, ALL_FIELDS);
+        let version = ticket.version;
+        ledger.end(ticket, true);
+        version
+    }
+
+    fn acked(ledger: &Ledger, keynum: u64) -> Option<u64> {
+        ledger
+            .expect(keynum)
+            .and_then(|e| e.field(0))
+            .map(|e| e.acked)
+    }
+
+    #[test]
+    fn a_ledger_rewound_to_the_restore_point_forgets_later_writes_and_keeps_the_reads() {
+        let run = tempfile::tempdir().unwrap();
+        let ledger = Ledger::new();
+        let loaded = [write(&ledger, 0), write(&ledger, 1)];
+        keep_restore_point(run.path(), &ledger).unwrap();
+        // After the first restore: updates of key 1, a new key 2, and reads judged.
+        let updated = write(&ledger, 1);
+        write(&ledger, 2);
+        ledger.count_read(Verdict::Ok);
+        ledger.count_read(Verdict::Stale);
+        assert!(updated > loaded[1]);
+        // A second call (the next step, a resumed run) keeps the first restore point.
+        keep_restore_point(run.path(), &ledger).unwrap();
+
+        let rewound = rewound_ledger(run.path(), &ledger).unwrap();
+        assert_eq!(acked(&rewound, 0), Some(loaded[0]));
+        assert_eq!(acked(&rewound, 1), Some(loaded[1]), "key 1's update undone");
+        assert_eq!(acked(&rewound, 2), None, "key 2's insert undone");
+        assert_eq!(rewound.read_counts(), ledger.read_counts());
+        assert_eq!(rewound.read_counts().stale, 1);
+    }
+
+    #[test]
+    fn a_rewind_without_a_restore_point_names_the_file() {
+        let run = tempfile::tempdir().unwrap();
+        let Err(e) = rewound_ledger(run.path(), &Ledger::new()) else {
+            panic!("rewound without a restore point");
+        };
+        let e = format!("{e:#}");
+        assert!(e.contains(LEDGER_AT_RESTORE_POINT), "{e}");
+    }
 }

@@ -327,7 +327,7 @@ fn read_blocks(input: &mut impl BufRead) -> io::Result<Loaded> {
         }
         apply(&ledger, &payload)?;
         let n = |i: usize| u64::from_le_bytes(tail[i * 8..i * 8 + 8].try_into().unwrap());
-        ledger.restore_read_counts(ReadTally {
+        ledger.set_read_counts(ReadTally {
             checked: n(0),
             stale: n(1),
             corrupt: n(2),
@@ -406,7 +406,7 @@ fn read_format_1(rest: &str, input: &mut impl BufRead) -> io::Result<Ledger> {
             _ => {}
         }
     }
-    ledger.restore_read_counts(reads);
+    ledger.set_read_counts(reads);
     let mut u64_buf = [0u8; 8];
     let mut u16_buf = [0u8; 2];
     loop {

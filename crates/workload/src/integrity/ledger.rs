@@ -439,8 +439,9 @@ impl Ledger {
         }
     }
 
-    /// Sets the read counts of a saved ledger.
-    pub(super) fn restore_read_counts(&self, r: ReadTally) {
+    /// Sets the read counts: those of a saved ledger, or, when a ledger is rewound to an
+    /// earlier state of the dataset, the reads the run made before.
+    pub fn set_read_counts(&self, r: ReadTally) {
         self.reads.checked.store(r.checked, Ordering::Relaxed);
         self.reads.stale.store(r.stale, Ordering::Relaxed);
         self.reads.corrupt.store(r.corrupt, Ordering::Relaxed);
