@@ -547,7 +547,7 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             }
             if events.len() > before {
                 events.sort_by_key(|e| e.start_unix_ms);
-                if let Err(e) = iodig_model::fsio::write_json_atomic(&path, &events) {
+                if let Err(e) = iodig_model::fsio::write_json_rows_atomic(&path, &events) {
                     iodig_model::eprintln_lossy!("warning: {}: {e:#}", path.display());
                 }
             }
