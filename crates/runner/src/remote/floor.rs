@@ -645,6 +645,14 @@ mod tests {
         let floor = check_against_objdump(&me);
         assert!(floor.version >= Version(vec![2, 2, 5]), "{floor:?}");
         assert_eq!(own_glibc_floor().as_ref().unwrap().as_ref(), Some(&floor));
+        // What the choice of binary reads of a file: the same floor, and its architecture.
+        assert_eq!(
+            binary_facts(&me).unwrap(),
+            BinaryFacts {
+                arch: std::env::consts::ARCH.into(),
+                floor: Some(floor.clone()),
+            }
+        );
         // And iodig itself, when it is built beside this test (target/release/iodig).
         let iodig = me.parent().and_then(Path::parent).map(|d| d.join("iodig"));
         if let Some(iodig) = iodig.filter(|p| p.is_file()) {
@@ -668,6 +676,8 @@ mod tests {
         )
         .unwrap();
         assert!(version_needs(&text).unwrap_err().contains("not an ELF"));
+        assert!(binary_facts(&text).unwrap_err().contains("not an ELF"));
+        assert!(binary_facts(&dir.path().join("none")).is_err());
         let short = dir.path().join("short");
         std::fs::write(&short, b"\x7fELF").unwrap();
         assert!(version_needs(&short).is_err());
@@ -940,6 +950,14 @@ mod tests {
             ))
         );
         assert_eq!(probe(Path::new("/bin/true")).binary, Some(Ok(())));
+        // The agent build's copy is asked about in the same probe.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(probe_script("/nonexistent/iodig", Some("/bin/true")))
+            .output()
+            .unwrap();
+        let both = HostProbe::parse(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!((both.binary, both.agent_binary), (None, Some(Ok(()))));
     }
 
     #[test]
