@@ -70,7 +70,7 @@ done
 target=${CARGO_TARGET_DIR:-target}
 mkdir -p "$target/release"
 target=$(cd "$target" && pwd)
-say "building iodig agent for $triple, glibc $glibc (cold: about 6 minutes on 2 cores; then seconds)"
+say "building iodig agent for $triple, glibc $glibc (cold: 3 to 12 minutes on 2 cores, by how busy they are; then seconds)"
 t=$SECONDS
 PATH="$tools/bin:$PATH" \
   CARGO_TARGET_DIR="$target/agent-build" \

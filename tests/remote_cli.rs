@@ -969,8 +969,8 @@ fn agent_build() -> std::path::PathBuf {
 /// The brief's database server as far as iodig can tell (glibc 2.28, kernel 4.18 with BTF):
 /// iodig reads the agent build's floor from the file, sends it instead of itself, says so in
 /// one line, the agent runs there and traces with eBPF; the next run finds it there. Needs the
-/// agent build (`scripts/build-agent.sh`, 6 minutes cold: not part of scripts/test.sh); without
-/// one the test says loudly that it did not run.
+/// agent build (`scripts/build-agent.sh`, 3 to 15 minutes cold: not part of scripts/test.sh);
+/// without one the test says loudly that it did not run.
 #[test]
 fn a_host_older_than_this_binary_is_sent_the_agent_build_and_it_observes() {
     assert!(is_root(), "this test traces block IO: run it as root");
@@ -994,6 +994,13 @@ fn a_host_older_than_this_binary_is_sent_the_agent_build_and_it_observes() {
         agent.display()
     );
     assert_eq!(facts.arch, std::env::consts::ARCH);
+    eprintln!(
+        "{}: {} build, needs glibc {} (for {})",
+        agent.display(),
+        facts.arch,
+        floor.version,
+        floor.symbols.join(", ")
+    );
     let _one = AGENTS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -1027,6 +1034,7 @@ fn a_host_older_than_this_binary_is_sent_the_agent_build_and_it_observes() {
         "{}",
         said[0]
     );
+    eprintln!("{}", said[0]);
     assert!(!r.stderr.contains("sending iodig ("), "{}", r.stderr);
     // What landed there is the agent build, byte for byte.
     let sent = host.binaries();
