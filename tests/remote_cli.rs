@@ -325,6 +325,16 @@ fn a_refused_key_fails_the_run_with_the_host_and_the_fix() {
 
 /// A short RocksDB run here that observes 127.0.0.1 through `config` (an ssh_config).
 fn observe_local_host(config: &Path, out: &Path, duration: &str) -> common::Run {
+    common::Run::of(
+        observe_local_host_args(config, out, duration)
+            .command()
+            .output()
+            .expect("iodig runs"),
+    )
+}
+
+/// [`observe_local_host`]'s command line.
+fn observe_local_host_args(config: &Path, out: &Path, duration: &str) -> IodigArgs {
     IodigArgs::run()
         .db("rocksdb")
         .workload("workloadc")
@@ -335,7 +345,6 @@ fn observe_local_host(config: &Path, out: &Path, duration: &str) -> common::Run 
         .warmup("0s")
         .observe("127.0.0.1")
         .out(out)
-        .output()
 }
 
 /// A login of its own on this machine, for an observed host where iodig is not root; removed
@@ -565,10 +574,16 @@ fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used()
     let host = OldHost::start();
     let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
     let out = tmp.path().join("runs");
-    let r = IodigArgs::run_basic("workloadc", &out)
-        .observe("127.0.0.1")
-        .p(host.sshd.property())
-        .output();
+    // No agent build to send instead (an `iodig-agent` beside this iodig would be one).
+    let r = common::Run::of(
+        IodigArgs::run_basic("workloadc", &out)
+            .observe("127.0.0.1")
+            .p(host.sshd.property())
+            .command()
+            .env("IODIG_AGENT", "")
+            .output()
+            .unwrap(),
+    );
     assert_eq!(r.code(), 1, "{}", r.stderr);
     let said = r
         .stderr
@@ -578,6 +593,13 @@ fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used()
     // The floor this binary states, and the symbols that force it.
     assert!(
         said.contains("this iodig needs glibc 2.") && said.contains("__libc_start_main"),
+        "{said}"
+    );
+    // Both fixes: an agent build made here, or a build made on the host's OS.
+    assert!(
+        said.contains(
+            "make an agent build that runs there with scripts/build-agent.sh 2.28 on this machine"
+        ),
         "{said}"
     );
     assert!(!r.stderr.contains("sending iodig"), "{}", r.stderr);
@@ -601,7 +623,13 @@ fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used()
     let target = std::path::PathBuf::from(at.replace("$HOME", host.home.to_str().unwrap()));
     std::fs::create_dir_all(target.parent().unwrap()).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_iodig"), &target).unwrap();
-    let r = observe_local_host(&host.sshd.config, &out, "2s");
+    let r = common::Run::of(
+        observe_local_host_args(&host.sshd.config, &out, "2s")
+            .command()
+            .env("IODIG_AGENT", "")
+            .output()
+            .unwrap(),
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert!(!r.stderr.contains("sending iodig"), "{}", r.stderr);
     // The kernel that version number names may lack what the tracer needs: said plainly, with
@@ -627,6 +655,127 @@ fn a_host_with_an_older_glibc_is_refused_and_a_build_put_where_it_says_is_used()
     );
     // The kernel here has all the tracer needs: the host's part is still traced with eBPF.
     assert_eq!(run_step(&run)["nodes"][0]["trace_mode"], "ebpf", "{run}");
+    no_agent_left(&host.sshd);
+}
+
+/// The agent build `scripts/build-agent.sh` makes: `IODIG_AGENT`, else `iodig-agent` beside
+/// the iodig under test, where iodig itself looks.
+fn agent_build() -> std::path::PathBuf {
+    match std::env::var_os("IODIG_AGENT").filter(|p| !p.is_empty()) {
+        Some(p) => p.into(),
+        None => Path::new(env!("CARGO_BIN_EXE_iodig")).with_file_name("iodig-agent"),
+    }
+}
+
+/// The brief's database server as far as iodig can tell (glibc 2.28, kernel 4.18 with BTF):
+/// iodig reads the agent build's floor from the file, sends it instead of itself, says so in
+/// one line, the agent runs there and traces with eBPF; the next run finds it there. Needs the
+/// agent build (`scripts/build-agent.sh`, 3 to 15 minutes cold: not part of scripts/test.sh);
+/// without one the test says loudly that it did not run.
+#[test]
+fn a_host_older_than_this_binary_is_sent_the_agent_build_and_it_observes() {
+    assert!(is_root(), "this test traces block IO: run it as root");
+    let agent = agent_build();
+    if !agent.is_file() {
+        eprintln!(
+            "NOT RUN: no agent build at {} (run scripts/build-agent.sh, or set IODIG_AGENT); this test checks the send of one to a glibc 2.28 host",
+            agent.display()
+        );
+        return;
+    }
+    // Its floor, read as iodig reads it, is the brief's server's glibc or older.
+    let facts = iodig_runner::remote::floor::binary_facts(&agent).unwrap();
+    let floor = facts
+        .floor
+        .clone()
+        .expect("a dynamic agent build has a glibc floor");
+    assert!(
+        floor.version <= iodig_runner::remote::floor::Version(vec![2, 28]),
+        "{}: {floor:?}",
+        agent.display()
+    );
+    assert_eq!(facts.arch, std::env::consts::ARCH);
+    eprintln!(
+        "{}: {} build, needs glibc {} (for {})",
+        agent.display(),
+        facts.arch,
+        floor.version,
+        floor.symbols.join(", ")
+    );
+    let _one = AGENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let host = OldHost::start();
+    let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+    let out = tmp.path().join("runs");
+    let run = || {
+        common::Run::of(
+            observe_local_host_args(&host.sshd.config, &out, "2s")
+                .command()
+                .env("IODIG_AGENT", &agent)
+                .output()
+                .unwrap(),
+        )
+    };
+    let r = run();
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("agent build"))
+        .collect();
+    assert_eq!(said.len(), 1, "one line says it: {}", r.stderr);
+    assert!(
+        said[0].starts_with("note: 127.0.0.1 has glibc 2.28, older than this iodig's floor (2.")
+            && said[0].contains(&format!(
+                "sending the agent build {} instead",
+                agent.display()
+            ))
+            && said[0].contains(&format!("needs glibc {}", floor.version)),
+        "{}",
+        said[0]
+    );
+    eprintln!("{}", said[0]);
+    assert!(!r.stderr.contains("sending iodig ("), "{}", r.stderr);
+    // What landed there is the agent build, byte for byte.
+    let sent = host.binaries();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(
+        std::fs::read(host.home.join(".cache/iodig/bin").join(&sent[0])).unwrap(),
+        std::fs::read(&agent).unwrap()
+    );
+    let run_json = r.run_json();
+    let observed = &run_json["cluster"]["observed"][0];
+    assert!(
+        observed["agent"]
+            .as_str()
+            .is_some_and(|a| a.contains("agent build") && a.contains(" sent (")),
+        "{observed}"
+    );
+    // The kernel the host names is said plainly; this machine's has what the tracer needs,
+    // and the agent build's tracer (libbpf, libelf and zlib inside it) traces with eBPF.
+    assert!(
+        r.stderr
+            .contains("note: 127.0.0.1: kernel 4.18.0-425.3.1.el8.x86_64 predates Linux 5.12"),
+        "{}",
+        r.stderr
+    );
+    let step = run_step(&run_json);
+    assert_eq!(step["nodes"][0]["trace_mode"], "ebpf", "{run_json}");
+    let node_dir = r.run_dir().join(step["nodes"][0]["dir"].as_str().unwrap());
+    let trace = read_json(&node_dir.join("trace.json"));
+    assert_eq!(trace["mode"], "ebpf", "{trace}");
+    no_agent_left(&host.sshd);
+    // The next run finds it there and sends nothing.
+    let r = run();
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("using the agent build already there ($HOME/.cache/iodig/bin/iodig-"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(host.binaries(), sent);
     no_agent_left(&host.sshd);
 }
 

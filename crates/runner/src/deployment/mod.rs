@@ -14,6 +14,8 @@ pub mod observed;
 
 #[cfg(feature = "cassandra")]
 pub mod cassandra;
+#[cfg(feature = "cassandra-host")]
+pub mod cassandra_host;
 
 use crate::dataset;
 use crate::errors::UsageError;
@@ -165,14 +167,14 @@ pub fn run(plan: Plan, sweeper: &impl Sweeper, stop: &AtomicBool) -> Result<RunO
 }
 
 /// Finds the node of `db` running on this host, for `iodig agent` on an observed host.
-#[cfg_attr(not(feature = "cassandra"), allow(unused_variables))]
+#[cfg_attr(not(feature = "cassandra-host"), allow(unused_variables))]
 pub fn node_on_host(
     db: &str,
     address: Option<&str>,
 ) -> Result<Box<dyn crate::remote::agent::NodeOnHost>, String> {
     match db {
-        #[cfg(feature = "cassandra")]
-        "cassandra" => cassandra::node_on_host(address),
+        #[cfg(feature = "cassandra-host")]
+        "cassandra" => cassandra_host::node_on_host(address),
         other => Err(format!("--db {other} has no server process to look for")),
     }
 }

@@ -156,7 +156,7 @@ fn prepare(run: &ClientsRun, host: &SshHost, index: u64, stage: &str) -> Result<
     let began = Instant::now();
     let ssh::Provisioned {
         remote: bin, how, ..
-    } = ssh::provision(&run.ssh, host)?;
+    } = ssh::provision(&run.ssh, host, ssh::Role::Client)?;
     let mut slowest = began.elapsed();
     let dir = format!("{}/{stage}", remote_dir(index));
     for f in &run.files {

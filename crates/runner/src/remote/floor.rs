@@ -2,7 +2,9 @@
 //! CPU architecture, the oldest glibc that has every symbol version it was linked against, and
 //! what the block-IO tracer needs of the kernel. The glibc floor is read from the binary itself
 //! (its ELF version needs, `.gnu.version_r`, and the dynamic symbols that use them), so a build
-//! made on another machine states its own floor instead of a figure written in the docs.
+//! made on another machine states its own floor instead of a figure written in the docs. A host
+//! older than this binary's floor may be sent the agent build instead (`scripts/build-agent.sh`:
+//! `iodig agent` linked against an older glibc), chosen here by the floor read from that file.
 
 use crate::le::{u16_at, u32_at, u64_at};
 use std::fmt;
@@ -98,6 +100,46 @@ pub fn own_glibc_floor() -> &'static Result<Option<GlibcFloor>, String> {
     FLOOR.get_or_init(|| version_needs(Path::new("/proc/self/exe")).map(|n| glibc_floor(&n)))
 }
 
+/// What a binary is built for, read from the file itself: the CPU architecture (its ELF
+/// `e_machine`, named as `uname -m` names it) and its glibc floor (None: it needs no versioned
+/// glibc symbol, as a static build).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinaryFacts {
+    /// `x86_64`, `aarch64`, …
+    pub arch: String,
+    /// The oldest glibc it runs on.
+    pub floor: Option<GlibcFloor>,
+}
+
+/// Reads [`BinaryFacts`] of the ELF file at `path`; the error names the file and why.
+pub fn binary_facts(path: &Path) -> Result<BinaryFacts, String> {
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut header = [0u8; 20];
+    f.read_exact_at(&mut header, 0)
+        .map_err(|e| format!("{}: not an ELF file ({e})", path.display()))?;
+    if &header[..4] != b"\x7fELF" {
+        return Err(format!("{}: not an ELF file", path.display()));
+    }
+    Ok(BinaryFacts {
+        arch: elf_arch(u16_at(&header, 0x12)),
+        floor: glibc_floor(&version_needs(path)?),
+    })
+}
+
+/// An ELF `e_machine` as `uname -m` names the machine.
+fn elf_arch(machine: u16) -> String {
+    match machine {
+        3 => "i686".into(),
+        21 => "ppc64le".into(),
+        22 => "s390x".into(),
+        40 => "armv7l".into(),
+        62 => "x86_64".into(),
+        183 => "aarch64".into(),
+        243 => "riscv64".into(),
+        n => format!("ELF machine {n}"),
+    }
+}
+
 /// The host's glibc from `getconf GNU_LIBC_VERSION` (`glibc 2.28`) or the first line of
 /// `ldd --version` (`ldd (GNU libc) 2.28`, `ldd (Debian GLIBC 2.36-9+deb12u14) 2.36`): the
 /// last word that is a version. None on a host without glibc (musl's ldd names no version).
@@ -112,6 +154,8 @@ pub struct HostProbe {
     /// The binary at the remote path: Some(Ok) when it ran (`--version`), Some(Err) with the
     /// first line it (or the dynamic loader) said when it did not, None when there is none.
     pub binary: Option<Result<(), String>>,
+    /// The agent build at its remote path, as `binary` (None also when none was asked about).
+    pub agent_binary: Option<Result<(), String>>,
     /// `uname -m`.
     pub arch: String,
     /// The host's glibc; None when it reported none.
@@ -123,16 +167,37 @@ pub struct HostProbe {
 }
 
 /// The probe's shell: one line `key=value` each, so a missing tool leaves its value empty
-/// instead of shifting the others. `bin` is "runs", "fails FIRST-LINE" or "missing".
-pub fn probe_script(remote_bin: &str) -> String {
+/// instead of shifting the others. `bin` is "runs", "fails FIRST-LINE" or "missing"; so is
+/// `agent_bin`, for the agent build's remote path when there is one to ask about.
+pub fn probe_script(remote_bin: &str, remote_agent: Option<&str>) -> String {
+    let ran = |key: &str, path: &str| {
+        format!(
+            "b=\"{path}\"; \
+             if [ -x \"$b\" ]; then if e=$(\"$b\" --version 2>&1); then echo {key}=runs; else echo \"{key}=fails $(printf '%s\\n' \"$e\" | head -n 1)\"; fi; else echo {key}=missing; fi; "
+        )
+    };
     format!(
-        "b=\"{remote_bin}\"; \
-         if [ -x \"$b\" ]; then if e=$(\"$b\" --version 2>&1); then echo bin=runs; else echo \"bin=fails $(printf '%s\\n' \"$e\" | head -n 1)\"; fi; else echo bin=missing; fi; \
+        "{}{}\
          echo \"arch=$(uname -m)\"; \
          echo \"glibc=$( (getconf GNU_LIBC_VERSION || ldd --version) 2>/dev/null | head -n 1)\"; \
          echo \"kernel=$(uname -r)\"; \
-         if [ -e /sys/kernel/btf/vmlinux ]; then echo btf=yes; else echo btf=no; fi"
+         if [ -e /sys/kernel/btf/vmlinux ]; then echo btf=yes; else echo btf=no; fi",
+        ran("bin", remote_bin),
+        remote_agent.map_or(String::new(), |a| ran("agent_bin", a)),
     )
+}
+
+/// `runs`, `missing` or `fails FIRST-LINE`, as the probe says of a binary.
+fn ran(said: &str) -> Option<Result<(), String>> {
+    match said {
+        "runs" => Some(Ok(())),
+        "missing" => None,
+        _ => Some(Err(said
+            .strip_prefix("fails")
+            .unwrap_or(said)
+            .trim()
+            .to_string())),
+    }
 }
 
 impl HostProbe {
@@ -145,13 +210,8 @@ impl HostProbe {
             };
             let v = v.trim();
             match k {
-                "bin" => {
-                    p.binary = match v {
-                        "runs" => Some(Ok(())),
-                        "missing" => None,
-                        _ => Some(Err(v.strip_prefix("fails").unwrap_or(v).trim().to_string())),
-                    }
-                }
+                "bin" => p.binary = ran(v),
+                "agent_bin" => p.agent_binary = ran(v),
                 "arch" => p.arch = v.to_string(),
                 "glibc" => p.glibc = host_glibc(v),
                 "kernel" => p.kernel = v.to_string(),
@@ -163,33 +223,124 @@ impl HostProbe {
     }
 }
 
-/// Why this binary cannot run on the host, or None when it can (as far as the probe tells:
-/// the binary's own first run there is the last word). `label` names the host (`--observe
-/// db1`), `remote` is where a build made there would be used.
-pub fn refusal(
+/// The agent build iodig may send instead of itself (`--observe` only: `--clients` hosts run
+/// the whole client, which the agent build is not), as found where iodig looks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentBuild<'a> {
+    /// Not for this use.
+    NotApplicable,
+    /// No file at `path`, where iodig looks.
+    Missing {
+        /// Where iodig looks (`IODIG_AGENT`, else `iodig-agent` beside this binary).
+        path: &'a str,
+    },
+    /// A file at `path`, and what it is built for (or why it cannot be read).
+    Found {
+        /// Its local path.
+        path: &'a str,
+        /// Read from the file, never from its name.
+        facts: Result<&'a BinaryFacts, &'a str>,
+    },
+}
+
+/// Which binary goes to a host, from what the probe saw there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// This very binary: the host can run it (as far as the probe tells: its first run there
+    /// is the last word).
+    Own,
+    /// The agent build, since the host cannot run this binary; `why` says so in words
+    /// (`has glibc 2.28, older than this iodig's floor (2.34)`).
+    AgentBuild {
+        /// Why not this binary.
+        why: String,
+    },
+    /// Neither: the message names the host, why, and the fixes.
+    Refuse(String),
+}
+
+/// Chooses between this binary (built for `arch`, needing `own_floor`) and the agent build for
+/// the host the probe describes. `label` names the host (`--observe db1`), `remote` is where a
+/// build made on the host's OS would be used. The agent build is sent only when this binary
+/// cannot run there, and only when its own architecture and floor fit the host.
+pub fn choose(
     label: &str,
     remote: &str,
     probe: &HostProbe,
     arch: &str,
-    floor: Option<&GlibcFloor>,
-) -> Option<String> {
-    if !probe.arch.is_empty() && probe.arch != arch {
-        return Some(format!(
-            "{label}: the host is {}, this iodig is built for {arch}; build iodig there and put it at {remote}",
-            probe.arch
-        ));
-    }
-    let floor = floor?;
-    match &probe.glibc {
-        Some(g) if *g < floor.version => Some(format!(
-            "{label}: the host has glibc {g}, this iodig needs glibc {} or newer (for {}); build iodig on that host's OS (glibc {g}) and put it at {remote} there: iodig runs the build it finds there instead of sending this one",
-            floor.version,
-            symbols_text(&floor.symbols)
+    own_floor: Option<&GlibcFloor>,
+    agent: &AgentBuild,
+) -> Choice {
+    let host_arch = if probe.arch.is_empty() {
+        arch
+    } else {
+        &probe.arch
+    };
+    let why = if host_arch != arch {
+        format!("is {host_arch}, this iodig is built for {arch}")
+    } else {
+        match (own_floor, &probe.glibc) {
+            (Some(f), Some(g)) if *g < f.version => format!(
+                "has glibc {g}, this iodig needs glibc {} or newer (for {})",
+                f.version,
+                symbols_text(&f.symbols)
+            ),
+            // A host that names no glibc (musl, or no getconf and no ldd) is not refused on
+            // a guess: the binary's first run there tells.
+            _ => return Choice::Own,
+        }
+    };
+    let fits = |facts: &BinaryFacts| -> Result<(), String> {
+        if facts.arch != host_arch {
+            return Err(format!("is built for {}", facts.arch));
+        }
+        match (&facts.floor, &probe.glibc) {
+            (Some(f), Some(g)) if *g < f.version => Err(format!(
+                "needs glibc {} or newer (for {})",
+                f.version,
+                symbols_text(&f.symbols)
+            )),
+            _ => Ok(()),
+        }
+    };
+    // What the agent build could not do, and the fix that makes one.
+    let make = |g: &Version| format!("scripts/build-agent.sh {g}");
+    let agent_fix = match (agent, &probe.glibc) {
+        (AgentBuild::NotApplicable, _) => None,
+        (AgentBuild::Found { facts: Ok(facts), .. }, _) if fits(facts).is_ok() => {
+            let why = match (own_floor, &probe.glibc) {
+                (Some(f), Some(g)) if host_arch == arch => {
+                    format!("has glibc {g}, older than this iodig's floor ({})", f.version)
+                }
+                _ => why,
+            };
+            return Choice::AgentBuild { why };
+        }
+        // Another architecture: zig could build for it, but this machine's Rust has no
+        // standard library for it (rustup target add needs the internet).
+        (_, _) if host_arch != arch => None,
+        (AgentBuild::Missing { path }, Some(g)) => Some(format!(
+            "make an agent build that runs there with {} on this machine (iodig sends the build it finds at {path} instead of itself), or ",
+            make(g)
         )),
-        // A host that names no glibc (musl, or no getconf and no ldd) is not refused on a
-        // guess: the binary's first run there tells.
-        _ => None,
-    }
+        (AgentBuild::Found { path, facts }, Some(g)) => Some(format!(
+            "the agent build at {path} {}, so make one with {} on this machine, or ",
+            match facts {
+                Ok(facts) => fits(facts).err().unwrap_or_default(),
+                Err(e) => format!("cannot be read ({e})"),
+            },
+            make(g)
+        )),
+        (_, None) => None,
+    };
+    let os = match &probe.glibc {
+        Some(g) if host_arch == arch => format!("on that host's OS (glibc {g})"),
+        _ => "on that host".to_string(),
+    };
+    Choice::Refuse(format!(
+        "{label}: the host {why}; {}build iodig {os} and put it at {remote} there: iodig runs the build it finds there instead of sending this one",
+        agent_fix.unwrap_or_default()
+    ))
 }
 
 /// At most six symbols, then how many more: enough to show what forces the floor.
@@ -494,6 +645,14 @@ mod tests {
         let floor = check_against_objdump(&me);
         assert!(floor.version >= Version(vec![2, 2, 5]), "{floor:?}");
         assert_eq!(own_glibc_floor().as_ref().unwrap().as_ref(), Some(&floor));
+        // What the choice of binary reads of a file: the same floor, and its architecture.
+        assert_eq!(
+            binary_facts(&me).unwrap(),
+            BinaryFacts {
+                arch: std::env::consts::ARCH.into(),
+                floor: Some(floor.clone()),
+            }
+        );
         // And iodig itself, when it is built beside this test (target/release/iodig).
         let iodig = me.parent().and_then(Path::parent).map(|d| d.join("iodig"));
         if let Some(iodig) = iodig.filter(|p| p.is_file()) {
@@ -517,6 +676,8 @@ mod tests {
         )
         .unwrap();
         assert!(version_needs(&text).unwrap_err().contains("not an ELF"));
+        assert!(binary_facts(&text).unwrap_err().contains("not an ELF"));
+        assert!(binary_facts(&dir.path().join("none")).is_err());
         let short = dir.path().join("short");
         std::fs::write(&short, b"\x7fELF").unwrap();
         assert!(version_needs(&short).is_err());
@@ -574,40 +735,166 @@ mod tests {
         )
     }
 
+    /// A refusal's message, or the choice that was not one.
+    fn refused(c: Choice) -> String {
+        match c {
+            Choice::Refuse(m) => m,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_host_older_than_the_floor_is_refused_with_its_glibc_the_floor_and_the_fix() {
         let host = almalinux_8_7();
         let remote = "$HOME/.cache/iodig/bin/iodig-0123";
         let floor = floor_2_34();
-        let m = refusal("--observe db1", remote, &host, "x86_64", Some(&floor)).unwrap();
+        let none = AgentBuild::Missing {
+            path: "/opt/iodig/iodig-agent",
+        };
+        let m = refused(choose(
+            "--observe db1",
+            remote,
+            &host,
+            "x86_64",
+            Some(&floor),
+            &none,
+        ));
         for part in [
             "--observe db1: the host has glibc 2.28",
             "needs glibc 2.34 or newer",
             "__libc_start_main, dlclose",
             "and 1 more",
-            "build iodig on that host's OS (glibc 2.28)",
+            "make an agent build that runs there with scripts/build-agent.sh 2.28 on this machine (iodig sends the build it finds at /opt/iodig/iodig-agent instead of itself)",
+            "or build iodig on that host's OS (glibc 2.28)",
             remote,
         ] {
             assert!(m.contains(part), "{part:?} in {m}");
         }
+        // `--clients` hosts run the whole client: no agent build is offered.
+        let m = refused(choose(
+            "--clients c1",
+            remote,
+            &host,
+            "x86_64",
+            Some(&floor),
+            &AgentBuild::NotApplicable,
+        ));
+        assert!(
+            !m.contains("build-agent") && m.contains("build iodig on that host's OS"),
+            "{m}"
+        );
         // As new as the floor or newer, no glibc named, or no floor known: not refused here.
         for glibc in ["2.34", "2.39"] {
             let mut h = host.clone();
             h.glibc = Version::parse(glibc);
-            assert_eq!(refusal("h", remote, &h, "x86_64", Some(&floor)), None);
+            assert_eq!(
+                choose("h", remote, &h, "x86_64", Some(&floor), &none),
+                Choice::Own
+            );
         }
         let mut musl = host.clone();
         musl.glibc = None;
-        assert_eq!(refusal("h", remote, &musl, "x86_64", Some(&floor)), None);
-        assert_eq!(refusal("h", remote, &host, "x86_64", None), None);
+        assert_eq!(
+            choose("h", remote, &musl, "x86_64", Some(&floor), &none),
+            Choice::Own
+        );
+        assert_eq!(
+            choose("h", remote, &host, "x86_64", None, &none),
+            Choice::Own
+        );
         // Another architecture is said first: no glibc would help.
         let mut arm = host.clone();
         arm.arch = "aarch64".into();
-        let m = refusal("--observe db2", remote, &arm, "x86_64", Some(&floor)).unwrap();
+        let m = refused(choose(
+            "--observe db2",
+            remote,
+            &arm,
+            "x86_64",
+            Some(&floor),
+            &none,
+        ));
         assert!(
-            m.starts_with("--observe db2: the host is aarch64, this iodig is built for x86_64"),
+            m.starts_with("--observe db2: the host is aarch64, this iodig is built for x86_64; build iodig on that host and put it at"),
             "{m}"
         );
+    }
+
+    fn agent_facts(arch: &str, glibc: &str) -> BinaryFacts {
+        BinaryFacts {
+            arch: arch.into(),
+            floor: Some(GlibcFloor {
+                version: Version::parse(glibc).unwrap(),
+                symbols: vec!["fcntl64".into(), "statx".into()],
+            }),
+        }
+    }
+
+    #[test]
+    fn the_agent_build_goes_to_a_host_older_than_this_binary_when_its_own_floor_fits() {
+        let host = almalinux_8_7();
+        let remote = "$HOME/.cache/iodig/bin/iodig-0123";
+        let floor = floor_2_34();
+        let choose_with = |host: &HostProbe, facts: Result<&BinaryFacts, &str>| {
+            choose(
+                "--observe db1",
+                remote,
+                host,
+                "x86_64",
+                Some(&floor),
+                &AgentBuild::Found {
+                    path: "/opt/iodig/iodig-agent",
+                    facts,
+                },
+            )
+        };
+        let at_2_28 = agent_facts("x86_64", "2.28");
+        assert_eq!(
+            choose_with(&host, Ok(&at_2_28)),
+            Choice::AgentBuild {
+                why: "has glibc 2.28, older than this iodig's floor (2.34)".into()
+            }
+        );
+        // A host this binary runs on gets this binary, whatever agent build there is.
+        let mut new = host.clone();
+        new.glibc = Version::parse("2.36");
+        assert_eq!(choose_with(&new, Ok(&at_2_28)), Choice::Own);
+        // A static agent build (no glibc floor) fits any glibc.
+        let static_build = BinaryFacts {
+            arch: "x86_64".into(),
+            floor: None,
+        };
+        assert!(matches!(
+            choose_with(&host, Ok(&static_build)),
+            Choice::AgentBuild { .. }
+        ));
+        // An agent build too new for the host: refused, saying what it needs and the fix.
+        let at_2_31 = agent_facts("x86_64", "2.31");
+        let m = refused(choose_with(&host, Ok(&at_2_31)));
+        assert!(
+            m.contains("the agent build at /opt/iodig/iodig-agent needs glibc 2.31 or newer (for fcntl64, statx), so make one with scripts/build-agent.sh 2.28 on this machine, or build iodig on that host's OS"),
+            "{m}"
+        );
+        let m = refused(choose_with(&host, Err("not an ELF file")));
+        assert!(
+            m.contains("the agent build at /opt/iodig/iodig-agent cannot be read (not an ELF file), so make one with scripts/build-agent.sh 2.28"),
+            "{m}"
+        );
+        // An agent build of another architecture never goes to this one's hosts, and serves a
+        // host of its own architecture that this binary cannot.
+        let arm_build = agent_facts("aarch64", "2.28");
+        assert!(refused(choose_with(&host, Ok(&arm_build)))
+            .contains("the agent build at /opt/iodig/iodig-agent is built for aarch64"));
+        let mut arm = host.clone();
+        arm.arch = "aarch64".into();
+        assert_eq!(
+            choose_with(&arm, Ok(&arm_build)),
+            Choice::AgentBuild {
+                why: "is aarch64, this iodig is built for x86_64".into()
+            }
+        );
+        assert!(refused(choose_with(&arm, Ok(&at_2_28))).starts_with(
+            "--observe db1: the host is aarch64, this iodig is built for x86_64; build iodig on that host"
+        ));
     }
 
     #[test]
@@ -624,13 +911,17 @@ mod tests {
         let probe = |bin: &Path| {
             let out = Command::new("sh")
                 .arg("-c")
-                .arg(probe_script(bin.to_str().unwrap()))
+                .arg(probe_script(
+                    bin.to_str().unwrap(),
+                    Some("/nonexistent/iodig-agent"),
+                ))
                 .output()
                 .unwrap();
             HostProbe::parse(&String::from_utf8_lossy(&out.stdout))
         };
         let here = probe(&dir.path().join("none"));
         assert_eq!(here.binary, None);
+        assert_eq!(here.agent_binary, None);
         assert_eq!(here.arch, std::env::consts::ARCH);
         // This machine runs this test, so its glibc is at least the floor.
         let floor = own_glibc_floor().as_ref().unwrap().as_ref().unwrap();
@@ -659,6 +950,14 @@ mod tests {
             ))
         );
         assert_eq!(probe(Path::new("/bin/true")).binary, Some(Ok(())));
+        // The agent build's copy is asked about in the same probe.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(probe_script("/nonexistent/iodig", Some("/bin/true")))
+            .output()
+            .unwrap();
+        let both = HostProbe::parse(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!((both.binary, both.agent_binary), (None, Some(Ok(()))));
     }
 
     #[test]

@@ -427,7 +427,7 @@ impl Agent {
             remote: remote_bin,
             how,
             probe,
-        } = ssh::provision(&opts.ssh, host)?;
+        } = ssh::provision(&opts.ssh, host, ssh::Role::Agent)?;
         let kernel_notes = floor::kernel_notes(
             &probe,
             matches!(opts.trace.mode, TraceMode::Auto | TraceMode::Ebpf),

@@ -1,7 +1,8 @@
 //! Reaching another host with the user's own OpenSSH client: `host`, `user@host`, `host:port`
 //! and `~/.ssh/config` aliases, keys and agent as the user has them, never a password prompt
 //! (BatchMode). Puts this very iodig binary on the host when it has none that runs there, once
-//! the host's architecture and glibc can run it (`floor`), and runs it once there first.
+//! the host's architecture and glibc can run it (`floor`), or else the agent build when that
+//! one can (`--observe`), and runs the copy once there first.
 
 use super::floor::{self, HostProbe};
 use anyhow::{bail, Context, Result};
@@ -226,24 +227,79 @@ pub fn local_binary() -> Result<&'static (PathBuf, String, u64)> {
     BIN.get_or_init(|| {
         let path =
             std::env::current_exe().map_err(|e| format!("cannot find iodig's own binary: {e}"))?;
-        let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        let mut buf = vec![0u8; 1 << 20];
-        let mut len = 0u64;
-        loop {
-            let n = f
-                .read(&mut buf)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            if n == 0 {
-                break;
-            }
-            h.write(&buf[..n]);
-            len += n as u64;
-        }
-        Ok((path, format!("{:016x}", h.finish()), len))
+        let (hash, len) = content_name(&path)?;
+        Ok((path, hash, len))
     })
     .as_ref()
     .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// A name for a file's content and its length.
+fn content_name(path: &Path) -> std::result::Result<(String, u64), String> {
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        let n = f
+            .read(&mut buf)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        h.write(&buf[..n]);
+        len += n as u64;
+    }
+    Ok((format!("{:016x}", h.finish()), len))
+}
+
+/// The environment variable that names the agent build's path (empty: none).
+pub const AGENT_ENV: &str = "IODIG_AGENT";
+
+/// Where iodig looks for the agent build (`scripts/build-agent.sh` makes one): the file that
+/// `IODIG_AGENT` names, else `iodig-agent` beside this binary. None when `IODIG_AGENT` is set
+/// empty (no agent build) or this binary's directory is unknown.
+pub fn agent_build_path() -> Option<PathBuf> {
+    match std::env::var_os(AGENT_ENV) {
+        Some(p) if p.is_empty() => None,
+        Some(p) => Some(PathBuf::from(p)),
+        None => Some(local_binary().ok()?.0.parent()?.join("iodig-agent")),
+    }
+}
+
+/// The agent build found where iodig looks: its path, content name, length and what it is
+/// built for (read from the file: its name proves nothing), or why it cannot be read.
+pub struct AgentBuildFile {
+    /// Its local path.
+    pub path: PathBuf,
+    /// Its content's name (as [`local_binary`]'s), or why it cannot be read.
+    pub read: std::result::Result<(String, u64, floor::BinaryFacts), String>,
+}
+
+/// The agent build, read once for the run; None when there is no file where iodig looks.
+pub fn agent_build() -> Option<&'static AgentBuildFile> {
+    static AGENT: OnceLock<Option<AgentBuildFile>> = OnceLock::new();
+    AGENT
+        .get_or_init(|| {
+            let path = agent_build_path()?;
+            if !path.exists() {
+                return None;
+            }
+            let read = floor::binary_facts(&path)
+                .and_then(|facts| content_name(&path).map(|(hash, len)| (hash, len, facts)));
+            Some(AgentBuildFile { path, read })
+        })
+        .as_ref()
+}
+
+/// What a host runs of iodig: `--observe` runs the agent, which the agent build can be;
+/// `--clients` runs the whole client, which only iodig's own binary is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `iodig agent` (`--observe`).
+    Agent,
+    /// `iodig run` (`--clients`).
+    Client,
 }
 
 /// This binary on a host, ready to run, and what the host said of itself on the way.
@@ -259,12 +315,25 @@ pub struct Provisioned {
 
 /// Makes sure the host has a binary that runs under `~/.cache/iodig/bin`: the one there when
 /// it runs (a build made on that host's OS is used as is), else this one, sent after checking
-/// that the host's architecture and glibc can run it, and run once there before it is used.
-pub fn provision(ssh: &Ssh, host: &SshHost) -> Result<Provisioned> {
+/// that the host's architecture and glibc can run it, else (`Role::Agent`) the agent build when
+/// its own architecture and glibc floor fit the host; the copy sent is run once there before
+/// it is used.
+pub fn provision(ssh: &Ssh, host: &SshHost, role: Role) -> Result<Provisioned> {
     let (path, hash, len) = local_binary()?;
-    let remote = format!("$HOME/.cache/iodig/bin/iodig-{hash}");
+    let remote = remote_path(hash);
     let label = format!("{} {}", host.flag, host.spec);
-    let probe = HostProbe::parse(&ssh.output(host, &floor::probe_script(&remote), None)?);
+    let agent = match role {
+        Role::Agent => agent_build(),
+        Role::Client => None,
+    };
+    // The agent build's copy on the host is asked about in the same probe.
+    let agent_read = agent.and_then(|a| a.read.as_ref().ok());
+    let agent_remote = agent_read.map(|(h, ..)| remote_path(h));
+    let probe = HostProbe::parse(&ssh.output(
+        host,
+        &floor::probe_script(&remote, agent_remote.as_deref()),
+        None,
+    )?);
     if probe.binary == Some(Ok(())) {
         let how = format!("iodig {hash} already on the host");
         return Ok(Provisioned { remote, how, probe });
@@ -277,36 +346,114 @@ pub fn provision(ssh: &Ssh, host: &SshHost) -> Result<Provisioned> {
             None
         }
     };
-    if let Some(why) = floor::refusal(&label, &remote, &probe, std::env::consts::ARCH, own_floor) {
-        bail!("{why}");
+    let looked_at = agent_build_path().map(|p| p.display().to_string());
+    let agent_path = agent.map(|a| a.path.display().to_string());
+    let candidate = match (role, agent, &agent_path, &looked_at) {
+        (Role::Client, ..) => floor::AgentBuild::NotApplicable,
+        (_, Some(a), Some(path), _) => floor::AgentBuild::Found {
+            path,
+            facts: a.read.as_ref().map(|(.., f)| f).map_err(String::as_str),
+        },
+        (_, _, _, Some(path)) => floor::AgentBuild::Missing { path },
+        // IODIG_AGENT set empty: the fix names where iodig would look by default.
+        _ => floor::AgentBuild::Missing {
+            path: "iodig-agent beside this iodig",
+        },
+    };
+    match floor::choose(
+        &label,
+        &remote,
+        &probe,
+        std::env::consts::ARCH,
+        own_floor,
+        &candidate,
+    ) {
+        floor::Choice::Refuse(why) => bail!("{why}"),
+        floor::Choice::Own => {
+            iodig_model::eprintln_lossy!(
+                "note: sending iodig ({:.1} MB) to {} (~/.cache/iodig/bin)",
+                *len as f64 / 1e6,
+                host.spec
+            );
+            send(ssh, host, &probe, path, &remote, "iodig")?;
+            Ok(Provisioned {
+                remote,
+                how: format!("iodig {hash} sent ({len} bytes)"),
+                probe,
+            })
+        }
+        floor::Choice::AgentBuild { why } => {
+            let (Some(a), Some((a_hash, a_len, facts)), Some(a_remote)) =
+                (agent, agent_read, agent_remote)
+            else {
+                bail!("{label}: the agent build was chosen but cannot be read");
+            };
+            let needs = facts.floor.as_ref().map_or_else(
+                || "no versioned glibc".to_string(),
+                |f| format!("glibc {}", f.version),
+            );
+            // One line either way: the host gets another binary than this one, and why.
+            if probe.agent_binary == Some(Ok(())) {
+                iodig_model::eprintln_lossy!(
+                    "note: {} {why}: using the agent build already there ({a_remote}, needs {needs})",
+                    host.spec
+                );
+                return Ok(Provisioned {
+                    remote: a_remote,
+                    how: format!("iodig agent build {a_hash} already on the host (needs {needs})"),
+                    probe,
+                });
+            }
+            iodig_model::eprintln_lossy!(
+                "note: {} {why}: sending the agent build {} instead ({:.1} MB, needs {needs}; ~/.cache/iodig/bin)",
+                host.spec,
+                a.path.display(),
+                *a_len as f64 / 1e6
+            );
+            send(ssh, host, &probe, &a.path, &a_remote, "the agent build")?;
+            Ok(Provisioned {
+                remote: a_remote,
+                how: format!("iodig agent build {a_hash} sent ({a_len} bytes, needs {needs})"),
+                probe,
+            })
+        }
     }
-    iodig_model::eprintln_lossy!(
-        "note: sending iodig ({:.1} MB) to {} (~/.cache/iodig/bin)",
-        *len as f64 / 1e6,
-        host.spec
-    );
-    // Run once where it landed: a library missing there or too old (libstdc++, OpenSSL, a
-    // glibc the probe could not read) is the dynamic loader's own words now, not a silent
-    // agent later. A copy that cannot run is removed, since it would only be sent again.
+}
+
+/// Where a binary of content `hash` is kept on a host, as its shell expands it.
+fn remote_path(hash: &str) -> String {
+    format!("$HOME/.cache/iodig/bin/iodig-{hash}")
+}
+
+/// Puts `local` at `remote` on the host and runs it once there: a library missing there or too
+/// old (libstdc++, OpenSSL, a glibc the probe could not read) is the dynamic loader's own
+/// words now, not a silent agent later. A copy that cannot run is removed, since it would only
+/// be sent again. `what` names it in the error (`iodig`, `the agent build`).
+fn send(
+    ssh: &Ssh,
+    host: &SshHost,
+    probe: &HostProbe,
+    local: &Path,
+    remote: &str,
+    what: &str,
+) -> Result<()> {
     let ran = ssh.output(
         host,
         &format!(
             "mkdir -p \"$HOME/.cache/iodig/bin\" && cat > \"{remote}.tmp\" && chmod 755 \"{remote}.tmp\" && mv \"{remote}.tmp\" \"{remote}\" && if e=$(\"{remote}\" --version 2>&1); then echo runs; else rm -f \"{remote}\"; printf 'fails %s\\n' \"$(printf '%s\\n' \"$e\" | head -n 1)\"; fi"
         ),
-        Some(path),
+        Some(local),
     )?;
     if let Some(said) = ran.trim().strip_prefix("fails") {
         bail!(
-            "{label}: iodig does not run on the host ({}): {}; build iodig on that host's OS and put it at {remote} there: iodig runs the build it finds there instead of sending this one",
-            host_os(&probe),
+            "{} {}: {what} does not run on the host ({}): {}; build iodig on that host's OS and put it at {remote} there: iodig runs the build it finds there instead of sending this one",
+            host.flag,
+            host.spec,
+            host_os(probe),
             said.trim()
         );
     }
-    Ok(Provisioned {
-        remote,
-        how: format!("iodig {hash} sent ({len} bytes)"),
-        probe,
-    })
+    Ok(())
 }
 
 /// The host as the probe saw it, for messages: `x86_64, glibc 2.28, kernel 4.18.0-425.el8`.

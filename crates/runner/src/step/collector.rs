@@ -190,8 +190,10 @@ impl CollectorPriority {
     const NICE: libc::c_int = -10;
 
     fn raise() -> Self {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() } as libc::id_t;
+        // The system call, not glibc's gettid(), which is glibc 2.30's: iodig's agent build
+        // runs on glibc 2.28 (scripts/build-agent.sh, docs/remote.md).
+        // SAFETY: gettid has no arguments, no preconditions and cannot fail.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
         // SAFETY: getpriority and setpriority only read and set this thread's nice value;
         // errno is cleared first because -1 is a valid nice value.
         let old = unsafe {
