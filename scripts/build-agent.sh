@@ -8,8 +8,8 @@
 #
 #   scripts/build-agent.sh [GLIBC]      e.g. scripts/build-agent.sh 2.28
 #
-# Installs what it needs, once, under ~/.cache/iodig/agent-build (IODIG_AGENT_TOOLS): zig from
-# PyPI (ziglang, in a venv of its own) and cargo-zigbuild from crates.io; libelf and zlib come
+# Installs what it needs, once, under ~/.cache/iodig/agent-build (IODIG_AGENT_TOOLS): zig and
+# cargo-zigbuild from PyPI (ziglang, cargo-zigbuild), in a venv of its own; libelf and zlib come
 # from Debian's libelf-dev and zlib1g-dev (scripts/setup.sh installs them). Builds in
 # $CARGO_TARGET_DIR/agent-build (its own directory: the cross build's C settings would
 # otherwise rebuild the main build's C dependencies each time), and puts the binary beside
@@ -36,20 +36,18 @@ zigbuild_version=0.24.1
 tools=${IODIG_AGENT_TOOLS:-$HOME/.cache/iodig/agent-build}
 mkdir -p "$tools/bin"
 
-if [[ ! -x $tools/bin/zig ]] || [[ $("$tools/bin/zig" version 2>/dev/null) != "$ziglang_version" ]]; then
-  say "installing zig $ziglang_version (PyPI: ziglang) into $tools/venv"
+# Both from PyPI, into one venv: zig itself (ziglang) and cargo-zigbuild as a prebuilt wheel
+# (seconds, where `cargo install` compiles it for about 2 minutes on 2 cores).
+if [[ ! -x $tools/bin/zig ]] || [[ $("$tools/bin/zig" version 2>/dev/null) != "$ziglang_version" ]] \
+  || [[ ! -x $tools/bin/cargo-zigbuild ]] || [[ $("$tools/bin/cargo-zigbuild" --version 2>/dev/null) != "cargo-zigbuild $zigbuild_version" ]]; then
+  say "installing zig $ziglang_version and cargo-zigbuild $zigbuild_version (PyPI) into $tools/venv"
   t=$SECONDS
   python3 -m venv "$tools/venv"
-  "$tools/venv/bin/pip" install -q "ziglang==$ziglang_version"
+  "$tools/venv/bin/pip" install -q "ziglang==$ziglang_version" "cargo-zigbuild==$zigbuild_version"
   zig=$("$tools/venv/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
   ln -sfn "$zig" "$tools/bin/zig"
-  say "zig installed in $(since "$t")"
-fi
-if [[ ! -x $tools/bin/cargo-zigbuild ]] || [[ $("$tools/bin/cargo-zigbuild" --version 2>/dev/null) != "cargo-zigbuild $zigbuild_version" ]]; then
-  say "installing cargo-zigbuild $zigbuild_version (crates.io) into $tools/bin; about 2 minutes on 2 cores"
-  t=$SECONDS
-  cargo install --quiet --locked --root "$tools" --version "$zigbuild_version" cargo-zigbuild
-  say "cargo-zigbuild installed in $(since "$t")"
+  ln -sfn "$tools/venv/bin/cargo-zigbuild" "$tools/bin/cargo-zigbuild"
+  say "zig and cargo-zigbuild installed in $(since "$t")"
 fi
 
 # libbpf's headers and archives of libelf and zlib, in a directory of their own: zig compiles
