@@ -3,7 +3,7 @@
 //! node manager (`iodig_cassandra`) alone. Apart from `cassandra.rs` so that the agent's build
 //! (feature `cassandra-host`, scripts/build-agent.sh) has it without the CQL driver and OpenSSL.
 
-use crate::remote::agent::{EventFeed, NodeOnHost};
+use crate::remote::node::{EventFeed, NodeOnHost};
 use iodig_model::cluster::HostNode;
 use iodig_model::events::DbEvent;
 use std::path::{Path, PathBuf};

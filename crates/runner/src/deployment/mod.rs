@@ -171,7 +171,7 @@ pub fn run(plan: Plan, sweeper: &impl Sweeper, stop: &AtomicBool) -> Result<RunO
 pub fn node_on_host(
     db: &str,
     address: Option<&str>,
-) -> Result<Box<dyn crate::remote::agent::NodeOnHost>, String> {
+) -> Result<Box<dyn crate::remote::node::NodeOnHost>, String> {
     match db {
         #[cfg(feature = "cassandra-host")]
         "cassandra" => cassandra_host::node_on_host(address),

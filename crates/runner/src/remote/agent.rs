@@ -3,14 +3,14 @@
 //! and the node's process, and hands back what it measured with the node's own events. It keeps
 //! nothing running once its stdin closes (iodig ended, or the link died).
 
+use super::node::{EventFeed, NodeFinder};
 use super::protocol::{line, Hello, Reply, Request, StreamChunk, StreamedEvent, CHUNK_EVERY};
 use crate::device_stats::stat_devices;
 use crate::device_stats::DeviceStatsProbe;
 use crate::environment;
 use anyhow::Context;
 use iodig_iotrace::{PreparedTrace, TraceMode, TraceOptions, TraceSession, WatchOptions};
-use iodig_model::cluster::{HostNode, NodeObservation};
-use iodig_model::events::DbEvent;
+use iodig_model::cluster::NodeObservation;
 use iodig_model::sys::{SysDoc, SysSample};
 use iodig_model::trace::LiveSecond;
 use iodig_sysstat::{command_line, find_by_command_line, Sampler, SysOptions};
@@ -18,50 +18,6 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
-
-/// A database node on this host, as a deployment finds it.
-pub trait NodeOnHost {
-    /// What run.json records of the node: address, pid, cgroup, directories, data bytes.
-    fn facts(&self) -> HostNode;
-    /// Directories whose devices are traced (data, commit log).
-    fn dirs(&self) -> Vec<PathBuf>;
-    /// The node's flushes and compactions that started at or after the time (Unix ms), or why
-    /// its log tells none.
-    fn events_since(&self, since_unix_ms: u64) -> Result<Vec<DbEvent>, String>;
-    /// The node's events as its log tells them from now on, read a little at a time while a
-    /// step runs; none where the node's log tells none.
-    fn follow_events(&self) -> Option<Box<dyn EventFeed>> {
-        None
-    }
-    /// `--restore-each-step`: how the node's dataset will be snapshotted and put back while
-    /// it runs as `pid`, or why it cannot be (a database without a restore here says so).
-    fn restore_check(&self, _pid: u32) -> Result<String, String> {
-        Err("iodig has no snapshot and restore for this database on an observed host".into())
-    }
-    /// Takes snapshot `tag` of `dataset` on the node running as `pid`: what it holds.
-    fn snapshot(&self, _pid: u32, _dataset: &str, _tag: &str) -> Result<String, String> {
-        Err("iodig has no snapshot for this database on an observed host".into())
-    }
-    /// Whether snapshot `tag` of `dataset` is there to put back, asked while the node runs.
-    fn has_snapshot(&self, _dataset: &str, _tag: &str) -> Result<(), String> {
-        Err("iodig has no snapshot for this database on an observed host".into())
-    }
-    /// With the node down: `dataset` back to snapshot `tag`, and whatever would replay later
-    /// writes over it emptied; what was done.
-    fn put_back(&self, _dataset: &str, _tag: &str) -> Result<String, String> {
-        Err("iodig has no restore for this database on an observed host".into())
-    }
-}
-
-/// A node's events followed as they are logged ([`NodeOnHost::follow_events`]).
-pub trait EventFeed: Send {
-    /// Events that appeared or completed since the last call, each with an id that stays the
-    /// same for the same event (a completed one comes again under its id).
-    fn poll(&mut self) -> Result<Vec<(u64, DbEvent)>, String>;
-}
-
-/// Finds the node of a database (`--db`) at an address (or the only one) on this host.
-pub type NodeFinder = fn(&str, Option<&str>) -> Result<Box<dyn NodeOnHost>, String>;
 
 /// What `iodig agent` was started with.
 #[derive(Debug, Clone, Default)]

@@ -20,6 +20,7 @@ pub mod clients;
 pub mod clock;
 pub mod faults;
 pub mod floor;
+pub mod node;
 pub mod protocol;
 pub mod relaunch;
 pub mod restore;

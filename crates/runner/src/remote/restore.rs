@@ -4,7 +4,7 @@
 //! waits until it serves. The agent's side is the free functions here; iodig's side drives
 //! every host at once (`RemoteHosts::snapshot`, `RemoteHosts::restore`).
 
-use super::agent::NodeOnHost;
+use super::node::NodeOnHost;
 use super::protocol::{Reply, Request};
 use super::relaunch::{self, Launch};
 use super::{Agent, RemoteHosts};
