@@ -175,6 +175,10 @@ fn millis_u32_ns(ns: u64) -> u32 {
 }
 
 impl<D: Db, P: Pacer> Db for Timed<D, P> {
+    fn reads_values(&self) -> bool {
+        self.db.reads_values()
+    }
+
     async fn read(
         &mut self,
         table: &str,
