@@ -284,9 +284,12 @@ fn clients_split_the_key_space_and_merge_exactly() {
     assert_eq!(one.len(), 50);
 
     let client = |c: &str| {
+        // Held to a rate so each client's window lasts a measurable 0.25 s: unpaced, 5000
+        // no-op operations can end within the millisecond they started in, and two windows of
+        // 0 ms cannot be told apart from two that ran together.
         let r = IodigArgs::run_basic("workloads/workloadc", out)
             .props(&["recordcount=1000", "operationcount=5000"])
-            .args(&["--client", c])
+            .args(&["--client", c, "--target", "20000"])
             .threads("2")
             .warmup("0s")
             .output();

@@ -174,6 +174,11 @@ impl Db for BasicDb {
         self.write_op("INSERT", table, key, values)
     }
 
+    fn reads_values(&self) -> bool {
+        // Only to print them, as YCSB's BasicDB reads them only then.
+        self.verbose
+    }
+
     async fn delete(&mut self, table: &str, key: &str) -> Status {
         self.delay();
         if self.verbose {

@@ -13,7 +13,7 @@ mod status;
 
 pub use basic::BasicFactory;
 pub use iodig_model::props::{Properties, PropertyError};
-pub use record::Record;
+pub use record::{Deferred, Record};
 pub use status::Status;
 
 use std::future::Future;
@@ -95,6 +95,14 @@ pub trait Db: Send + 'static {
 
     /// Deletes a record.
     fn delete(&mut self, table: &str, key: &str) -> impl Future<Output = Status> + Send;
+
+    /// Whether `update` and `insert` read the values they are given. A binding that never does
+    /// (the no-op `basic`, unless it prints them) is handed them unwritten
+    /// ([`Record::push_deferred`]), as YCSB's `RandomByteIterator` writes its bytes only when
+    /// read; every other binding gets them written, the same bytes either way.
+    fn reads_values(&self) -> bool {
+        true
+    }
 }
 
 /// A binding: opened once per process, it hands out one [`Db`] per worker.

@@ -2,7 +2,10 @@
 //! with its status, its service time and its latency from the intended start (YCSB's
 //! `DBWrapper`).
 
-use crate::pacer::{micros_u32, Pacer};
+pub mod clock;
+
+use crate::pacer::Pacer;
+use clock::{Clock, Reader};
 use iodig_db::{Db, DbError, Fields, Record, Status};
 use iodig_model::OpKind;
 use iodig_stats::{Entry, WorkerRecorder};
@@ -14,21 +17,25 @@ use std::time::{Duration, Instant};
 pub struct Timed<D: Db, P: Pacer> {
     db: D,
     recorder: Arc<WorkerRecorder>,
-    /// Operations that start before this instant (warm-up) are not recorded.
-    measure_from: Instant,
+    /// Every time below is in ns since this clock's epoch, read through it.
+    clock: Reader,
+    /// Operations that start before this (warm-up) are not recorded.
+    measure_from: u64,
     /// `measure_from` on the wall clock (Unix ms), from which operations are placed in the
     /// second they started in.
     measure_from_unix_ms: u64,
     /// The end of the collector's first interval; the others follow a second apart.
-    first_boundary: Instant,
-    /// Scheduled start of the current operation; the actual start without a target rate.
-    pub intended_start: Instant,
+    first_boundary: u64,
+    /// Scheduled start of the current operation; `None` without a target rate, where the
+    /// start of its first call stands in (as YCSB's intended start is the actual one then),
+    /// so no clock is read for it.
+    intended_start: Option<u64>,
     /// How the worker waits for its scheduled starts and the workload's pauses.
     pub pacer: P,
-    /// When the last call recorded since the last [`Timed::count_operation`] ended: the
+    /// When the last call recorded since the last [`Timed::finish_operation`] ended: the
     /// transaction's end, without reading the clock again (a clock read was an eighth of a
     /// no-op binding's CPU per operation).
-    last_end: std::cell::Cell<Option<Instant>>,
+    last_end: Option<u64>,
 }
 
 impl<D: Db, P: Pacer> Timed<D, P> {
@@ -36,9 +43,13 @@ impl<D: Db, P: Pacer> Timed<D, P> {
     /// start is at or after `measure_from` (the end of warm-up, `measure_from_unix_ms` on the
     /// wall clock), in the collector's interval its end falls in (the first ends at
     /// `first_boundary`, the others a second apart).
+    ///
+    /// `clock` must have been taken before `measure_from` and `first_boundary` (instants
+    /// before its epoch count as the epoch).
     pub fn new(
         db: D,
         recorder: Arc<WorkerRecorder>,
+        clock: &Clock,
         measure_from: Instant,
         measure_from_unix_ms: u64,
         first_boundary: Instant,
@@ -47,21 +58,30 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         Self {
             db,
             recorder,
-            measure_from,
+            measure_from: clock.ns_of(measure_from),
             measure_from_unix_ms,
-            first_boundary,
-            intended_start: Instant::now(),
+            first_boundary: clock.ns_of(first_boundary),
+            clock: clock.reader(),
+            intended_start: None,
             pacer,
-            last_end: std::cell::Cell::new(None),
+            last_end: None,
         }
     }
 
+    /// Sets the scheduled start of the next operation (a target rate's deadline); `None`: the
+    /// start of its first call.
     #[inline]
-    fn measure(&self, op: OpKind, status: Status, start: Instant, end: Instant) {
-        self.last_end.set(Some(end));
+    pub fn set_intended_start(&mut self, deadline: Option<Instant>) {
+        self.intended_start = deadline.map(|d| self.clock.clock().ns_of(d));
+    }
+
+    #[inline]
+    fn measure(&mut self, op: OpKind, status: Status, start: u64, end: u64) {
+        self.last_end = Some(end);
+        let intended = *self.intended_start.get_or_insert(start);
         // Decided by the intended start, as the worker counts operations: an operation that
         // straddles the end of the warm-up is in neither, never in one only.
-        if self.intended_start < self.measure_from {
+        if intended < self.measure_from {
             return;
         }
         self.recorder.record(
@@ -71,20 +91,18 @@ impl<D: Db, P: Pacer> Timed<D, P> {
                 op,
                 status: status.index() as u8,
                 ok: status.is_ok(),
-                service_us: micros_u32(end - start),
-                intended_us: micros_u32(
-                    end.saturating_duration_since(self.intended_start.min(start)),
-                ),
-                end_ms: millis_u32(end.saturating_duration_since(self.measure_from)),
+                service_us: micros_u32_ns(end.saturating_sub(start)),
+                intended_us: micros_u32_ns(end.saturating_sub(intended.min(start))),
+                end_ms: millis_u32_ns(end.saturating_sub(self.measure_from)),
             },
         );
     }
 
     /// Runs and measures the binding's per-worker cleanup (YCSB's `[CLEANUP]`).
     pub async fn cleanup(&mut self) -> Result<(), DbError> {
-        let start = Instant::now();
+        let start = self.clock.now();
         let result = self.db.cleanup().await;
-        let end = Instant::now();
+        let end = self.clock.now();
         // Cleanup happens after the measured window; record it regardless of warm-up.
         let status = if result.is_ok() {
             Status::Ok
@@ -98,11 +116,9 @@ impl<D: Db, P: Pacer> Timed<D, P> {
                 op: OpKind::Cleanup,
                 status: status.index() as u8,
                 ok: status.is_ok(),
-                service_us: micros_u32(end - start),
-                intended_us: micros_u32(end - start),
-                end_ms: millis_u32(
-                    (end - start) + start.saturating_duration_since(self.measure_from),
-                ),
+                service_us: micros_u32_ns(end.saturating_sub(start)),
+                intended_us: micros_u32_ns(end.saturating_sub(start)),
+                end_ms: millis_u32_ns(end.saturating_sub(self.measure_from)),
             },
         );
         result
@@ -110,33 +126,59 @@ impl<D: Db, P: Pacer> Timed<D, P> {
 }
 
 impl<D: Db, P: Pacer> Timed<D, P> {
-    /// Counts one measured workload operation (the worker's, once per transaction) in the
-    /// interval its last call ended in (now, when it recorded none or paused after it), for
-    /// the sample's throughput.
+    /// Ends one workload operation (the worker's, once per transaction): true when it is
+    /// measured (its intended start is past the warm-up), and then counted in the interval
+    /// its last call ended in (now, when it recorded none or paused after it), for the
+    /// sample's throughput.
     #[inline]
-    pub fn count_operation(&self) {
-        let end = self.last_end.take().unwrap_or_else(Instant::now);
+    pub fn finish_operation(&mut self) -> bool {
+        let end = match self.last_end.take() {
+            Some(end) => end,
+            None => self.clock.now(),
+        };
+        let intended = self.intended_start.take().unwrap_or(end);
+        if intended < self.measure_from {
+            return false;
+        }
         self.recorder.count_operation(self.interval(end));
+        true
     }
 
     /// The collector's interval an operation that ended at `end` belongs to.
     #[inline]
-    fn interval(&self, end: Instant) -> u32 {
-        match end.checked_duration_since(self.first_boundary) {
-            None => 0,
-            Some(d) => u32::try_from(d.as_secs())
-                .unwrap_or(u32::MAX)
-                .saturating_add(1),
+    fn interval(&self, end: u64) -> u32 {
+        if end < self.first_boundary {
+            return 0;
         }
+        u32::try_from((end - self.first_boundary) / 1_000_000_000)
+            .unwrap_or(u32::MAX)
+            .saturating_add(1)
+    }
+
+    /// `t`, an instant the workload read, on this worker's timeline.
+    #[inline]
+    fn ns_of(&self, t: Instant) -> u64 {
+        self.clock.clock().ns_of(t)
     }
 }
 
-/// Milliseconds, saturating at u32::MAX (49 days).
-fn millis_u32(d: Duration) -> u32 {
-    u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
+/// Microseconds of `ns` nanoseconds, saturating, as YCSB's `(int)((end - start) / 1000)`.
+#[inline]
+fn micros_u32_ns(ns: u64) -> u32 {
+    u32::try_from(ns / 1_000).unwrap_or(u32::MAX)
+}
+
+/// Milliseconds of `ns` nanoseconds, saturating at u32::MAX (49 days).
+#[inline]
+fn millis_u32_ns(ns: u64) -> u32 {
+    u32::try_from(ns / 1_000_000).unwrap_or(u32::MAX)
 }
 
 impl<D: Db, P: Pacer> Db for Timed<D, P> {
+    fn reads_values(&self) -> bool {
+        self.db.reads_values()
+    }
+
     async fn read(
         &mut self,
         table: &str,
@@ -144,9 +186,10 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         fields: Fields<'_>,
         out: &mut Record,
     ) -> Status {
-        let start = Instant::now();
+        let start = self.clock.now();
         let status = self.db.read(table, key, fields, out).await;
-        self.measure(OpKind::Read, status, start, Instant::now());
+        let end = self.clock.now();
+        self.measure(OpKind::Read, status, start, end);
         status
     }
 
@@ -158,41 +201,46 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         fields: Fields<'_>,
         out: &mut Vec<Record>,
     ) -> Status {
-        let start = Instant::now();
+        let start = self.clock.now();
         let status = self.db.scan(table, start_key, count, fields, out).await;
-        self.measure(OpKind::Scan, status, start, Instant::now());
+        let end = self.clock.now();
+        self.measure(OpKind::Scan, status, start, end);
         status
     }
 
     async fn update(&mut self, table: &str, key: &str, values: &Record) -> Status {
-        let start = Instant::now();
+        let start = self.clock.now();
         let status = self.db.update(table, key, values).await;
-        self.measure(OpKind::Update, status, start, Instant::now());
+        let end = self.clock.now();
+        self.measure(OpKind::Update, status, start, end);
         status
     }
 
     async fn insert(&mut self, table: &str, key: &str, values: &Record) -> Status {
-        let start = Instant::now();
+        let start = self.clock.now();
         let status = self.db.insert(table, key, values).await;
-        self.measure(OpKind::Insert, status, start, Instant::now());
+        let end = self.clock.now();
+        self.measure(OpKind::Insert, status, start, end);
         status
     }
 
     async fn delete(&mut self, table: &str, key: &str) -> Status {
-        let start = Instant::now();
+        let start = self.clock.now();
         let status = self.db.delete(table, key).await;
-        self.measure(OpKind::Delete, status, start, Instant::now());
+        let end = self.clock.now();
+        self.measure(OpKind::Delete, status, start, end);
         status
     }
 }
 
 impl<D: Db, P: Pacer> MeasuredDb for Timed<D, P> {
     fn record(&mut self, op: OpKind, status: Status, start: Instant, end: Instant) {
+        let (start, end) = (self.ns_of(start), self.ns_of(end));
         self.measure(op, status, start, end);
     }
 
     async fn pause(&mut self, d: Duration) {
-        self.last_end.set(None);
+        self.last_end = None;
         self.pacer.sleep_until(Instant::now() + d).await;
     }
 }

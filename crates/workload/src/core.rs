@@ -9,8 +9,8 @@ use crate::integrity::{self, Ledger, Verdict, WriteTicket, ALL_FIELDS};
 use crate::keys::KeyNamer;
 use crate::rng::Rng;
 use crate::spec::{LengthDistribution, RequestDistribution, WorkloadSpec};
-use crate::values::{deterministic_value, fill_random, java_hashmap_order};
-use iodig_db::{Db, Fields, Record, Status};
+use crate::values::{deterministic_value, fill_random_from, java_hashmap_order, random_draws};
+use iodig_db::{Db, Deferred, Fields, Record, Status};
 use iodig_model::OpKind;
 use std::future::Future;
 use std::sync::Arc;
@@ -324,10 +324,27 @@ impl Worker {
             self.values
                 .push_with(name, |buf| deterministic_value(key, name, size, buf));
         } else {
+            // Deferred: written from the generator's state here only if the binding reads
+            // values, its draws skipped now so every later choice is the same either way.
             let len = shared.field_length.next(&mut self.rng) as usize;
-            let rng = &mut self.rng;
-            self.values
-                .push_with(name, |buf| fill_random(rng, len, buf));
+            let state = self.rng.state();
+            self.rng.skip(random_draws(len));
+            self.values.push_deferred(
+                name,
+                Deferred {
+                    state,
+                    len,
+                    fill: fill_random_from,
+                },
+            );
+        }
+    }
+
+    /// Writes out the values built for the next write if `db` reads them.
+    #[inline]
+    fn ready_values<D: Db>(&mut self, db: &D) {
+        if db.reads_values() {
+            self.values.materialize();
         }
     }
 
@@ -503,6 +520,7 @@ impl Worker {
         let keynum = self.shared.key_sequence.next();
         self.shared.namer.build(keynum, &mut self.key);
         let ticket = self.build_insert_values(keynum);
+        self.ready_values(db);
         let mut retries = 0;
         loop {
             let status = db
@@ -578,6 +596,7 @@ impl Worker {
         let keynum = self.next_keynum();
         self.shared.namer.build(keynum, &mut self.key);
         let ticket = self.build_update_values(keynum);
+        self.ready_values(db);
         let status = db
             .update(&self.shared.spec.table, &self.key, &self.values)
             .await;
@@ -588,6 +607,7 @@ impl Worker {
         let keynum = self.shared.insert_sequence.next();
         self.shared.namer.build(keynum, &mut self.key);
         let ticket = self.build_insert_values(keynum);
+        self.ready_values(db);
         let status = db
             .insert(&self.shared.spec.table, &self.key, &self.values)
             .await;
@@ -627,6 +647,7 @@ impl Worker {
         let fields = choice.fields(&self.shared.field_names, &self.one_field);
         let read = db.read(table, &self.key, fields, &mut self.result).await;
         let ticket = self.build_update_values(keynum);
+        self.ready_values(db);
         let table = &self.shared.spec.table;
         let update = db.update(table, &self.key, &self.values).await;
         let end = Instant::now();

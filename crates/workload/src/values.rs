@@ -25,6 +25,18 @@ pub fn fill_random(rng: &mut Rng, len: usize, out: &mut Vec<u8>) {
     }
 }
 
+/// The draws [`fill_random`] takes for `len` bytes: one per six.
+#[inline]
+pub fn random_draws(len: usize) -> usize {
+    len.div_ceil(6)
+}
+
+/// [`fill_random`] from a generator's saved state ([`Rng::state`]): a deferred value
+/// (`iodig_db::Deferred`) written when a binding reads it, the bytes `fill_random` wrote then.
+pub fn fill_random_from(state: &[u64; 4], len: usize, out: &mut Vec<u8>) {
+    fill_random(&mut Rng::from_state(*state), len, out);
+}
+
 /// Java's `String.hashCode` (UTF-16 code units; field and key names are ASCII).
 pub fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16()
@@ -121,6 +133,26 @@ mod tests {
             by_push(&mut b, len, &mut vb);
             assert_eq!(va, vb, "len {len}");
             assert_eq!(a.next_u32(), b.next_u32(), "same draws used, len {len}");
+        }
+    }
+
+    #[test]
+    fn deferred_values_are_the_eager_ones_and_skip_the_same_draws() {
+        for len in [0, 1, 5, 6, 7, 100, 1000, 1001] {
+            let mut eager = Rng::seeded(11, 2);
+            let mut lazy = eager.clone();
+            let mut a = Vec::new();
+            fill_random(&mut eager, len, &mut a);
+            let saved = lazy.state();
+            lazy.skip(random_draws(len));
+            assert_eq!(
+                lazy.state(),
+                eager.state(),
+                "len {len}: later draws unchanged"
+            );
+            let mut b = Vec::new();
+            fill_random_from(&saved, len, &mut b);
+            assert_eq!(a, b, "len {len}");
         }
     }
 

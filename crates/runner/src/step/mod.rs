@@ -7,6 +7,7 @@ mod collector;
 use crate::pacer::{Pacer, ThreadPacer, TokioPacer};
 use crate::progress::Progress;
 use crate::step_plan::{Phase, StepPlan};
+use crate::timed::clock::Clock;
 use crate::timed::Timed;
 use crate::utc::unix_ms;
 use anyhow::{anyhow, Context, Result};
@@ -136,6 +137,8 @@ struct WorkerJob<D: Db> {
     op_limit: Option<u64>,
     /// Interval between this worker's scheduled starts under a target rate.
     tick: Option<Duration>,
+    /// The clock the worker times operations with, taken before the start's instants.
+    clock: Clock,
     shared: Arc<Shared>,
 }
 
@@ -148,6 +151,7 @@ impl<D: Db> WorkerJob<D> {
             phase,
             op_limit,
             tick,
+            clock,
             shared,
         } = self;
         if let Err(e) = db.init().await {
@@ -166,11 +170,11 @@ impl<D: Db> WorkerJob<D> {
             shared.finished.fetch_add(1, Ordering::AcqRel);
             return;
         };
-        let measure_from = start.measure_from;
         let mut timed = Timed::new(
             db,
             Arc::clone(&shared.recorders[index]),
-            measure_from,
+            &clock,
+            start.measure_from,
             unix_ms(start.measure_from_wall),
             start.first_boundary,
             pacer,
@@ -190,11 +194,8 @@ impl<D: Db> WorkerJob<D> {
             if let Some(t) = tick {
                 let deadline = start + t.mul_f64(issued as f64);
                 timed.pacer.sleep_until(deadline).await;
-                timed.intended_start = deadline;
-            } else {
-                timed.intended_start = Instant::now();
+                timed.set_intended_start(Some(deadline));
             }
-            let op_start = timed.intended_start;
             match phase {
                 Phase::Load => {
                     worker.do_insert(&mut timed).await;
@@ -207,9 +208,8 @@ impl<D: Db> WorkerJob<D> {
                 }
             }
             issued += 1;
-            if op_start >= measure_from {
+            if timed.finish_operation() {
                 measured += 1;
-                timed.count_operation();
             }
         }
         if let Err(e) = timed.cleanup().await {
@@ -262,6 +262,8 @@ pub fn run_step<F: DbFactory>(
         return Err(anyhow!("--threads must be at least 1"));
     }
     let threads = plan.threads as usize;
+    // Calibrated (once per process) before the gate's instants are taken, which it converts.
+    let clock = Clock::global();
     let shared = Arc::new(Shared {
         recorders: (0..threads)
             .map(|_| Arc::new(WorkerRecorder::new(plan.interval_mode)))
@@ -290,6 +292,7 @@ pub fn run_step<F: DbFactory>(
             op_limit: (plan.phase == Phase::Load || plan.operation_count > 0)
                 .then(|| ops_for_thread(plan.operation_count, plan.threads, index as u64)),
             tick,
+            clock,
             shared: Arc::clone(&shared),
         });
     }
