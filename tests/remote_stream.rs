@@ -149,7 +149,8 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
         from <= killed_ms + 1000,
         "partial from {from}, killed at {killed_ms}"
     );
-    let node_dir = dir.join(cut["dir"].as_str().unwrap());
+    let cut_dir = dir.join(cut["dir"].as_str().unwrap());
+    let node_dir = cut_dir.clone();
     let trace = read_json(&node_dir.join("trace.json"));
     let seconds: Vec<u64> = trace["devices"]
         .as_array()
@@ -208,6 +209,25 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
         trace["histograms"], true,
         "the agent's whole trace: {trace}"
     );
+    // Where the kernel attributes IO (the whole step says so), the streamed part has its IO
+    // by activity class too, the rows summing to the device totals of the seconds that came.
+    let partial_trace = read_json(&cut_dir.join("trace.json"));
+    let streamed = &partial_trace["self_check"]["attribution"];
+    if trace["self_check"]["attribution"]["enabled"] == true {
+        assert_eq!(streamed["enabled"], true, "{partial_trace}");
+        assert_eq!(
+            partial_trace["self_check"]["attribution_match"], true,
+            "{streamed}"
+        );
+        let rows = streamed["rows"].as_array().unwrap();
+        assert!(
+            rows.iter().any(|r| r["ios"].as_u64().unwrap_or(0) > 0
+                && r["class"].as_str().is_some_and(|c| c != "unknown")),
+            "IO by class: {streamed}"
+        );
+    } else {
+        assert!(streamed.is_null(), "no attribution made up: {streamed}");
+    }
     let step_ms = steps[2]["runtime_ms"].as_u64().unwrap_or(15_000);
     let covered = trace["end_unix_ms"].as_u64().unwrap() - trace["start_unix_ms"].as_u64().unwrap();
     assert!(

@@ -8,7 +8,9 @@ use crate::live::{LiveEvent, LiveSink, NoLive};
 use iodig_model::cluster::NodeObservation;
 use iodig_model::events::DbEvent;
 use iodig_model::sys::{SysDoc, SysSample};
-use iodig_model::trace::{DeviceTrace, LiveSecond, OpTrace, TraceDoc};
+use iodig_model::trace::{
+    AttrCheck, AttrRow, AttrSecond, Attribution, DeviceTrace, LiveSecond, OpTrace, TraceDoc,
+};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -177,7 +179,7 @@ impl HostStream {
         let trace = (!s.seconds.is_empty()).then(|| {
             let mut t = trace_of(s.seconds.values(), mode.unwrap_or("ebpf"), slot_ms);
             t.note = Some(format!(
-                "{said}; per-second series and their sums only (no size or latency histograms, no attribution)"
+                "{said}; per-second series and their sums, and IO by activity class where the kernel attributes it (no size or latency histograms, no cgroup or process)"
             ));
             t
         });
@@ -228,16 +230,31 @@ fn event_text(e: &DbEvent) -> String {
 }
 
 /// A trace document of the seconds that arrived: each device's series as the tracer completed
-/// it, and its per-op totals as their sums.
+/// it, its per-op totals as their sums, and, where the seconds carry IO by activity class,
+/// the attribution by class those classes sum to.
 pub(crate) fn trace_of<'a>(
     seconds: impl Iterator<Item = &'a LiveSecond>,
     mode: &str,
     slot_ms: u32,
 ) -> TraceDoc {
     let mut devices: BTreeMap<String, DeviceTrace> = BTreeMap::new();
+    let mut by_class = ClassSeconds::new();
     let (mut start, mut end) = (u64::MAX, 0);
     for second in seconds {
         for d in &second.devices {
+            for (class, ops) in &d.classes {
+                for (op, &(ios, bytes)) in ops {
+                    let row = by_class
+                        .entry((d.name.clone(), op.clone(), class.clone()))
+                        .or_default();
+                    row.push(AttrSecond {
+                        unix_ms: d.second.unix_ms,
+                        ios,
+                        bytes,
+                        ..Default::default()
+                    });
+                }
+            }
             let dev = devices
                 .entry(d.name.clone())
                 .or_insert_with(|| DeviceTrace {
@@ -258,13 +275,70 @@ pub(crate) fn trace_of<'a>(
             dev.seconds.push(d.second.clone());
         }
     }
-    TraceDoc {
+    let devices: Vec<DeviceTrace> = devices.into_values().collect();
+    let mut doc = TraceDoc {
         mode: mode.to_string(),
         start_unix_ms: if start == u64::MAX { 0 } else { start },
         end_unix_ms: end,
         slot_ms,
         histograms: false,
-        devices: devices.into_values().collect(),
+        ..Default::default()
+    };
+    if !by_class.is_empty() {
+        let attribution = attribution_by_class(by_class, &devices);
+        doc.self_check.attribution_match = Some(attribution.sums_match());
+        doc.self_check.attribution = Some(attribution);
+    }
+    doc.devices = devices;
+    doc
+}
+
+/// Each (device, op, class)'s seconds as they streamed.
+type ClassSeconds = BTreeMap<(String, String, String), Vec<AttrSecond>>;
+
+/// The attribution of a streamed part: a row per device, op and class with its seconds (the
+/// agent streams IO by class each second; cgroups, processes, sizes and latencies come only
+/// with the whole step), checked against the devices' totals as the tracer checks its own.
+fn attribution_by_class(by_class: ClassSeconds, devices: &[DeviceTrace]) -> Attribution {
+    let rows: Vec<AttrRow> = by_class
+        .into_iter()
+        .map(|((device, op, class), seconds)| AttrRow {
+            ios: seconds.iter().map(|s| s.ios).sum(),
+            bytes: seconds.iter().map(|s| s.bytes).sum(),
+            device,
+            op,
+            class,
+            seconds,
+            ..Default::default()
+        })
+        .collect();
+    let check = devices
+        .iter()
+        .flat_map(|d| d.ops.iter().map(move |(op, t)| (d, op, t)))
+        .filter(|(d, op, t)| t.ios > 0 || rows.iter().any(|r| r.device == d.name && &r.op == *op))
+        .map(|(d, op, t)| {
+            let of_it = rows.iter().filter(|r| r.device == d.name && &r.op == op);
+            AttrCheck {
+                device: d.name.clone(),
+                op: op.clone(),
+                device_ios: t.ios,
+                class_ios: of_it.clone().map(|r| r.ios).sum(),
+                device_bytes: t.bytes,
+                class_bytes: of_it.map(|r| r.bytes).sum(),
+            }
+        })
+        .collect();
+    Attribution {
+        enabled: true,
+        notes: vec![
+            "streamed by the agent second by second before its link was lost: IO by activity class only (no cgroup, process, sizes or latencies)".into(),
+        ],
+        classes: iodig_iotrace::attr::class_infos(),
+        background_classes: (iodig_iotrace::attr::BACKGROUND.iter())
+            .map(ToString::to_string)
+            .collect(),
+        rows,
+        check,
         ..Default::default()
     }
 }
@@ -336,6 +410,49 @@ mod tests {
     }
 
     #[test]
+    fn a_partial_part_sums_the_streamed_classes_into_attribution_rows() {
+        let with_classes = |unix_ms: u64, flush: u64, worker: u64| {
+            let mut s = second(unix_ms, flush + worker);
+            s.devices[0].classes = [
+                (
+                    "rocksdb.flush".to_string(),
+                    [("write".to_string(), (flush, flush * 4096))].into(),
+                ),
+                (
+                    "iodig.worker".to_string(),
+                    [("write".to_string(), (worker, worker * 4096))].into(),
+                ),
+            ]
+            .into();
+            s
+        };
+        let t = trace_of(
+            [with_classes(10_000, 2, 1), with_classes(11_000, 0, 4)].iter(),
+            "ebpf",
+            100,
+        );
+        let a = t
+            .attribution()
+            .expect("classes streamed: attribution by class");
+        assert!(a.enabled && a.sums_match(), "{:?}", a.check);
+        assert_eq!(t.self_check.attribution_match, Some(true));
+        let flush = a.rows.iter().find(|r| r.class == "rocksdb.flush").unwrap();
+        assert_eq!((flush.device.as_str(), flush.op.as_str()), ("vda", "write"));
+        assert_eq!((flush.ios, flush.bytes), (2, 2 * 4096));
+        assert_eq!(flush.seconds.len(), 2, "each second as it streamed");
+        let worker = a.rows.iter().find(|r| r.class == "iodig.worker").unwrap();
+        assert_eq!(worker.ios, 5);
+        let write = a.check.iter().find(|c| c.op == "write").unwrap();
+        assert_eq!((write.device_ios, write.class_ios), (7, 7));
+        assert!(
+            a.check.iter().all(|c| c.op == "write"),
+            "ops without IO are not checked: {:?}",
+            a.check
+        );
+        assert!(a.classes.iter().any(|c| c.name == "rocksdb.flush"));
+    }
+
+    #[test]
     fn chunks_are_kept_published_and_make_a_partial_step() {
         let seen = Arc::new(Seen::default());
         let stream = HostStream::shared("10.0.0.1".into());
@@ -403,6 +520,10 @@ mod tests {
         assert_eq!(vda.ops["write"].bytes, 15 * 4096);
         assert_eq!(vda.ops["read"].ios, 0, "the four ops are always there");
         assert!(!t.histograms);
+        assert!(
+            t.attribution().is_none(),
+            "no class came with the seconds: no attribution is made up"
+        );
         assert!(
             t.note
                 .as_deref()
