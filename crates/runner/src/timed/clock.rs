@@ -7,8 +7,10 @@
 //! path does integer arithmetic instead of `Timespec` arithmetic.
 //!
 //! Accuracy: the rate (ns per tick) is measured once per process against `CLOCK_MONOTONIC`
-//! over [`CALIBRATION`]; a relative error of a few 1e-6 at most, far below HDR's three
-//! significant digits (1e-3). Each reader re-anchors itself on the OS clock every
+//! over [`CALIBRATION`], and kept only when its readings bound its relative error below
+//! [`MAX_RATE_ERROR`] (1e-5, far below HDR's three significant digits); a calibration whose
+//! thread was preempted between a tick and its OS read is taken again, and after
+//! [`CALIBRATION_TRIES`] such the OS clock is read instead. Each reader re-anchors itself on the OS clock every
 //! [`REANCHOR_TICKS`] (about 2 ms), so its times never drift from `Instant` by more than the
 //! rate error over that span (tens of ns), which keeps the placement of operations in
 //! seconds and the warm-up boundary exact to well under a microsecond.
@@ -19,9 +21,15 @@ use std::time::{Duration, Instant};
 /// How long the rate is measured for, once per process (slept, not spun).
 const CALIBRATION: Duration = Duration::from_millis(20);
 
+/// The largest relative error of the rate a calibration may keep: the widths of its two
+/// paired readings (each a tick interval around one OS clock read) over the ticks between.
+const MAX_RATE_ERROR: f64 = 1e-5;
+
+/// Calibrations tried before the OS clock is read instead.
+const CALIBRATION_TRIES: u32 = 3;
+
 /// Ticks after which a reader takes a new anchor on the OS clock: 2^22 ticks, 1.7 ms at
-/// 2.5 GHz, one `clock_gettime` per ~10,000 no-op operations. Also bounds the tick delta so
-/// that `delta * scale` fits in 64 bits (2^22 × a scale below 2^40).
+/// 2.5 GHz, one `clock_gettime` per ~10,000 no-op operations.
 pub const REANCHOR_TICKS: u64 = 1 << 22;
 
 /// Fractional bits of the fixed-point ns-per-tick scale.
@@ -122,7 +130,7 @@ impl Reader {
     /// Takes a new anchor: the OS clock's now and the tick count around it.
     #[cold]
     fn reanchor(&mut self) -> u64 {
-        let (tick, ns) = tsc::paired_reading(&self.clock.epoch);
+        let (tick, ns, _) = tsc::paired_reading(&self.clock.epoch);
         self.anchor_tick = tick;
         self.anchor_ns = ns;
         ns
@@ -148,6 +156,16 @@ fn scale_of(ticks: u64, ns: u64) -> Option<u64> {
     (lo..=hi).contains(&scale).then_some(scale as u64)
 }
 
+/// The most a rate measured over `ticks` can be off, relatively, when each end's tick is known
+/// to within half its pairing's width.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn rate_error_bound(width0: u64, width1: u64, ticks: u64) -> f64 {
+    if ticks == 0 {
+        return f64::INFINITY;
+    }
+    (width0 as f64 + width1 as f64) / 2.0 / ticks as f64
+}
+
 /// Whether `/proc/cpuinfo`'s flags promise a TSC that ticks at one rate in every power state
 /// (`constant_tsc`, `nonstop_tsc`).
 fn invariant_tsc(cpuinfo: &str) -> bool {
@@ -165,7 +183,10 @@ fn invariant_tsc(cpuinfo: &str) -> bool {
 
 #[cfg(target_arch = "x86_64")]
 mod tsc {
-    use super::{duration_ns, invariant_tsc, scale_of, CALIBRATION};
+    use super::{
+        duration_ns, invariant_tsc, rate_error_bound, scale_of, CALIBRATION, CALIBRATION_TRIES,
+        MAX_RATE_ERROR,
+    };
     use std::time::Instant;
 
     /// The time-stamp counter. Not serialising: an operation's start may be read a few
@@ -176,12 +197,12 @@ mod tsc {
         unsafe { core::arch::x86_64::_rdtsc() }
     }
 
-    /// One tick count and the OS clock's nanoseconds since `epoch` read at the same moment:
-    /// of three tries, the one whose two ticks around the OS read are closest, the tick taken
-    /// half-way between them.
-    pub fn paired_reading(epoch: &Instant) -> (u64, u64) {
+    /// One tick count and the OS clock's nanoseconds since `epoch` read at the same moment,
+    /// and the width (ticks) of the interval that brackets the OS read: of sixteen tries, the
+    /// narrowest, the tick taken half-way.
+    pub fn paired_reading(epoch: &Instant) -> (u64, u64, u64) {
         let mut best = (u64::MAX, 0, 0);
-        for _ in 0..3 {
+        for _ in 0..16 {
             let a = read();
             let ns = duration_ns(Instant::now().saturating_duration_since(*epoch));
             let b = read();
@@ -190,7 +211,7 @@ mod tsc {
                 best = (width, a.wrapping_add(width / 2), ns);
             }
         }
-        (best.1, best.2)
+        (best.1, best.2, best.0)
     }
 
     /// The TSC's rate against the OS clock, when the TSC can stand in for it: invariant
@@ -206,10 +227,16 @@ mod tsc {
             return None;
         }
         let epoch = Instant::now();
-        let (t0, n0) = paired_reading(&epoch);
-        std::thread::sleep(CALIBRATION);
-        let (t1, n1) = paired_reading(&epoch);
-        scale_of(t1.checked_sub(t0)?, n1.checked_sub(n0)?)
+        for _ in 0..CALIBRATION_TRIES {
+            let (t0, n0, w0) = paired_reading(&epoch);
+            std::thread::sleep(CALIBRATION);
+            let (t1, n1, w1) = paired_reading(&epoch);
+            let ticks = t1.checked_sub(t0)?;
+            if rate_error_bound(w0, w1, ticks) <= MAX_RATE_ERROR {
+                return scale_of(ticks, n1.checked_sub(n0)?);
+            }
+        }
+        None
     }
 }
 
@@ -222,10 +249,11 @@ mod tsc {
         0
     }
 
-    pub fn paired_reading(epoch: &Instant) -> (u64, u64) {
+    pub fn paired_reading(epoch: &Instant) -> (u64, u64, u64) {
         (
             0,
             super::duration_ns(Instant::now().saturating_duration_since(*epoch)),
+            0,
         )
     }
 
@@ -238,6 +266,30 @@ mod tsc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn where_the_kernel_keeps_time_with_an_invariant_tsc_the_calibration_keeps_it() {
+        let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let source = std::fs::read_to_string(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        )
+        .unwrap_or_default();
+        let usable =
+            cfg!(target_arch = "x86_64") && invariant_tsc(&flags) && source.trim() == "tsc";
+        // Three calibrations in a row each failing to pair their readings within 1e-5 would
+        // mean the bound is too strict for a real machine, and the TSC never used.
+        assert_eq!(tsc::calibrate().is_some(), usable, "clocksource {source:?}");
+    }
+
+    #[test]
+    fn a_calibration_is_kept_only_when_its_readings_bound_the_rate_error() {
+        // 20 ms at 2.5 GHz: pairings of 100 ticks each bound the error at 2e-6.
+        let ticks = 50_000_000;
+        assert!(rate_error_bound(100, 100, ticks) <= MAX_RATE_ERROR);
+        // A thread preempted for 100 µs between a tick and its OS read: 0.25 %, refused.
+        assert!(rate_error_bound(250_000, 100, ticks) > MAX_RATE_ERROR);
+        assert!(rate_error_bound(0, 0, 0).is_infinite());
+    }
 
     #[test]
     fn scale_is_fixed_point_ns_per_tick_and_refuses_implausible_rates() {
