@@ -3,7 +3,7 @@
 //! the run directory finished and the report. A deployment runs it over the database it opened
 //! ([`deployment::Sweeper`]).
 
-use crate::deployment::{Deployment, Sweeper};
+use crate::deployment::{Deployment, Restore, Sweeper};
 use crate::environment;
 use crate::errors::db_error;
 use crate::errors::UsageError;
@@ -257,16 +257,10 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                         unusable_after: plan.unusable_after()?,
                     };
                     if plan.req.restore_each_step {
-                        // Kept before the first restore, while the ledger still describes the
-                        // dataset the snapshot holds.
-                        if let Some(ledger) = &self.ledger {
-                            crate::verify::keep_restore_point(&self.run.path, ledger)?;
-                        }
+                        self.keep_restore_point()?;
                     }
-                    self.deployment.before_run_step(plan, self.factory)?;
-                    if plan.req.restore_each_step {
-                        self.rewind_ledger()?;
-                    }
+                    let restore = self.deployment.before_run_step(plan, self.factory)?;
+                    self.rewind_ledger(&restore, &plan.run_step_name(w, t, rep))?;
                     if plan.req.drop_caches {
                         self.drop_caches();
                     }
@@ -434,19 +428,63 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
         Ok(result.interrupted || self.stop.load(Ordering::Relaxed))
     }
 
+    /// Keeps the ledger's restore point before the run's first restore, while the ledger still
+    /// describes what the snapshot holds (after the load, before any run step). A run resumed
+    /// after run steps has its restore point already, unless an iodig that kept none started
+    /// it: then none is made from a ledger that holds those steps' writes.
+    fn keep_restore_point(&mut self) -> Result<()> {
+        let Some(ledger) = &self.ledger else {
+            return Ok(());
+        };
+        let ran = self
+            .run
+            .doc
+            .steps
+            .iter()
+            .any(|s| s.phase == Phase::Run.name());
+        if !ran {
+            crate::verify::keep_restore_point(&self.run.path, ledger)?;
+        }
+        Ok(())
+    }
+
     /// `--restore-each-step` put the dataset back as it was at the restore point: the ledger
     /// goes back with it (its read counts stay the run's), or this step's reads and `--verify`
-    /// would judge the values put back against writes the restore undid.
-    fn rewind_ledger(&mut self) -> Result<()> {
+    /// would judge the values put back against writes the restore undid. What could not be
+    /// rewound, or was put back on some nodes only, is said in run.json's notes.
+    fn rewind_ledger(&mut self, restore: &Restore, step: &str) -> Result<()> {
         let Some(now) = &self.ledger else {
             return Ok(());
         };
+        let note = match restore {
+            Restore::NotAsked => return Ok(()),
+            Restore::Done => None,
+            Restore::Incomplete(why) => Some(format!(
+                "--restore-each-step: before step {step} some nodes were not put back ({why}); the ledger went back to the restore point all the same, so --verify may find those nodes' keys holding earlier steps' writes (unacknowledged), which says the restore failed, not that the database lost or invented a write"
+            )),
+        };
+        let point = self.run.path.join(crate::verify::LEDGER_AT_RESTORE_POINT);
+        if !point.is_file() {
+            let note = format!(
+                "--restore-each-step: the run has no ledger restore point ({}; an iodig that kept none started it), so from step {step} on the ledger is not rewound with the dataset: --verify may report keys the earlier steps wrote as stale",
+                crate::verify::LEDGER_AT_RESTORE_POINT
+            );
+            if !self.run.doc.notes.contains(&note) {
+                iodig_model::eprintln_lossy!("warning: {note}");
+                self.run.doc.notes.push(note);
+            }
+            return Ok(());
+        }
         let rewound = crate::verify::rewound_ledger(&self.run.path, now)?;
         self.ledger_journal
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .replace(&rewound)?;
         self.ledger = Some(Arc::new(rewound));
+        if let Some(note) = note {
+            iodig_model::eprintln_lossy!("warning: {note}");
+            self.run.doc.notes.push(note);
+        }
         Ok(())
     }
 

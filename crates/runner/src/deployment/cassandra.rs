@@ -3,7 +3,7 @@
 //! load to restore), or external hosts given by `hosts`, which iodig only probes. The only
 //! place in the runner that talks to the node manager (`iodig_cassandra`).
 
-use super::{on_faulty_disk, sweep, Deployment, Sweeper};
+use super::{on_faulty_disk, sweep, Deployment, Restore, Sweeper};
 use crate::dataset::{self, MarkerState};
 use crate::errors::db_error;
 use crate::errors::UsageError;
@@ -95,8 +95,8 @@ impl<F: DbFactory> Deployment<F> for ExternalHosts {
     }
 
     /// The agents on the observed hosts restore before each step ([`super::observed`]).
-    fn before_run_step(&self, _plan: &Plan, _factory: &F) -> Result<()> {
-        Ok(())
+    fn before_run_step(&self, _plan: &Plan, _factory: &F) -> Result<Restore> {
+        Ok(Restore::NotAsked)
     }
 }
 
@@ -312,14 +312,15 @@ impl<F: DbFactory> Deployment<F> for ManagedNodes {
             .context("cannot snapshot the loaded dataset")
     }
 
-    fn before_run_step(&self, plan: &Plan, factory: &F) -> Result<()> {
+    fn before_run_step(&self, plan: &Plan, factory: &F) -> Result<Restore> {
         if !plan.req.restore_each_step {
-            return Ok(());
+            return Ok(Restore::NotAsked);
         }
         iodig_model::eprintln_lossy!("note: restoring snapshot {LOADED_SNAPSHOT} before the step");
         iodig_cassandra::restore(&self.dir, LOADED_SNAPSHOT, keyspace(plan))
             .context("cannot restore the loaded dataset")?;
-        self.after_restore(plan, factory)
+        self.after_restore(plan, factory)?;
+        Ok(Restore::Done)
     }
 
     fn processes(&self) -> Vec<(String, u32)> {

@@ -49,10 +49,11 @@ pub trait Deployment<F: DbFactory> {
         }
     }
 
-    /// Before each run step (`--restore-each-step` puts the loaded dataset back here).
-    fn before_run_step(&self, plan: &Plan, _factory: &F) -> Result<()> {
+    /// Before each run step (`--restore-each-step` puts the loaded dataset back here): what
+    /// was done to the dataset.
+    fn before_run_step(&self, plan: &Plan, _factory: &F) -> Result<Restore> {
         if !plan.req.restore_each_step {
-            return Ok(());
+            return Ok(Restore::NotAsked);
         }
         Err(UsageError(format!(
             "--restore-each-step: restoring is supported on managed Cassandra nodes; --db {} cannot restore yet",
@@ -105,6 +106,17 @@ pub trait Deployment<F: DbFactory> {
     ) -> Result<Vec<NodeIntegrity>> {
         Ok(Vec::new())
     }
+}
+
+/// What [`Deployment::before_run_step`] did to the dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restore {
+    /// Nothing: `--restore-each-step` was not asked for, or another layer restores.
+    NotAsked,
+    /// Every node (or the data directory) holds the snapshot again.
+    Done,
+    /// Some nodes were put back and some not: why, per node, said already on stderr.
+    Incomplete(String),
 }
 
 /// What runs over the database once a deployment has opened it: the generic sweep

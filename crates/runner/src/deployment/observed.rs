@@ -5,7 +5,7 @@
 //! `--restore-each-step` on nodes the inner deployment did not start, the agents snapshot the
 //! loaded dataset and put it back before each run step (`remote::restore`).
 
-use super::Deployment;
+use super::{Deployment, Restore};
 use crate::errors::UsageError;
 use crate::fault::FaultHandler;
 use crate::plan::{Plan, ResolvedWorkload};
@@ -152,7 +152,7 @@ impl<F: DbFactory, D: Deployment<F>> Deployment<F> for Observed<'_, D> {
     /// Every observed node put back to the load's snapshot, all at once, then the client
     /// connected to them all again. A node whose restore failed is said (stderr and its part
     /// of the step) and the step goes on, as with any node that fails during a step.
-    fn before_run_step(&self, plan: &Plan, factory: &F) -> Result<()> {
+    fn before_run_step(&self, plan: &Plan, factory: &F) -> Result<Restore> {
         let Some(dataset) = &self.restored_dataset else {
             return self.inner.before_run_step(plan, factory);
         };
@@ -180,7 +180,14 @@ impl<F: DbFactory, D: Deployment<F>> Deployment<F> for Observed<'_, D> {
             restored.len(),
             started.elapsed().as_secs_f64()
         );
-        Ok(())
+        let failed: Vec<String> = (restored.iter())
+            .filter_map(|(host, r)| r.as_ref().err().map(|e| format!("{host}: {e}")))
+            .collect();
+        Ok(if failed.is_empty() {
+            Restore::Done
+        } else {
+            Restore::Incomplete(failed.join("; "))
+        })
     }
 
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
