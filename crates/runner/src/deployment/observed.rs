@@ -65,6 +65,7 @@ impl<'a, D> Observed<'a, D> {
                 ..Default::default()
             },
             io_events: plan.req.io_events,
+            revision: plan.req.revision.clone(),
         };
         let mut hosts = RemoteHosts::connect(&opts)?;
         let restored_dataset = inner.restore_on_observed_hosts(plan);

@@ -358,14 +358,21 @@ fn symbols_text(symbols: &[String]) -> String {
     s
 }
 
-/// A note when the agent on the host is another version than this iodig: a build put there by
-/// hand may be of other source, and the two then may not read each other's messages alike.
-pub fn version_note(agent: &str, own: &str) -> Option<String> {
-    (!agent.is_empty() && agent != own).then(|| {
-        format!(
-            "the agent there is iodig {agent}, this is {own}: build the host's copy from the same source"
-        )
-    })
+/// An agent that is not this iodig's source: another version, or (both known) another git
+/// revision, as an agent build left over from an older tree would be; None when they agree.
+pub fn version_note(agent: (&str, Option<&str>), own: (&str, Option<&str>)) -> Option<String> {
+    let ((agent_version, agent_rev), (own_version, own_rev)) = (agent, own);
+    if !agent_version.is_empty() && agent_version != own_version {
+        return Some(format!(
+            "the agent there is iodig {agent_version}, this is {own_version}: build the host's copy from the same source"
+        ));
+    }
+    match (agent_rev, own_rev) {
+        (Some(a), Some(o)) if a != o => Some(format!(
+            "the agent there was built from revision {a}, this iodig from {o}: rebuild it from the same source (scripts/build-agent.sh for the agent build)"
+        )),
+        _ => None,
+    }
 }
 
 /// The upstream release that has every BPF feature the tracer uses: raw tracepoints with BTF
@@ -899,9 +906,29 @@ mod tests {
 
     #[test]
     fn an_agent_of_another_version_is_noted() {
-        assert_eq!(version_note("0.1.0", "0.1.0"), None);
-        assert_eq!(version_note("", "0.1.0"), None, "an agent that did not say");
-        let n = version_note("0.0.9", "0.1.0").unwrap();
+        assert_eq!(version_note(("0.1.0", None), ("0.1.0", None)), None);
+        assert_eq!(
+            version_note(("", None), ("0.1.0", None)),
+            None,
+            "an agent that did not say"
+        );
+        assert_eq!(
+            version_note(("0.1.0", Some("abc")), ("0.1.0", Some("abc"))),
+            None
+        );
+        assert_eq!(
+            version_note(("0.1.0", None), ("0.1.0", Some("abc"))),
+            None,
+            "a revision not known on one side proves nothing"
+        );
+        let stale = version_note(("0.1.0", Some("1a2b3c")), ("0.1.0", Some("4d5e6f"))).unwrap();
+        assert!(
+            stale.contains("1a2b3c")
+                && stale.contains("4d5e6f")
+                && stale.contains("build-agent.sh"),
+            "{stale}"
+        );
+        let n = version_note(("0.0.9", None), ("0.1.0", None)).unwrap();
         assert!(n.contains("iodig 0.0.9, this is 0.1.0"), "{n}");
     }
 

@@ -79,6 +79,8 @@ pub struct RemoteOptions {
     pub trace: TraceOptions,
     /// `--events`: each agent streams every IO of its host too, sent back with the step.
     pub io_events: bool,
+    /// This iodig's git revision, when known: an agent built from another one is said.
+    pub revision: Option<String>,
 }
 
 /// One host's agent, live.
@@ -547,7 +549,10 @@ impl Agent {
             HostStream::lock(&agent.stream).set_place(n.address.clone());
         }
         let mut notes = kernel_notes;
-        notes.extend(floor::version_note(&h.version, env!("CARGO_PKG_VERSION")));
+        notes.extend(floor::version_note(
+            (&h.version, h.revision.as_deref()),
+            (env!("CARGO_PKG_VERSION"), opts.revision.as_deref()),
+        ));
         let fact = ObservedHost {
             host: host.spec.clone(),
             hostname: h.hostname.clone(),
