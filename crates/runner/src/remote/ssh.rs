@@ -355,9 +355,10 @@ pub fn provision(ssh: &Ssh, host: &SshHost, role: Role) -> Result<Provisioned> {
             facts: a.read.as_ref().map(|(.., f)| f).map_err(String::as_str),
         },
         (_, _, _, Some(path)) => floor::AgentBuild::Missing { path },
-        // IODIG_AGENT set empty: the fix names where iodig would look by default.
+        // IODIG_AGENT set empty: the fix names where iodig would look by default, which
+        // it does only once the variable is unset.
         _ => floor::AgentBuild::Missing {
-            path: "iodig-agent beside this iodig",
+            path: "iodig-agent beside this iodig (with IODIG_AGENT unset: set empty, it turns the agent build off)",
         },
     };
     match floor::choose(
@@ -375,7 +376,7 @@ pub fn provision(ssh: &Ssh, host: &SshHost, role: Role) -> Result<Provisioned> {
                 *len as f64 / 1e6,
                 host.spec
             );
-            send(ssh, host, &probe, path, &remote, "iodig")?;
+            send(ssh, host, &probe, (path, &remote), "iodig", &remote)?;
             Ok(Provisioned {
                 remote,
                 how: format!("iodig {hash} sent ({len} bytes)"),
@@ -410,7 +411,14 @@ pub fn provision(ssh: &Ssh, host: &SshHost, role: Role) -> Result<Provisioned> {
                 a.path.display(),
                 *a_len as f64 / 1e6
             );
-            send(ssh, host, &probe, &a.path, &a_remote, "the agent build")?;
+            send(
+                ssh,
+                host,
+                &probe,
+                (&a.path, &a_remote),
+                "the agent build",
+                &remote,
+            )?;
             Ok(Provisioned {
                 remote: a_remote,
                 how: format!("iodig agent build {a_hash} sent ({a_len} bytes, needs {needs})"),
@@ -428,14 +436,15 @@ fn remote_path(hash: &str) -> String {
 /// Puts `local` at `remote` on the host and runs it once there: a library missing there or too
 /// old (libstdc++, OpenSSL, a glibc the probe could not read) is the dynamic loader's own
 /// words now, not a silent agent later. A copy that cannot run is removed, since it would only
-/// be sent again. `what` names it in the error (`iodig`, `the agent build`).
+/// be sent again. `what` names it in the error (`iodig`, `the agent build`), and the fix names
+/// `host_build_at`, the path where iodig picks up a build made on the host (its own binary's).
 fn send(
     ssh: &Ssh,
     host: &SshHost,
     probe: &HostProbe,
-    local: &Path,
-    remote: &str,
+    (local, remote): (&Path, &str),
     what: &str,
+    host_build_at: &str,
 ) -> Result<()> {
     let ran = ssh.output(
         host,
@@ -446,7 +455,7 @@ fn send(
     )?;
     if let Some(said) = ran.trim().strip_prefix("fails") {
         bail!(
-            "{} {}: {what} does not run on the host ({}): {}; build iodig on that host's OS and put it at {remote} there: iodig runs the build it finds there instead of sending this one",
+            "{} {}: {what} does not run on the host ({}): {}; build iodig on that host's OS and put it at {host_build_at} there: iodig runs the build it finds there instead of sending this one",
             host.flag,
             host.spec,
             host_os(probe),
