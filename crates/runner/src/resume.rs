@@ -4,9 +4,10 @@
 //!
 //! Nothing is changed before everything is checked: [`open`] only reads the run directory and
 //! says which steps are kept; [`crate::plan::Plan::check_resume`] compares the plan resolved
-//! again from the recorded command line with what run.json recorded; the deployment checks that the dataset is the one
-//! the kept steps ran on ([`crate::dataset::resume_keeps_dataset`]); only then does
-//! [`crate::rundir::RunDir::reopen`] remove the partial step and take the run over.
+//! again from the recorded command line with what run.json recorded; the deployment checks
+//! that the dataset is the one the kept steps ran on
+//! ([`crate::dataset::resume_keeps_dataset`]); only then does [`crate::rundir::RunDir::reopen`]
+//! remove the partial step and take the run over.
 
 use crate::errors::UsageError;
 use anyhow::Result;
