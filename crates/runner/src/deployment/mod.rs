@@ -1,7 +1,6 @@
-//! Where the database runs and what iodig owns of it. A deployment decides the layout
-//! properties, whether to load, how to put a dataset back, which processes and database logs to
-//! observe; the [`Sweeper`] handed in (the sweep in `crate::sweep`) stays the same for all of
-//! them.
+//! Where the database runs and what iodig owns of it. A deployment decides whether to load,
+//! how to put a dataset back, which processes and database logs to observe; the [`Sweeper`]
+//! handed in (the sweep in `crate::sweep`) stays the same for all of them.
 //!
 //! The deployments today: [`embedded`] (RocksDB's data directory, and the no-op `basic`
 //! binding), [`cassandra`] (managed local nodes iodig starts, or external hosts), and
