@@ -82,22 +82,9 @@ pub fn to_buckets(counts: &[u64], bounds: impl Fn(usize) -> (u64, u64)) -> Vec<B
         .collect()
 }
 
-/// The upper bound of the bucket holding quantile `q` (0..=1) of the IOs; 0 when empty.
-pub fn quantile(buckets: &[Bucket], q: f64) -> u64 {
-    let total: u64 = buckets.iter().map(|b| b.count).sum();
-    if total == 0 {
-        return 0;
-    }
-    let rank = ((q * total as f64).ceil() as u64).max(1);
-    let mut seen = 0;
-    for b in buckets {
-        seen += b.count;
-        if seen >= rank {
-            return b.upper;
-        }
-    }
-    buckets.last().map_or(0, |b| b.upper)
-}
+/// The upper bound of the bucket holding quantile `q` (0..=1) of the IOs; 0 when empty: the
+/// rule the report reads the saved buckets with, so the tracer's p99 and the report's agree.
+pub use iodig_model::trace::bucket_quantile as quantile;
 
 /// A latency summary from total bucket counts (`g` sub-bucket bits), with an exact max if known.
 pub fn latency(counts: &[u64], g: u32, exact_max: Option<u64>) -> Option<Latency> {
