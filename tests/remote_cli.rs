@@ -689,13 +689,13 @@ fn a_host_older_than_this_binary_is_sent_the_agent_build_and_it_observes() {
         return;
     }
     // Its floor, read as iodig reads it, is the brief's server's glibc or older.
-    let facts = iodig_runner::remote::floor::binary_facts(&agent).unwrap();
+    let facts = iodig_runner::remote::elf::binary_facts(&agent).unwrap();
     let floor = facts
         .floor
         .clone()
         .expect("a dynamic agent build has a glibc floor");
     assert!(
-        floor.version <= iodig_runner::remote::floor::Version(vec![2, 28]),
+        floor.version <= iodig_runner::remote::elf::Version(vec![2, 28]),
         "{}: {floor:?}",
         agent.display()
     );

@@ -18,6 +18,7 @@ pub mod agent;
 pub mod caps;
 pub mod clients;
 pub mod clock;
+pub mod elf;
 pub mod faults;
 pub mod floor;
 pub mod node;

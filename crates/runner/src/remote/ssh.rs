@@ -273,7 +273,7 @@ pub struct AgentBuildFile {
     /// Its local path.
     pub path: PathBuf,
     /// Its content's name (as [`local_binary`]'s), or why it cannot be read.
-    pub read: std::result::Result<(String, u64, floor::BinaryFacts), String>,
+    pub read: std::result::Result<(String, u64, super::elf::BinaryFacts), String>,
 }
 
 /// The agent build, read once for the run; None when there is no file where iodig looks.
@@ -285,7 +285,7 @@ pub fn agent_build() -> Option<&'static AgentBuildFile> {
             if !path.exists() {
                 return None;
             }
-            let read = floor::binary_facts(&path)
+            let read = super::elf::binary_facts(&path)
                 .and_then(|facts| content_name(&path).map(|(hash, len)| (hash, len, facts)));
             Some(AgentBuildFile { path, read })
         })
@@ -338,7 +338,7 @@ pub fn provision(ssh: &Ssh, host: &SshHost, role: Role) -> Result<Provisioned> {
         let how = format!("iodig {hash} already on the host");
         return Ok(Provisioned { remote, how, probe });
     }
-    let own_floor = match floor::own_glibc_floor() {
+    let own_floor = match super::elf::own_glibc_floor() {
         Ok(f) => f.as_ref(),
         Err(e) => {
             // Not knowing the floor is no reason to refuse: the first run there still tells.
