@@ -725,9 +725,14 @@ fn a_host_older_than_this_binary_is_sent_the_agent_build_and_it_observes() {
     let said: Vec<&str> = r
         .stderr
         .lines()
-        .filter(|l| l.contains("agent build"))
+        .filter(|l| l.contains("the agent build") && l.contains(" has glibc "))
         .collect();
     assert_eq!(said.len(), 1, "one line says it: {}", r.stderr);
+    assert!(
+        !r.stderr.contains("the agent there was built from revision"),
+        "the agent build is of this iodig's source: {}",
+        r.stderr
+    );
     assert!(
         said[0].starts_with("note: 127.0.0.1 has glibc 2.28, older than this iodig's floor (2.")
             && said[0].contains(&format!(
