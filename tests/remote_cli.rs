@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::agents::{agents_under, no_agent_left, observed_rocksdb, one_at_a_time};
+use common::agents::{no_agent_left, observed_rocksdb, one_at_a_time, wait_for_an_agent};
 use common::sshd::Sshd;
 use common::{is_root, read_json, run_step, IodigArgs};
 use serde_json::Value;
@@ -193,11 +193,7 @@ fn ctrl_c_stops_the_remote_agent_too() {
         .spawn()
         .unwrap();
     // Wait until the run step is under way (its agent started), then interrupt.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while agents_under(&sshd).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no agent started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_an_agent(&sshd);
     std::thread::sleep(Duration::from_secs(4));
     // SAFETY: signalling the child this test started, by its pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::agents::{agents_under, no_agent_left, observed_rocksdb, one_at_a_time};
+use common::agents::{
+    agents_under, no_agent_left, observed_rocksdb, one_at_a_time, wait_for_an_agent,
+};
 use common::sshd::Sshd;
 use common::{is_root, read_json, IodigArgs};
 use serde_json::Value;
@@ -27,11 +29,7 @@ fn a_host_lost_mid_step_is_marked_partial_and_the_run_goes_on() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while agents_under(&sshd).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no agent started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_an_agent(&sshd);
     std::thread::sleep(Duration::from_secs(3));
     for pid in agents_under(&sshd) {
         // SAFETY: signalling the agent this test's run started, by its pid.

@@ -53,6 +53,15 @@ pub fn agent_pids() -> Vec<u32> {
         .collect()
 }
 
+/// Waits (up to 60 s) until an agent runs under the test's sshd: the run's step is under way.
+pub fn wait_for_an_agent(sshd: &Sshd) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while agents_under(sshd).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no agent started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The agents this sshd's sessions run (other tests' agents on this machine are not theirs).
 pub fn agents_under(sshd: &Sshd) -> Vec<u32> {
     let parent = |pid: u32| {
