@@ -353,7 +353,7 @@ fn clients_split_the_key_space_and_merge_exactly() {
         let run = iodig_report::load_run(dir).unwrap();
         let step = run.steps.iter().find(|s| !s.is_load()).unwrap();
         starts_per_second(step, "READ")
-            .unwrap_or_else(|| panic!("{}: latency-by-start.hlog", dir.display()))
+            .unwrap_or_else(|| panic!("{}: the log by start", dir.display()))
     };
     let mut expected = starts(&a);
     for (sec, n) in starts(&b) {

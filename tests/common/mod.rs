@@ -143,7 +143,7 @@ pub fn out_dir() -> (tempfile::TempDir, String) {
     (d, s)
 }
 
-/// Operations of `series` per second they started in, from a step's `latency-by-start.hlog`
+/// Operations of `series` per second they started in, from a step's log by start
 /// (read by the report's own reader); `None` when the step has no such log.
 pub fn starts_per_second(
     step: &iodig_report::data::StepData,

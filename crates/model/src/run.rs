@@ -320,9 +320,14 @@ pub mod files {
     /// Schema 1's HdrHistogram interval log: one tagged histogram per series per second, in µs;
     /// schema 2 writes it gzip-compressed as `latency.hlog.gz` ([`crate::series::read_hlog`]).
     pub const HDR_LOG: &str = "latency.hlog";
-    /// The same histograms keyed by the second each operation started in (not ended); schema 2:
-    /// `latency-by-start.hlog.gz`.
+    /// The same histograms keyed by the second each operation started in (not ended), written
+    /// whole by schema 1 and by merges (gzip in schema 2: `latency-by-start.hlog.gz`); a run
+    /// step writes [`HDR_SHIFT_LOG`] instead, from which readers rebuild it.
     pub const HDR_START_LOG: &str = "latency-by-start.hlog";
+    /// What turns [`HDR_LOG`] into [`HDR_START_LOG`]: the operations that started in one
+    /// interval and ended in another, as an interval log (`latency-start-shift.hlog.gz`;
+    /// `iodig_stats::for_each_start_interval_in` rebuilds the log by start from both).
+    pub const HDR_SHIFT_LOG: &str = "latency-start-shift.hlog";
     /// Every traced IO of the step, one CSV line each (`run --events`, eBPF only).
     pub const IO_EVENTS: &str = "io-events.csv";
     /// YCSB's summary text, as printed on stdout.

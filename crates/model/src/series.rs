@@ -39,8 +39,12 @@ pub const TRACE_CLASS_SECONDS: &str = "trace-class-seconds.jsonl.gz";
 pub const SYS_SAMPLES: &str = "sys-samples.jsonl.gz";
 /// The HDR interval log by end second, gzip (schema 1: [`crate::files::HDR_LOG`], plain).
 pub const HDR_LOG: &str = "latency.hlog.gz";
-/// The HDR interval log by start second, gzip (schema 1: [`crate::files::HDR_START_LOG`]).
+/// The whole HDR interval log by start second, gzip (schema 1: [`crate::files::HDR_START_LOG`]);
+/// steps now write [`HDR_SHIFT_LOG`] instead, merged runs still this.
 pub const HDR_START_LOG: &str = "latency-by-start.hlog.gz";
+/// The HDR interval log of operations that started in one interval and ended in another,
+/// gzip ([`crate::files::HDR_SHIFT_LOG`]; new in schema 2's later writers).
+pub const HDR_SHIFT_LOG: &str = "latency-start-shift.hlog.gz";
 
 /// Every series file name of either version: what a merge links per client and what a step
 /// directory may hold.
@@ -53,6 +57,7 @@ pub const ALL: &[&str] = &[
     SYS_SAMPLES,
     HDR_LOG,
     HDR_START_LOG,
+    HDR_SHIFT_LOG,
 ];
 
 /// One second of one device (`trace-seconds.jsonl.gz`): the device's name beside the
@@ -176,7 +181,8 @@ pub fn write_hlog(dir: &Path, v1_name: &str, log: &[u8]) -> Result<()> {
     })
 }
 
-/// A step directory's HDR interval log `v1_name` (`latency.hlog`, `latency-by-start.hlog`) of
+/// A step directory's HDR interval log `v1_name` (`latency.hlog`, `latency-start-shift.hlog`,
+/// `latency-by-start.hlog`) of
 /// either version, as text; none when it has neither file.
 pub fn read_hlog(dir: &Path, v1_name: &str) -> Result<Option<Vec<u8>>> {
     let gz = dir.join(hlog_name(v1_name));

@@ -171,15 +171,16 @@ impl StepData {
         self.for_each_client_second_in(files::HDR_LOG, want, f)
     }
 
-    /// The same over `latency-by-start.hlog`: each operation in the second it started in. A
-    /// second can come in two intervals (operations that ran over 5 s came later); `false`
-    /// when the step has no such log (runs of older iodig versions, merged runs).
+    /// The same by start: each operation in the interval it started in, from
+    /// `latency-by-start.hlog` or rebuilt from `latency.hlog` and its shift log. An interval
+    /// can come twice (operations that ran over 5 s came later); `false` when the step has
+    /// neither (runs of older iodig versions).
     pub fn for_each_client_start_second(
         &self,
         want: impl Fn(&str) -> bool,
         f: impl FnMut(u64, u64, &str, &iodig_stats::Histogram),
     ) -> Result<bool> {
-        self.for_each_client_second_in(files::HDR_START_LOG, want, f)
+        iodig_stats::for_each_start_interval_in(&self.dir, want, f)
     }
 
     fn for_each_client_second_in(

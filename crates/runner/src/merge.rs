@@ -9,11 +9,8 @@ use crate::errors::{RunError, UsageError};
 use crate::rundir::RunDir;
 use crate::utc::unix_ms;
 use anyhow::{anyhow, Context, Result};
-use base64::Engine;
-use hdrhistogram::serialization::interval_log::{
-    IntervalLogIterator, IntervalLogWriterBuilder, LogEntry, Tag,
-};
-use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
 use iodig_model::fsio::read_json;
 use iodig_model::reading::{read_run_doc, settle};
 use iodig_model::{files, ClientStep, RunDoc, Sample, StepHistograms, StepSummary};
@@ -457,7 +454,7 @@ fn merge_start_logs(dirs: &[PathBuf]) -> Result<Option<Vec<u8>>> {
     let mut seconds: BTreeMap<u64, Second> = BTreeMap::new();
     let mut any = false;
     for dir in dirs {
-        any |= read_hlog(dir, files::HDR_START_LOG, &mut seconds, by_middle)?;
+        any |= read_start_log(dir, &mut seconds, by_middle)?;
     }
     if !any {
         return Ok(None);
@@ -503,47 +500,60 @@ fn write_log(
     Ok(hlog)
 }
 
+/// Adds a client's interval log `name` into `seconds`, each interval under the second `key`
+/// gives it; `false` when the step has no such log.
 fn read_hlog(
     dir: &Path,
     name: &str,
     seconds: &mut BTreeMap<u64, Second>,
     key: KeyOf,
 ) -> Result<bool> {
-    let path = &dir.join(name);
+    let path = dir.join(name);
     let Some(bytes) = iodig_model::series::read_hlog(dir, name)? else {
         return Ok(false);
     };
-    let mut base = Duration::ZERO;
-    let mut de = Deserializer::new();
-    for entry in IntervalLogIterator::new(&bytes) {
-        match entry.map_err(|e| anyhow!("{}: bad interval log: {e:?}", path.display()))? {
-            LogEntry::BaseTime(t) => base = t,
-            LogEntry::StartTime(t) if base.is_zero() => base = t,
-            LogEntry::StartTime(_) => {}
-            LogEntry::Interval(i) => {
-                let start = base + i.start_timestamp();
-                let end = start + i.duration();
-                let raw =
-                    base64::engine::general_purpose::STANDARD.decode(i.encoded_histogram())?;
-                let h: Histogram = de
-                    .deserialize(&mut raw.as_slice())
-                    .map_err(|e| anyhow!("{}: {e:?}", path.display()))?;
-                let tag = i
-                    .tag()
-                    .map_or("UNTAGGED".to_string(), |t| t.as_str().to_string());
-                let sec = key(start.as_millis() as u64, end.as_millis() as u64);
-                let slot = seconds
-                    .entry(sec)
-                    .or_default()
-                    .series
-                    .entry(tag)
-                    .or_insert_with(new_histogram);
-                slot.add(&h)
-                    .map_err(|e| anyhow!("{}: {e:?}", path.display()))?;
-            }
-        }
+    let mut failed = None;
+    iodig_stats::for_each_interval(
+        &bytes,
+        |_| true,
+        |start, end, tag, h| add_to_second(seconds, key(start, end), tag, h, &mut failed),
+    )
+    .with_context(|| path.display().to_string())?;
+    failed
+        .map_or(Ok(true), Err)
+        .with_context(|| path.display().to_string())
+}
+
+/// [`read_hlog`] of a client's log by start, whole or rebuilt from its log by end and shift.
+fn read_start_log(dir: &Path, seconds: &mut BTreeMap<u64, Second>, key: KeyOf) -> Result<bool> {
+    let mut failed = None;
+    let any = iodig_stats::for_each_start_interval_in(
+        dir,
+        |_| true,
+        |start, end, tag, h| add_to_second(seconds, key(start, end), tag, h, &mut failed),
+    )?;
+    failed
+        .map_or(Ok(any), Err)
+        .with_context(|| format!("{}: the log by start", dir.display()))
+}
+
+/// Adds one interval's histogram of `tag` into second `sec`, keeping the first failure.
+fn add_to_second(
+    seconds: &mut BTreeMap<u64, Second>,
+    sec: u64,
+    tag: &str,
+    h: &Histogram,
+    failed: &mut Option<anyhow::Error>,
+) {
+    let slot = seconds
+        .entry(sec)
+        .or_default()
+        .series
+        .entry(tag.to_string())
+        .or_insert_with(new_histogram);
+    if let Err(e) = slot.add(h) {
+        failed.get_or_insert_with(|| anyhow!("{tag}: {e:?}"));
     }
-    Ok(true)
 }
 
 #[cfg(test)]

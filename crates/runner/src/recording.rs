@@ -85,8 +85,8 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
     run.recorded(series::write_hlog(&dir, files::HDR_LOG, &result.hlog))?;
     run.recorded(series::write_hlog(
         &dir,
-        files::HDR_START_LOG,
-        &result.start_hlog,
+        files::HDR_SHIFT_LOG,
+        &result.shift_hlog,
     ))?;
     if let Some(t) = &observed.trace {
         run.recorded(series::write_trace(&dir, t))?;

@@ -21,11 +21,11 @@ pub struct Timed<D: Db, P: Pacer> {
     clock: Reader,
     /// Operations that start before this (warm-up) are not recorded.
     measure_from: u64,
-    /// `measure_from` on the wall clock (Unix ms), from which operations are placed in the
-    /// second they started in.
-    measure_from_unix_ms: u64,
     /// The end of the collector's first interval; the others follow a second apart.
     first_boundary: u64,
+    /// The same in whole ms after `measure_from`, as the recorder places an operation in the
+    /// interval it started in.
+    first_boundary_ms: u32,
     /// Scheduled start of the current operation; `None` without a target rate, where the
     /// start of its first call stands in (as YCSB's intended start is the actual one then),
     /// so no clock is read for it.
@@ -36,13 +36,15 @@ pub struct Timed<D: Db, P: Pacer> {
     /// transaction's end, without reading the clock again (a clock read was an eighth of a
     /// no-op binding's CPU per operation).
     last_end: Option<u64>,
+    /// The last measured call (with its interval), recorded when the transaction ends,
+    /// together with the transaction's count under one lock, or when another call ends.
+    held: Option<(u32, Entry)>,
 }
 
 impl<D: Db, P: Pacer> Timed<D, P> {
     /// Wraps one worker's binding, recording into `recorder` every operation whose intended
-    /// start is at or after `measure_from` (the end of warm-up, `measure_from_unix_ms` on the
-    /// wall clock), in the collector's interval its end falls in (the first ends at
-    /// `first_boundary`, the others a second apart).
+    /// start is at or after `measure_from` (the end of warm-up), in the collector's interval
+    /// its end falls in (the first ends at `first_boundary`, the others a second apart).
     ///
     /// `clock` must have been taken before `measure_from` and `first_boundary` (instants
     /// before its epoch count as the epoch).
@@ -51,20 +53,23 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         recorder: Arc<WorkerRecorder>,
         clock: &Clock,
         measure_from: Instant,
-        measure_from_unix_ms: u64,
         first_boundary: Instant,
         pacer: P,
     ) -> Self {
+        let first_boundary_ms = first_boundary
+            .saturating_duration_since(measure_from)
+            .as_millis();
         Self {
             db,
             recorder,
             measure_from: clock.ns_of(measure_from),
-            measure_from_unix_ms,
             first_boundary: clock.ns_of(first_boundary),
+            first_boundary_ms: u32::try_from(first_boundary_ms).unwrap_or(u32::MAX),
             clock: clock.reader(),
             intended_start: None,
             pacer,
             last_end: None,
+            held: None,
         }
     }
 
@@ -84,22 +89,32 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         if intended < self.measure_from {
             return;
         }
-        self.recorder.record(
-            self.measure_from_unix_ms,
-            self.interval(end),
-            &Entry {
-                op,
-                status: status.index() as u8,
-                ok: status.is_ok(),
-                service_us: micros_u32_ns(end.saturating_sub(start)),
-                intended_us: micros_u32_ns(end.saturating_sub(intended.min(start))),
-                end_ms: millis_u32_ns(end.saturating_sub(self.measure_from)),
-            },
-        );
+        let entry = Entry {
+            op,
+            status: status.index() as u8,
+            ok: status.is_ok(),
+            service_us: micros_u32_ns(end.saturating_sub(start)),
+            intended_us: micros_u32_ns(end.saturating_sub(intended.min(start))),
+            end_ms: millis_u32_ns(end.saturating_sub(self.measure_from)),
+        };
+        if let Some((interval, held)) = self.held.replace((self.interval(end), entry)) {
+            self.recorder
+                .record(self.first_boundary_ms, interval, &held);
+        }
+    }
+
+    /// Records the held call, if any, on its own (before a pause or the cleanup).
+    fn release_held(&mut self) {
+        if let Some((interval, held)) = self.held.take() {
+            self.recorder
+                .record(self.first_boundary_ms, interval, &held);
+        }
     }
 
     /// Runs and measures the binding's per-worker cleanup (YCSB's `[CLEANUP]`).
     pub async fn cleanup(&mut self) -> Result<(), DbError> {
+        // A transaction that failed before its end leaves its last call held.
+        self.release_held();
         let start = self.clock.now();
         let result = self.db.cleanup().await;
         let end = self.clock.now();
@@ -110,7 +125,7 @@ impl<D: Db, P: Pacer> Timed<D, P> {
             Status::Error
         };
         self.recorder.record(
-            self.measure_from_unix_ms,
+            self.first_boundary_ms,
             self.interval(end),
             &Entry {
                 op: OpKind::Cleanup,
@@ -138,9 +153,22 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         };
         let intended = self.intended_start.take().unwrap_or(end);
         if intended < self.measure_from {
+            // Its calls were not measured either (one intended start per transaction).
+            self.release_held();
             return false;
         }
-        self.recorder.count_operation(self.interval(end));
+        let interval = self.interval(end);
+        match self.held.take() {
+            Some((at, held)) if at == interval => {
+                self.recorder
+                    .record_operation(self.first_boundary_ms, at, &held);
+            }
+            Some((at, held)) => {
+                self.recorder.record(self.first_boundary_ms, at, &held);
+                self.recorder.count_operation(interval);
+            }
+            None => self.recorder.count_operation(interval),
+        }
         true
     }
 
@@ -241,6 +269,8 @@ impl<D: Db, P: Pacer> MeasuredDb for Timed<D, P> {
 
     async fn pause(&mut self, d: Duration) {
         self.last_end = None;
+        // Recorded now, not after the pause: the collector may take its interval meanwhile.
+        self.release_held();
         self.pacer.sleep_until(Instant::now() + d).await;
     }
 }

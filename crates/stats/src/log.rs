@@ -31,6 +31,6 @@ pub struct Entry {
     /// Time from the intended start in µs; equals `service_us` without a target rate.
     pub intended_us: u32,
     /// When the operation ended, in ms from the start of measurement: with the latency it says
-    /// which second the operation started in (the split by start of `latency-by-start.hlog`).
+    /// which interval the operation started in (the log by start, `latency-start-shift.hlog`).
     pub end_ms: u32,
 }

@@ -1,9 +1,10 @@
 //! Per-worker recording in HdrHistogram's recorder pattern: each worker counts its own
-//! operations, per series and per second of start, in the bucket layout of [`new_histogram`],
+//! operations, per series and per interval of start, in the bucket layout of [`new_histogram`],
 //! in one [`Recording`] per collector interval (the interval the operation ended in, from its
 //! end time); the collector takes the recordings of intervals that are over and merges them
-//! into HDR histograms. Its work per interval is O(workers × buckets used), not O(operations),
-//! so it keeps up at any op rate, and nothing queues.
+//! into HDR histograms, and sets apart the operations that started in another interval (the
+//! log by start's shift, [`crate::shift`]). Its work per interval is O(workers × buckets
+//! used), not O(operations), so it keeps up at any op rate, and nothing queues.
 //!
 //! The collector never waits for a worker: it takes a worker's recordings only when its lock is
 //! free, and comes back to the others. A worker descheduled while it records (1024 busy
@@ -12,15 +13,15 @@
 //!
 //! A worker's counts are sparse (chunks of the layout allocated as values land in them), not
 //! full histograms: one 1 µs–1 h, 3-digit HDR histogram is 23,552 counters (184 KB of u64), and
-//! 1024 workers × a few series × two start seconds of those would be hundreds of MB, while
+//! 1024 workers × a few series × two start intervals of those would be hundreds of MB, while
 //! one worker's latencies in one second fall in a few chunks.
 //!
 //! [`new_histogram`]: crate::new_histogram
 
 use crate::log::{Entry, Variant};
 use crate::series::{IntervalMode, SeriesSet, HIGHEST_US, STATUSES};
+use crate::shift::Carried;
 use iodig_model::OpKind;
-use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 
 // The layout of `new_histogram` (lowest 1, 3 significant digits, HdrHistogram's formulas):
@@ -44,9 +45,21 @@ const VARIANTS: [Variant; 4] = [
     Variant::Intended,
     Variant::IntendedFailed,
 ];
-/// Start-second sets a recording keeps for reuse once emptied: a worker runs one operation at
-/// a time, so an interval's operations started in one or two seconds (more only after a stall).
+/// Start-interval sets a recording keeps for reuse once emptied: a worker runs one operation
+/// at a time, so an interval's operations started in one or two intervals (more only after a
+/// stall).
 const KEPT_SETS: usize = 4;
+
+/// The collector's interval an operation that started `started_ms` after the start of
+/// measurement started in: the first ends `first_boundary_ms` after it, the others follow a
+/// second apart.
+#[inline]
+fn start_interval(started_ms: u32, first_boundary_ms: u32) -> u32 {
+    match started_ms.checked_sub(first_boundary_ms) {
+        None => 0,
+        Some(after) => after / 1000 + 1,
+    }
+}
 
 /// HdrHistogram's counts index of `v` in the layout above (`index_for`).
 #[inline]
@@ -113,17 +126,17 @@ impl Counts {
     }
 }
 
-/// A worker's counts of the operations that started in one unix second.
+/// A worker's counts of the operations that started in one collector interval.
 struct StartSet {
-    /// The unix second (in ms) the operations started in.
-    second_ms: u64,
+    /// The collector's interval the operations started in.
+    interval: u32,
     series: [Option<Box<Counts>>; SLOTS],
 }
 
 impl StartSet {
-    fn new(second_ms: u64) -> Self {
+    fn new(interval: u32) -> Self {
         Self {
-            second_ms,
+            interval,
             series: [const { None }; SLOTS],
         }
     }
@@ -136,7 +149,7 @@ impl StartSet {
     }
 }
 
-/// What one worker recorded in one interval: counts per start second and series, and return
+/// What one worker recorded in one interval: counts per start interval and series, and return
 /// codes. Passed between a worker and the collector, never reallocated per operation.
 pub struct Recording {
     /// The collector's interval (its sample's index) the operations ended in.
@@ -159,7 +172,7 @@ impl Default for Recording {
 impl std::fmt::Debug for Recording {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recording")
-            .field("start_seconds", &self.active)
+            .field("start_intervals", &self.active)
             .finish_non_exhaustive()
     }
 }
@@ -180,18 +193,18 @@ impl Recording {
         self.active == 0 && self.operations == 0
     }
 
-    fn set_for(&mut self, second_ms: u64) -> &mut StartSet {
-        // Start seconds mostly arrive in order, so the newest set is the likely one.
+    fn set_for(&mut self, interval: u32) -> &mut StartSet {
+        // Start intervals mostly arrive in order, so the newest set is the likely one.
         let found = self.sets[..self.active]
             .iter()
-            .rposition(|s| s.second_ms == second_ms);
+            .rposition(|s| s.interval == interval);
         let i = match found {
             Some(i) => i,
             None => {
                 if self.active == self.sets.len() {
-                    self.sets.push(StartSet::new(second_ms));
+                    self.sets.push(StartSet::new(interval));
                 }
-                self.sets[self.active].second_ms = second_ms;
+                self.sets[self.active].interval = interval;
                 self.active += 1;
                 self.active - 1
             }
@@ -199,15 +212,15 @@ impl Recording {
         &mut self.sets[i]
     }
 
-    /// Counts one entry exactly as [`SeriesSet::record`] would, under the second it started
-    /// in: `measure_from_unix_ms` plus its end, less its latency in whole ms (clamped at the
-    /// start of measurement), as the interval log by start has always placed operations.
+    /// Counts one entry exactly as [`SeriesSet::record`] would, under the collector interval
+    /// it started in: its end less its latency in whole ms (clamped at the start of
+    /// measurement), the first interval ending `first_boundary_ms` after that start and the
+    /// others a second apart.
     #[inline]
-    fn record(&mut self, e: &Entry, mode: IntervalMode, measure_from_unix_ms: u64) {
+    fn record(&mut self, e: &Entry, mode: IntervalMode, first_boundary_ms: u32) {
         let main_us = mode.latency_us(e);
-        let end_ms = u64::from(e.end_ms);
-        let started_ms = measure_from_unix_ms + end_ms - u64::from(main_us / 1000).min(end_ms);
-        let set = self.set_for(started_ms / 1000 * 1000);
+        let started_ms = e.end_ms.saturating_sub(main_us / 1000);
+        let set = self.set_for(start_interval(started_ms, first_boundary_ms));
         let (main, intended) = if e.ok {
             (Variant::Ok, Variant::Intended)
         } else {
@@ -223,17 +236,24 @@ impl Recording {
         }
     }
 
-    /// Adds this recording to `interval` (by second of completion: everything recorded) and
-    /// to `by_start` (by the unix second, in ms, the operations started in), then empties it
-    /// for reuse; returns the workload operations it counted. Exact: every count lands in the
-    /// same HDR bucket as a direct record.
+    /// Adds this recording to `interval`, the collector's interval `index` (by completion:
+    /// everything recorded), and its operations that started in an earlier interval to
+    /// `carried` as well (an operation whose start, in whole ms, falls after its interval is
+    /// counted as starting in it), then empties it for reuse; returns the workload operations
+    /// it counted. Exact: every count lands in the same HDR bucket as a direct record.
     pub fn drain_into(
         &mut self,
+        index: u32,
         interval: &mut SeriesSet,
-        by_start: &mut BTreeMap<u64, SeriesSet>,
+        carried: &mut Carried,
     ) -> u64 {
+        let Carried {
+            started_earlier,
+            ended_later,
+        } = carried;
         for set in &mut self.sets[..self.active] {
-            let start = by_start.entry(set.second_ms).or_default();
+            let started = set.interval.min(index);
+            let mut later = (started < index).then(|| ended_later.entry(started).or_default());
             for (slot, counts) in set.series.iter_mut().enumerate() {
                 let Some(counts) = counts.as_deref_mut() else {
                     continue;
@@ -241,7 +261,10 @@ impl Recording {
                 let id = (OpKind::ALL[slot / 4], VARIANTS[slot % 4]);
                 counts.drain(|v, n| {
                     interval.record_n(id, v, n);
-                    start.record_n(id, v, n);
+                    if let Some(later) = later.as_deref_mut() {
+                        later.record_n(id, v, n);
+                        started_earlier.record_n(id, v, n);
+                    }
                 });
             }
         }
@@ -254,7 +277,7 @@ impl Recording {
         }
         self.active = 0;
         self.interval = 0;
-        // A stall can leave many start seconds in one interval; their sets are not kept.
+        // A stall can leave many start intervals in one interval; their sets are not kept.
         self.sets.truncate(KEPT_SETS);
         std::mem::take(&mut self.operations)
     }
@@ -308,15 +331,15 @@ impl WorkerRecorder {
     }
 
     /// Records one measured operation that ended in the collector's interval `interval`, of a
-    /// step whose measurement started at `measure_from_unix_ms` (the entry's `end_ms` counts
-    /// from there). An operation of an interval the collector has already taken (its worker
+    /// step whose first interval ended `first_boundary_ms` after its measurement started (the
+    /// entry's `end_ms` counts from there). An operation of an interval the collector has already taken (its worker
     /// was descheduled between the operation's end and this call) goes to the worker's
     /// current interval: the one case where an operation is counted a second late.
     #[inline]
-    pub fn record(&self, measure_from_unix_ms: u64, interval: u32, e: &Entry) {
+    pub fn record(&self, first_boundary_ms: u32, interval: u32, e: &Entry) {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         slots.advance(interval);
-        slots.current.record(e, self.mode, measure_from_unix_ms);
+        slots.current.record(e, self.mode, first_boundary_ms);
     }
 
     /// Counts one measured workload operation that ended in interval `interval` (placed as
@@ -325,6 +348,17 @@ impl WorkerRecorder {
     pub fn count_operation(&self, interval: u32) {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         slots.advance(interval);
+        slots.current.operations += 1;
+    }
+
+    /// [`WorkerRecorder::record`] of a workload operation's last call, and
+    /// [`WorkerRecorder::count_operation`] of the operation, which ended with it: one lock
+    /// for both (the lock was a tenth of a no-op binding's CPU per operation, taken twice).
+    #[inline]
+    pub fn record_operation(&self, first_boundary_ms: u32, interval: u32, e: &Entry) {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.advance(interval);
+        slots.current.record(e, self.mode, first_boundary_ms);
         slots.current.operations += 1;
     }
 
@@ -443,25 +477,37 @@ mod tests {
         workers: &[WorkerRecorder],
         through: u32,
         spares: &mut Vec<Recording>,
+        index: u32,
         interval: &mut SeriesSet,
-        by_start: &mut BTreeMap<u64, SeriesSet>,
+        carried: &mut Carried,
     ) {
         let mut taken = Vec::new();
         for w in workers {
             assert!(w.try_take(through, &mut taken, spares));
             for mut r in taken.drain(..) {
-                r.drain_into(interval, by_start);
+                r.drain_into(index, interval, carried);
                 spares.push(r);
             }
         }
     }
 
-    /// The same entries give the same histograms, per interval and by start second, whether
-    /// the collector records them one by one (as it did from per-worker logs) or merges the
-    /// workers' recordings, some workers already recording the next interval when it does.
+    fn assert_same_histograms(a: &SeriesSet, b: &SeriesSet, what: &str) {
+        let ah: Vec<_> = a.histograms().collect();
+        let bh: Vec<_> = b.histograms().collect();
+        assert_eq!(ah.len(), bh.len(), "{what}");
+        for ((ai, ah), (bi, bh)) in ah.iter().zip(&bh) {
+            assert_eq!(ai, bi, "{what}");
+            assert!(ah == bh, "{what}: {ai:?} differs");
+        }
+    }
+
+    /// The same entries give the same histograms, per interval and moved between intervals of
+    /// start and end, whether the collector records them one by one (as it did from per-worker
+    /// logs) or merges the workers' recordings, some workers already recording the next
+    /// interval when it does.
     #[test]
     fn taken_recordings_merge_to_the_entries_histograms() {
-        const WALL_MS: u64 = 1_700_000_000_750;
+        const FIRST_BOUNDARY_MS: u32 = 1_250;
         const INTERVALS: u32 = 6;
         for mode in [IntervalMode::Op, IntervalMode::Intended, IntervalMode::Both] {
             let mut rng = Lcg(mode as u64 + 1);
@@ -470,8 +516,13 @@ mod tests {
             let mut at = [0u32; 5];
             let mut spares = Vec::new();
             let mut old: Vec<SeriesSet> = (0..=INTERVALS).map(|_| SeriesSet::new()).collect();
-            let mut by_start_old = BTreeMap::<u64, SeriesSet>::new();
-            let mut by_start_new = BTreeMap::<u64, SeriesSet>::new();
+            // Entry by entry: what ended in interval k but started earlier, and what started
+            // in interval j and ended later.
+            let mut earlier_old: Vec<SeriesSet> =
+                (0..=INTERVALS).map(|_| SeriesSet::new()).collect();
+            let mut later_old = std::collections::BTreeMap::<u32, SeriesSet>::new();
+            let mut carried = Carried::default();
+            let mut earlier_new = Vec::new();
             let mut totals_old = SeriesSet::new();
             let mut totals_new = SeriesSet::new();
             for k in 0..INTERVALS {
@@ -482,17 +533,18 @@ mod tests {
                     let interval = if next { k + 1 } else { k.max(at[w]) };
                     at[w] = interval;
                     let e = entry(&mut rng);
-                    workers[w].record(WALL_MS, interval, &e);
+                    workers[w].record(FIRST_BOUNDARY_MS, interval, &e);
                     old[interval as usize].record(&e, mode);
-                    let end = u64::from(e.end_ms);
-                    let started = WALL_MS + end - u64::from(mode.latency_us(&e) / 1000).min(end);
-                    by_start_old
-                        .entry(started / 1000 * 1000)
-                        .or_default()
-                        .record(&e, mode);
+                    let started_ms = e.end_ms.saturating_sub(mode.latency_us(&e) / 1000);
+                    let started = start_interval(started_ms, FIRST_BOUNDARY_MS).min(interval);
+                    if started < interval {
+                        earlier_old[interval as usize].record(&e, mode);
+                        later_old.entry(started).or_default().record(&e, mode);
+                    }
                 }
                 let mut new = SeriesSet::new();
-                collect(&workers, k, &mut spares, &mut new, &mut by_start_new);
+                collect(&workers, k, &mut spares, k, &mut new, &mut carried);
+                earlier_new.push(std::mem::take(&mut carried.started_earlier));
                 assert_same(&old[k as usize], &new);
                 totals_old.merge(&old[k as usize]);
                 totals_new.merge(&new);
@@ -503,26 +555,31 @@ mod tests {
                 &workers,
                 u32::MAX,
                 &mut spares,
+                INTERVALS,
                 &mut last,
-                &mut by_start_new,
+                &mut carried,
             );
+            earlier_new.push(std::mem::take(&mut carried.started_earlier));
             assert_same(&old[INTERVALS as usize], &last);
             totals_old.merge(&old[INTERVALS as usize]);
             totals_new.merge(&last);
             assert_same(&totals_old, &totals_new);
-            assert_eq!(
-                by_start_old.keys().collect::<Vec<_>>(),
-                by_start_new.keys().collect::<Vec<_>>()
-            );
-            for (second, set) in &by_start_old {
-                let h_old: Vec<_> = set.histograms().collect();
-                let h_new: Vec<_> = by_start_new[second].histograms().collect();
-                assert_eq!(h_old.len(), h_new.len());
-                for ((ai, ah), (bi, bh)) in h_old.iter().zip(&h_new) {
-                    assert_eq!(ai, bi);
-                    assert!(ah == bh, "second {second}, {ai:?} differs");
-                }
+            for (k, (o, n)) in earlier_old.iter().zip(&earlier_new).enumerate() {
+                assert_same_histograms(o, n, &format!("interval {k}, started earlier"));
             }
+            assert!(
+                later_old.keys().eq(carried.ended_later.keys()),
+                "{:?}",
+                carried.ended_later.keys()
+            );
+            for (j, set) in &later_old {
+                assert_same_histograms(
+                    set,
+                    &carried.ended_later[j],
+                    &format!("interval {j}, ended later"),
+                );
+            }
+            assert!(!later_old.is_empty(), "the entries moved between intervals");
             // Recordings circulate: a few per worker, not one per interval.
             assert!(spares.len() <= 3 * workers.len(), "{}", spares.len());
         }
@@ -540,9 +597,16 @@ mod tests {
             end_ms: 1500,
         };
         for _ in 0..1000 {
-            w.record(0, 0, &e);
+            w.record(1000, 0, &e);
         }
-        w.record(0, 1, &e);
+        w.record(1000, 1, &e);
+        // Ended 1.5 s in, 700 ms after its start in the first interval (which ended at 1 s).
+        let slow = Entry {
+            service_us: 700_000,
+            intended_us: 700_000,
+            ..e
+        };
+        w.record(1000, 1, &slow);
         let (mut taken, mut spares) = (Vec::new(), Vec::new());
         // While the worker holds its lock, the collector takes nothing and goes on.
         {
@@ -552,21 +616,30 @@ mod tests {
         assert!(w.try_take(0, &mut taken, &mut spares));
         assert_eq!(taken.len(), 1, "interval 1 is not over");
         let mut interval = SeriesSet::new();
-        let mut by_start = BTreeMap::new();
+        let mut carried = Carried::default();
         let mut r = taken.pop().unwrap();
-        r.drain_into(&mut interval, &mut by_start);
+        r.drain_into(0, &mut interval, &mut carried);
         assert_eq!(interval.summaries()["READ"].count, 1000);
-        assert_eq!(by_start.keys().copied().collect::<Vec<_>>(), vec![1000]);
+        // Ended 1.5 s in, after the first interval's end: counted as starting in the interval it
+        // ended in, since an operation cannot start after its end.
+        assert!(carried.ended_later.is_empty());
+        assert_eq!(carried.started_earlier.summaries().len(), 0);
         // The drained recording is empty but keeps its start set and chunk for reuse.
         assert_eq!((r.active, r.sets.len()), (0, 1));
         spares.push(r);
         assert!(w.try_take(1, &mut taken, &mut spares));
         let mut next = SeriesSet::new();
         for mut r in taken.drain(..) {
-            r.drain_into(&mut next, &mut by_start);
+            r.drain_into(1, &mut next, &mut carried);
         }
-        assert_eq!(next.summaries()["READ"].count, 1);
-        assert_eq!(by_start[&1000].summaries()["READ"].count, 1001);
+        assert_eq!(next.summaries()["READ"].count, 2);
+        assert_eq!(carried.started_earlier.summaries()["READ"].count, 1);
+        assert!(carried.started_earlier.summaries()["READ"].max_us >= 700_000);
+        assert_eq!(
+            carried.ended_later.keys().copied().collect::<Vec<_>>(),
+            vec![0]
+        );
+        assert_eq!(carried.ended_later[&0].summaries()["READ"].count, 1);
         // The worker went on into the spare it was handed.
         assert!(spares.is_empty());
     }

@@ -47,7 +47,7 @@ pub struct ClientSide {
 pub struct ClientSplit {
     /// The YCSB series: READ, UPDATE, INSERT, SCAN, READ-MODIFY-WRITE or DELETE.
     pub series: String,
-    /// Operations counted in the second they started in (`latency-by-start.hlog`), else in
+    /// Operations counted in the second they started in (the log by start), else in
     /// the one they completed in (runs without that log).
     pub by_start: bool,
     /// In the seconds in which background (flush, compaction) IO completed.

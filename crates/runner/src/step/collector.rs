@@ -1,6 +1,7 @@
 //! The collecting side of a step: every second it takes each worker's finished recordings
 //! (never waiting on a worker that holds its lock), merges them into the second's sample, the
-//! whole step's histograms and both HDR interval logs, and ends the step on time.
+//! whole step's histograms and the HDR interval logs (by end, and the shift that makes it the
+//! log by start), and ends the step on time.
 
 use super::{process_cpu, Shared, Start, StepObserver, StepResult};
 use crate::live::{LatencyBuckets, LiveSink};
@@ -11,7 +12,9 @@ use anyhow::{anyhow, Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use iodig_model::Sample;
-use iodig_stats::{series_name, Recording, SeriesSet};
+use iodig_stats::{
+    series_name, Carried, Recording, SeriesSet, StoredV2Serializer, ENDED_LATER, STARTED_EARLIER,
+};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -151,7 +154,7 @@ impl<'a> Collector<'a> {
         }
         state.take_all(&self.shared, u32::MAX);
         state.emit(runtime.max(state.last_t))?;
-        state.write_start_seconds(u64::MAX)?;
+        state.close_shift()?;
         progress.finished();
         let error = self
             .shared
@@ -167,7 +170,7 @@ impl<'a> Collector<'a> {
             totals: state.totals,
             samples: state.samples,
             hlog: state.hlog,
-            start_hlog: state.start_hlog,
+            shift_hlog: state.shift_hlog,
             interrupted,
             error,
             ended_early,
@@ -309,9 +312,11 @@ struct CollectState {
     /// Workload operations of the interval being taken.
     interval_ops: u64,
     hlog: Vec<u8>,
-    /// Histograms by the unix second (ms) operations started in, until written out.
-    by_start: BTreeMap<u64, SeriesSet>,
-    start_hlog: Vec<u8>,
+    /// Each emitted interval's start and length, as its log lines give them.
+    spans: Vec<(Duration, Duration)>,
+    /// Operations that started in another interval than they ended in, until written out.
+    carried: Carried,
+    shift_hlog: Vec<u8>,
     /// Who watches the run live: each second is published to it as it is emitted.
     live: Arc<dyn LiveSink>,
     /// The second's latencies in the live buckets, reused from second to second; `None` when
@@ -319,10 +324,10 @@ struct CollectState {
     latency: Option<Vec<LatencyBuckets>>,
 }
 
-/// Start seconds stay open this long after they end: an operation still running then (a
-/// stall longer than this) lands in a second histogram of its start second, which readers
-/// merge with the first.
-const START_SECOND_OPEN_MS: u64 = 5_000;
+/// Start intervals stay open for this many intervals after they end: an operation still
+/// running then (a stall longer than this) lands in a second line of its start interval, which
+/// readers add to the first.
+const START_INTERVALS_OPEN: u32 = 5;
 
 /// An empty interval log whose times are on the wall clock from `started_wall`.
 fn hlog_header(started_wall: SystemTime, comment: &str) -> Vec<u8> {
@@ -344,9 +349,11 @@ impl CollectState {
             started_wall,
             "iodig latency log: one tagged histogram per series per second, values in microseconds",
         );
-        let start_hlog = hlog_header(
+        let shift_hlog = hlog_header(
             started_wall,
-            "iodig latency log by start: one tagged histogram per series per unix second the operations started in, values in microseconds",
+            &format!(
+                "iodig latency shift log: per series and interval, the operations that ended in it but started in an earlier one (<series>{STARTED_EARLIER}) and those that started in it and ended in a later one (<series>{ENDED_LATER}), values in microseconds. The log by start is latency.hlog less the first plus the second, interval by interval (docs/run-directory.md)"
+            ),
         );
         Self {
             started_wall,
@@ -360,8 +367,9 @@ impl CollectState {
             pending: Vec::new(),
             interval_ops: 0,
             hlog,
-            by_start: BTreeMap::new(),
-            start_hlog,
+            spans: Vec::new(),
+            carried: Carried::default(),
+            shift_hlog,
             latency: live.wants_client_latency().then(Vec::new),
             live,
         }
@@ -373,20 +381,22 @@ impl CollectState {
     }
 
     /// Takes the workers' recordings of intervals up to `through` into the interval being
-    /// built (an operation counts in the interval it ended in) and into the histograms of the
-    /// seconds its operations started in; `true` once every worker's part is in. Workers whose
-    /// lock is held are left for the next call.
+    /// built (an operation counts in the interval it ended in, and apart when it started in an
+    /// earlier one); `true` once every worker's part is in. Workers whose lock is held are left
+    /// for the next call.
     fn take(&mut self, shared: &Shared, through: u32) -> bool {
         if self.pending.is_empty() {
             self.pending.extend(0..shared.recorders.len());
         }
+        // The interval being built is the next sample.
+        let index = u32::try_from(self.samples.len()).unwrap_or(u32::MAX);
         let Self {
             pending,
             taken,
             spares,
             interval,
             interval_ops,
-            by_start,
+            carried,
             ..
         } = self;
         pending.retain(|&w| {
@@ -394,7 +404,7 @@ impl CollectState {
                 return true;
             }
             for mut r in taken.drain(..) {
-                *interval_ops += r.drain_into(interval, by_start);
+                *interval_ops += r.drain_into(index, interval, carried);
                 spares.push(r);
             }
             false
@@ -413,17 +423,21 @@ impl CollectState {
     }
 
     /// Ends the interval taken: one sample ending at `t` from the start of the window, its
-    /// interval log lines, and the start seconds that can no longer change.
+    /// interval log lines, and the start intervals that can no longer change.
     fn emit(&mut self, t: Duration) -> Result<()> {
         let secs = (t - self.last_t).as_secs_f64();
-        let wall_ms = unix_ms(self.started_wall);
         let operations = std::mem::take(&mut self.interval_ops);
         self.operations += operations;
         self.totals.merge(&self.interval);
-        self.write_hlog(t, secs)?;
-        self.write_start_seconds(
-            (wall_ms + t.as_millis() as u64).saturating_sub(START_SECOND_OPEN_MS),
-        )?;
+        // One span for both logs, so their lines of an interval carry the same timestamps.
+        let span = (
+            t.saturating_sub(Duration::from_secs_f64(secs)),
+            Duration::from_secs_f64(secs),
+        );
+        self.spans.push(span);
+        self.write_hlog(span)?;
+        let index = u32::try_from(self.samples.len()).unwrap_or(u32::MAX);
+        self.write_shift(index, index.checked_sub(START_INTERVALS_OPEN))?;
         self.samples.push(Sample {
             t: t.as_secs_f64(),
             unix_ms: unix_ms(self.started_wall + t),
@@ -451,36 +465,52 @@ impl CollectState {
         Ok(())
     }
 
-    /// Writes out the start seconds that ended before `before_unix_ms`, each as one interval
-    /// of that second (from the start of measurement for the first, partial one).
-    fn write_start_seconds(&mut self, before_unix_ms: u64) -> Result<()> {
-        let wall_ms = unix_ms(self.started_wall);
-        let mut ser = V2DeflateSerializer::new();
+    /// Writes the shift log's lines of interval `index` (the operations that ended in it but
+    /// started earlier), then those of the start intervals up to `close_through` (the
+    /// operations that started in them and ended later), which no longer change: all when
+    /// `close_through` is `u32::MAX`.
+    fn write_shift(&mut self, index: u32, close_through: Option<u32>) -> Result<()> {
+        let mut ser = StoredV2Serializer::default();
         let mut writer = IntervalLogWriterBuilder::new()
-            .begin_log_with(&mut self.start_hlog, &mut ser)
-            .context("cannot write the HDR interval log by start")?;
-        while let Some(entry) = self.by_start.first_entry() {
-            let second = *entry.key();
-            if second + 1000 > before_unix_ms {
+            .begin_log_with(&mut self.shift_hlog, &mut ser)
+            .context("cannot write the HDR shift log")?;
+        let mut write = |set: &SeriesSet, (start, length): (Duration, Duration), suffix: &str| {
+            for (id, h) in set.histograms() {
+                let tag = format!("{}{suffix}", series_name(id));
+                writer
+                    .write_histogram(h, start, length, Tag::new(&tag))
+                    .map_err(|e| anyhow!("cannot write the HDR shift log: {e:?}"))?;
+            }
+            anyhow::Ok(())
+        };
+        if let Some(&span) = self.spans.get(index as usize) {
+            write(&self.carried.started_earlier, span, STARTED_EARLIER)?;
+        }
+        self.carried.started_earlier.clear();
+        let Some(close_through) = close_through else {
+            return Ok(());
+        };
+        while let Some(entry) = self.carried.ended_later.first_entry() {
+            let started = *entry.key();
+            if started > close_through {
                 break;
             }
             let set = entry.remove();
-            let from = second.max(wall_ms);
-            for (id, h) in set.histograms() {
-                writer
-                    .write_histogram(
-                        h,
-                        Duration::from_millis(from - wall_ms),
-                        Duration::from_millis(second + 1000 - from),
-                        Tag::new(&series_name(id)),
-                    )
-                    .map_err(|e| anyhow!("cannot write the HDR interval log by start: {e:?}"))?;
+            // Every start interval is an emitted one: a recording's is clamped to the interval
+            // it is merged into.
+            if let Some(&span) = self.spans.get(started as usize) {
+                write(&set, span, ENDED_LATER)?;
             }
         }
         Ok(())
     }
 
-    fn write_hlog(&mut self, t: Duration, secs: f64) -> Result<()> {
+    /// Writes what is left of the shift log once the last interval is emitted.
+    fn close_shift(&mut self) -> Result<()> {
+        self.write_shift(u32::MAX, Some(u32::MAX))
+    }
+
+    fn write_hlog(&mut self, (start, length): (Duration, Duration)) -> Result<()> {
         let mut ser = V2DeflateSerializer::new();
         let mut writer = IntervalLogWriterBuilder::new()
             .begin_log_with(&mut self.hlog, &mut ser)
@@ -488,12 +518,7 @@ impl CollectState {
         for (id, h) in self.interval.histograms() {
             let name = series_name(id);
             writer
-                .write_histogram(
-                    h,
-                    t.saturating_sub(Duration::from_secs_f64(secs)),
-                    Duration::from_secs_f64(secs),
-                    Tag::new(&name),
-                )
+                .write_histogram(h, start, length, Tag::new(&name))
                 .map_err(|e| anyhow!("cannot write the HDR interval log: {e:?}"))?;
         }
         Ok(())

@@ -9,7 +9,6 @@ use crate::progress::Progress;
 use crate::step_plan::{Phase, StepPlan};
 use crate::timed::clock::Clock;
 use crate::timed::Timed;
-use crate::utc::unix_ms;
 use anyhow::{anyhow, Context, Result};
 use collector::{to_second_boundary, Collector};
 use iodig_db::{Db, DbFactory, Execution};
@@ -42,8 +41,9 @@ pub struct StepResult {
     pub samples: Vec<Sample>,
     /// HDR interval log (one tagged histogram per series per second).
     pub hlog: Vec<u8>,
-    /// The same, by the unix second each operation started in.
-    pub start_hlog: Vec<u8>,
+    /// What moves `hlog` to the log by start: the operations that started in another
+    /// interval than they ended in (`iodig_stats::for_each_start_interval`).
+    pub shift_hlog: Vec<u8>,
     /// Ctrl-C, SIGTERM or a worker failure ended the step early.
     pub interrupted: bool,
     /// First worker failure, if any.
@@ -175,7 +175,6 @@ impl<D: Db> WorkerJob<D> {
             Arc::clone(&shared.recorders[index]),
             &clock,
             start.measure_from,
-            unix_ms(start.measure_from_wall),
             start.first_boundary,
             pacer,
         );
@@ -424,7 +423,20 @@ mod tests {
                 assert!((s.secs - 1.0).abs() < 1e-9, "{}", s.secs);
             }
             assert_eq!(hlog_counts(&r.hlog), totals);
-            assert_eq!(hlog_counts(&r.start_hlog), totals);
+            let mut by_start = BTreeMap::<String, u64>::new();
+            iodig_stats::for_each_start_interval(
+                &r.hlog,
+                &r.shift_hlog,
+                |_| true,
+                |_, _, tag, h| *by_start.entry(tag.to_string()).or_default() += h.len(),
+            )
+            .unwrap();
+            assert_eq!(by_start, totals);
+            // Only operations that crossed an interval's end are in the shift: at most one
+            // per worker and interval of 8 workers, in both series when it measures both.
+            let moved: u64 = hlog_counts(&r.shift_hlog).values().sum();
+            let crossings = 8 * 2 * 2 * r.samples.len() as u64;
+            assert!(moved <= crossings, "{moved} moved of {}", r.operations);
         }
     }
 
