@@ -120,7 +120,7 @@ fn two_clients_over_ssh_start_together_and_merge_to_the_sum_of_their_operations(
             let own_dir = merged_dir
                 .join(format!("clients/{}", i + 1))
                 .join(own[i]["dir"].as_str().unwrap());
-            for f in ["sys.json", "db-events.json"] {
+            for f in ["sys.json", "db-events.jsonl.gz"] {
                 assert!(part["files"].as_array().unwrap().contains(&f.into()));
                 assert_eq!(
                     std::fs::read(kept.join(f)).unwrap(),

@@ -84,7 +84,7 @@ fn observe_over_ssh_records_each_step_per_node_and_matches_the_local_trace() {
             "trace-seconds.jsonl.gz",
             "sys.json",
             "sys-samples.jsonl.gz",
-            "db-events.json",
+            "db-events.jsonl.gz",
             "device-stats.json",
         ] {
             assert!(node_dir.join(f).is_file(), "{f} missing");

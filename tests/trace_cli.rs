@@ -71,7 +71,7 @@ fn run_stores_trace_sys_and_db_events_with_each_step() {
         );
         let sys = read_json(&step_dir.join("sys.json"));
         assert!(!sys["samples"].as_array().unwrap().is_empty());
-        assert!(step_dir.join("db-events.json").is_file());
+        assert!(step_dir.join("db-events.jsonl.gz").is_file());
     }
     // The run step reads from the device (direct reads, small block cache): the tracer saw reads.
     let run_step = r.run_dir().join(steps[1]["dir"].as_str().unwrap());
@@ -84,14 +84,11 @@ fn run_stores_trace_sys_and_db_events_with_each_step() {
     let reads = dev["ops"]["read"]["ios"].as_u64().unwrap_or(0);
     assert!(reads > 0, "no reads traced on {device}: {dev}");
     // The load wrote 20k records through a 1 MiB memtable: RocksDB logged flushes.
-    let load_events: Vec<serde_json::Value> = serde_json::from_slice(
-        &std::fs::read(
-            r.run_dir()
-                .join(steps[0]["dir"].as_str().unwrap())
-                .join("db-events.json"),
-        )
-        .unwrap(),
-    )
+    let load_events: Vec<serde_json::Value> = serde_json::from_value(read_json(
+        &r.run_dir()
+            .join(steps[0]["dir"].as_str().unwrap())
+            .join("db-events.json"),
+    ))
     .unwrap();
     assert!(
         load_events.iter().any(|e| e["kind"] == "flush"),

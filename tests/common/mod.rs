@@ -101,6 +101,7 @@ pub fn read_json(path: &Path) -> serde_json::Value {
         Some("timeseries.json") => {
             return with_series(iodig_model::series::read_timeseries(dir), path)
         }
+        Some("db-events.json") => return with_series(iodig_model::series::read_events(dir), path),
         _ => {}
     }
     let bytes =

@@ -72,6 +72,7 @@ pub fn run_directory(data: &[u8]) {
         "steps/01-workloada-t1/trace-seconds.jsonl.gz",
         "steps/01-workloada-t1/trace-class-seconds.jsonl.gz",
         "steps/01-workloada-t1/sys-samples.jsonl.gz",
+        "steps/01-workloada-t1/db-events.jsonl.gz",
     ];
     let Some((&which, content)) = data.split_first() else {
         return;

@@ -1,4 +1,4 @@
-//! Database events on the run's time line (`db-events.json` in a step directory): memtable
+//! Database events on the run's time line (`db-events.jsonl.gz` in a step directory): memtable
 //! flushes, compactions and file deletions, from Cassandra's logs or RocksDB's LOG.
 
 use serde::{Deserialize, Serialize};

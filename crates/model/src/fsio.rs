@@ -85,20 +85,6 @@ pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> Resul
     write_atomic(path, &bytes)
 }
 
-/// Serialises `rows` as one JSON array with one compact row per line, and writes it
-/// atomically: a reader sees ordinary JSON, a person one row per line, and a long list (a
-/// step's flushes and compactions) costs a third of its pretty bytes.
-pub fn write_json_rows_atomic<T: Serialize>(path: &Path, rows: &[T]) -> Result<()> {
-    let mut bytes = Vec::with_capacity(64 + rows.len() * 160);
-    bytes.push(b'[');
-    for (i, row) in rows.iter().enumerate() {
-        bytes.extend_from_slice(if i == 0 { b"\n" } else { b",\n" });
-        serde_json::to_writer(&mut bytes, row)?;
-    }
-    bytes.extend_from_slice(if rows.is_empty() { b"]\n" } else { b"\n]\n" });
-    write_atomic(path, &bytes)
-}
-
 /// Reads a JSON file, naming the path in the error.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -127,27 +113,6 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert!(!names.iter().any(|n| is_temp_name(n)), "{names:?}");
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn rows_are_one_json_array_with_a_row_per_line() {
-        let dir = std::env::temp_dir().join(format!("iodig-rows-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("rows.json");
-        let rows = vec![
-            serde_json::json!({"kind": "flush", "bytes": 1}),
-            serde_json::json!({"kind": "compaction", "detail": "a, b"}),
-        ];
-        write_json_rows_atomic(&path, &rows).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 4, "{text}");
-        assert_eq!(read_json::<Vec<serde_json::Value>>(&path).unwrap(), rows);
-        write_json_rows_atomic::<serde_json::Value>(&path, &[]).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[]\n");
-        assert!(read_json::<Vec<serde_json::Value>>(&path)
-            .unwrap()
-            .is_empty());
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -342,7 +342,9 @@ pub mod files {
     /// ([`crate::device_stats::DeviceStatsDoc`]).
     pub const DEVICE_STATS: &str = "device-stats.json";
     /// The database's flushes, compactions and file deletions, and faults injected
-    /// ([`crate::events::DbEvent`]).
+    /// ([`crate::events::DbEvent`]), as a JSON array: what earlier versions wrote; steps now
+    /// write `db-events.jsonl.gz` ([`crate::series::EVENTS`], read alike by
+    /// [`crate::series::read_events`]).
     pub const EVENTS: &str = "db-events.json";
     /// In a merged step: each client's part ([`super::ClientStep`]).
     pub const CLIENTS: &str = "clients.json";

@@ -12,6 +12,7 @@
 //! `trace.json.gz` or `trace.json`, and a document whose series file is present gets its series
 //! from there, one without keeps those it holds inline (schema 1).
 
+use crate::events::DbEvent;
 use crate::fsio::{read_json, write_atomic_with};
 use crate::sys::{CpuSpread, SysDoc, SysSample, PER_CPU_KEPT};
 use crate::trace::{AttrSecond, DeviceSecond, TraceDoc};
@@ -46,6 +47,11 @@ pub const HDR_START_LOG: &str = "latency-by-start.hlog.gz";
 /// gzip ([`crate::files::HDR_SHIFT_LOG`]; new in schema 2's later writers).
 pub const HDR_SHIFT_LOG: &str = "latency-start-shift.hlog.gz";
 
+/// The database's events, one [`DbEvent`] a line (earlier writers:
+/// [`crate::files::EVENTS`], a JSON array): a flush or compaction every few seconds makes it a
+/// series of an hour-long step, not a summary.
+pub const EVENTS: &str = "db-events.jsonl.gz";
+
 /// Every series file name of either version: what a merge links per client and what a step
 /// directory may hold.
 pub const ALL: &[&str] = &[
@@ -58,6 +64,7 @@ pub const ALL: &[&str] = &[
     HDR_LOG,
     HDR_START_LOG,
     HDR_SHIFT_LOG,
+    EVENTS,
 ];
 
 /// One second of one device (`trace-seconds.jsonl.gz`): the device's name beside the
@@ -199,6 +206,25 @@ pub fn read_hlog(dir: &Path, v1_name: &str) -> Result<Option<Vec<u8>>> {
         return std::fs::read(&plain)
             .map(Some)
             .with_context(|| format!("cannot read {}", plain.display()));
+    }
+    Ok(None)
+}
+
+/// Writes a step's (or node's) database events (`db-events.jsonl.gz`).
+pub fn write_events(dir: &Path, events: &[DbEvent]) -> Result<()> {
+    write_lines(&dir.join(EVENTS), events.iter())
+}
+
+/// The database events of a step (or node) directory of either version; none when it has
+/// neither file.
+pub fn read_events(dir: &Path) -> Result<Option<Vec<DbEvent>>> {
+    let v2 = dir.join(EVENTS);
+    if v2.is_file() {
+        return read_lines(&v2).map(Some);
+    }
+    let v1 = dir.join(crate::files::EVENTS);
+    if v1.is_file() {
+        return read_json(&v1).map(Some);
     }
     Ok(None)
 }
@@ -397,6 +423,44 @@ mod tests {
     use super::*;
     use crate::sys::CpuPct;
     use crate::trace::{AttrRow, Attribution, DeviceTrace};
+
+    #[test]
+    fn events_are_lines_and_the_earlier_array_is_read_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_events(dir.path()).unwrap().is_none());
+        let events = vec![
+            DbEvent {
+                kind: "flush".into(),
+                start_unix_ms: 1_700_000_000_000,
+                end_unix_ms: Some(1_700_000_000_060),
+                bytes: Some(1_178_886),
+                node: "local".into(),
+                detail: "usertable flush, reason: Write Buffer Full".into(),
+            },
+            DbEvent {
+                kind: "file_deletion".into(),
+                start_unix_ms: 1_700_000_000_100,
+                end_unix_ms: None,
+                bytes: None,
+                node: "127.0.0.2".into(),
+                detail: "#12, a, b".into(),
+            },
+        ];
+        // Earlier writers: one JSON array.
+        crate::fsio::write_json_atomic(&dir.path().join(crate::files::EVENTS), &events).unwrap();
+        assert_eq!(read_events(dir.path()).unwrap().unwrap(), events);
+        write_events(dir.path(), &events[..1]).unwrap();
+        assert_eq!(
+            read_events(dir.path()).unwrap().unwrap(),
+            events[..1],
+            "the lines win"
+        );
+        let mut lines = 0;
+        for_each_line::<DbEvent>(&dir.path().join(EVENTS), |_| lines += 1).unwrap();
+        assert_eq!(lines, 1);
+        write_events(dir.path(), &[]).unwrap();
+        assert!(read_events(dir.path()).unwrap().unwrap().is_empty());
+    }
 
     fn trace() -> TraceDoc {
         let second = |unix_ms| DeviceSecond {

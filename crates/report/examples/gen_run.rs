@@ -17,7 +17,7 @@ mod fixture;
 use fixture::{edit_run, generate, FixtureSpec};
 use iodig_model::cluster::{ClockSample, ClusterDoc, HostNode, NodeFacts, NodeStep, ObservedHost};
 use iodig_model::files;
-use iodig_model::fsio::{read_json, write_json_atomic};
+use iodig_model::fsio::read_json;
 use iodig_model::series;
 use std::path::{Path, PathBuf};
 
@@ -132,7 +132,7 @@ fn observed_nodes(
             if let Some(s) = &sys {
                 series::write_sys(&node_dir, s)?;
             }
-            write_json_atomic(&node_dir.join(files::EVENTS), &Vec::<u8>::new())?;
+            series::write_events(&node_dir, &[])?;
             per_step.push(NodeStep {
                 host: host.clone(),
                 dir: format!("{}/nodes/{host}", step.dir),

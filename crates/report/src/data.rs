@@ -40,7 +40,7 @@ pub struct StepData {
     pub device_stats: Option<DeviceStatsDoc>,
     /// CPU and memory samples (`sys.json`), when written.
     pub sys: Option<SysDoc>,
-    /// Database flushes, compactions and file deletions (`db-events.json`); empty when none
+    /// Database flushes, compactions and file deletions (`db-events.jsonl.gz`); empty when none
     /// were logged.
     pub events: Vec<DbEvent>,
     /// What each host observed over SSH recorded (`nodes/HOST/`), in `summary.nodes` order.
@@ -58,7 +58,7 @@ pub struct NodeData {
     pub trace: Option<TraceDoc>,
     /// The host's CPU and memory samples (`sys.json`), when written.
     pub sys: Option<SysDoc>,
-    /// The host's database flushes, compactions and file deletions (`db-events.json`); empty
+    /// The host's database flushes, compactions and file deletions (`db-events.jsonl.gz`); empty
     /// when none.
     pub events: Vec<DbEvent>,
     /// The host's traced disks' own statistics (`device-stats.json`), when its agent read them.
@@ -379,7 +379,7 @@ fn load_step(path: &Path, s: &StepSummary) -> Result<StepData> {
                 dir: nd.clone(),
                 trace: series::read_trace(&nd)?,
                 sys: series::read_sys(&nd)?,
-                events: read_optional(&nd.join(files::EVENTS))?.unwrap_or_default(),
+                events: series::read_events(&nd)?.unwrap_or_default(),
                 device_stats: read_optional(&nd.join(files::DEVICE_STATS))?,
             });
         }
@@ -389,7 +389,7 @@ fn load_step(path: &Path, s: &StepSummary) -> Result<StepData> {
             trace: series::read_trace(&dir)?,
             device_stats: read_optional(&dir.join(files::DEVICE_STATS))?,
             sys: series::read_sys(&dir)?,
-            events: read_optional(&dir.join(files::EVENTS))?.unwrap_or_default(),
+            events: series::read_events(&dir)?.unwrap_or_default(),
             timeseries,
             place: Place::ClientHost,
             io_dir: dir.clone(),

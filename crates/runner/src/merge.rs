@@ -303,6 +303,7 @@ fn keep_client_files(
             iodig_model::series::TIMESERIES_V1,
             iodig_model::series::HDR_LOG,
             iodig_model::series::HDR_START_LOG,
+            iodig_model::series::HDR_SHIFT_LOG,
         ]
         .contains(f)
     })) {

@@ -30,7 +30,7 @@ pub struct StepRecord<'a> {
     /// What the tracer, the sampler and the observed hosts measured around it.
     pub observed: Observed,
     /// The database's flushes and compactions and the step's faults, by start time
-    /// (`db-events.json`).
+    /// (`db-events.jsonl.gz`).
     pub events: Vec<DbEvent>,
 }
 
@@ -97,7 +97,7 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
     if let Some(s) = &observed.sys {
         run.recorded(series::write_sys(&dir, s))?;
     }
-    run.write_json_rows(&dir, files::EVENTS, &events)?;
+    run.recorded(series::write_events(&dir, &events))?;
     let mut nodes = Vec::new();
     for node in observed.nodes {
         let mut step = node.step;
@@ -124,7 +124,7 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
             if let Some(s) = &o.sys {
                 run.recorded(series::write_sys(&node_dir, s))?;
             }
-            run.write_json_rows(&node_dir, files::EVENTS, &o.events)?;
+            run.recorded(series::write_events(&node_dir, &o.events))?;
             if let Some(d) = &o.device_stats {
                 run.write_json(&node_dir, files::DEVICE_STATS, d)?;
             }

@@ -341,18 +341,6 @@ impl RunDir {
         write_json_atomic(&step_dir.join(name), value).map_err(|e| self.recording_error(e))
     }
 
-    /// Writes a list to `step_dir/name` one compact row per line
-    /// ([`iodig_model::fsio::write_json_rows_atomic`]); a failure says which steps are intact.
-    pub fn write_json_rows<T: Serialize>(
-        &self,
-        step_dir: &Path,
-        name: &str,
-        rows: &[T],
-    ) -> Result<()> {
-        iodig_model::fsio::write_json_rows_atomic(&step_dir.join(name), rows)
-            .map_err(|e| self.recording_error(e))
-    }
-
     /// A step file written elsewhere (the series files of `iodig_model::series`), its failure
     /// worded as [`Self::write_json`]'s: which steps are intact.
     pub fn recorded<T>(&self, written: Result<T>) -> Result<T> {

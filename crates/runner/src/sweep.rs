@@ -563,13 +563,10 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
     /// A database may write its own log late: RocksDB buffers its LOG for up to a few
     /// seconds, so a flush near a step's end is missing when the step is recorded. Once the
     /// database is closed (its log flushed), each step's window is read again and the events
-    /// it lacked are added to its db-events.json.
+    /// it lacked are added to its events.
     fn add_late_db_events(&self) {
         for (dir, since, end) in &self.event_windows {
-            let path = dir.join(iodig_model::files::EVENTS);
-            let Ok(mut events) =
-                iodig_model::fsio::read_json::<Vec<iodig_model::events::DbEvent>>(&path)
-            else {
+            let Ok(Some(mut events)) = iodig_model::series::read_events(dir) else {
                 continue;
             };
             let before = events.len();
@@ -585,8 +582,8 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
             }
             if events.len() > before {
                 events.sort_by_key(|e| e.start_unix_ms);
-                if let Err(e) = iodig_model::fsio::write_json_rows_atomic(&path, &events) {
-                    iodig_model::eprintln_lossy!("warning: {}: {e:#}", path.display());
+                if let Err(e) = iodig_model::series::write_events(dir, &events) {
+                    iodig_model::eprintln_lossy!("warning: {}: {e:#}", dir.display());
                 }
             }
         }

@@ -88,7 +88,7 @@ pub struct StepView {
     /// CPU of each sampled process (iodig, database nodes here and on observed hosts), in %
     /// of one CPU per sample, 0 while it was gone: (name, points).
     pub proc_cpu: Vec<(String, Line)>,
-    /// The database's flushes, compactions and file deletions (`db-events.json`); flushes and
+    /// The database's flushes, compactions and file deletions (`db-events.jsonl.gz`); flushes and
     /// compactions are shaded on the charts.
     pub events: Vec<DbEvent>,
     /// The IO summary's rows, one per op with IO; empty without a trace.
