@@ -96,3 +96,18 @@ pub fn no_agent_left(sshd: &Sshd) {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A short RocksDB run here (workload C, one thread) that observes 127.0.0.1 through `config`
+/// (an ssh_config), into `out`.
+pub fn observe_local_host_args(config: &Path, out: &Path, duration: &str) -> IodigArgs {
+    IodigArgs::run()
+        .db("rocksdb")
+        .workload("workloadc")
+        .p("recordcount=2000")
+        .p(format!("ssh.config={}", config.display()))
+        .threads("1")
+        .duration(duration)
+        .warmup("0s")
+        .observe("127.0.0.1")
+        .out(out)
+}
