@@ -214,8 +214,8 @@ impl Recording {
 
     /// Counts one entry exactly as [`SeriesSet::record`] would, under the collector interval
     /// it started in: its end less its latency in whole ms (clamped at the start of
-    /// measurement), the first interval ending `first_boundary_ms` after that start and the
-    /// others a second apart.
+    /// measurement), where the first interval ends `first_boundary_ms` after the start of
+    /// measurement and the others follow a second apart.
     #[inline]
     fn record(&mut self, e: &Entry, mode: IntervalMode, first_boundary_ms: u32) {
         let main_us = mode.latency_us(e);
