@@ -37,7 +37,8 @@ pub struct Timed<D: Db, P: Pacer> {
     /// no-op binding's CPU per operation).
     last_end: Option<u64>,
     /// The last measured call (with its interval), recorded when the transaction ends,
-    /// together with the transaction's count under one lock, or when another call ends.
+    /// together with the transaction's count under one lock, or as soon as another call
+    /// starts (so a slow second call cannot move the first into a later interval).
     held: Option<(u32, Entry)>,
 }
 
@@ -103,7 +104,8 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         }
     }
 
-    /// Records the held call, if any, on its own (before a pause or the cleanup).
+    /// Records the held call, if any, on its own (before another call, a pause or the
+    /// cleanup).
     fn release_held(&mut self) {
         if let Some((interval, held)) = self.held.take() {
             self.recorder
@@ -214,6 +216,7 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         fields: Fields<'_>,
         out: &mut Record,
     ) -> Status {
+        self.release_held();
         let start = self.clock.now();
         let status = self.db.read(table, key, fields, out).await;
         let end = self.clock.now();
@@ -229,6 +232,7 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         fields: Fields<'_>,
         out: &mut Vec<Record>,
     ) -> Status {
+        self.release_held();
         let start = self.clock.now();
         let status = self.db.scan(table, start_key, count, fields, out).await;
         let end = self.clock.now();
@@ -237,6 +241,7 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
     }
 
     async fn update(&mut self, table: &str, key: &str, values: &Record) -> Status {
+        self.release_held();
         let start = self.clock.now();
         let status = self.db.update(table, key, values).await;
         let end = self.clock.now();
@@ -245,6 +250,7 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
     }
 
     async fn insert(&mut self, table: &str, key: &str, values: &Record) -> Status {
+        self.release_held();
         let start = self.clock.now();
         let status = self.db.insert(table, key, values).await;
         let end = self.clock.now();
@@ -253,6 +259,7 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
     }
 
     async fn delete(&mut self, table: &str, key: &str) -> Status {
+        self.release_held();
         let start = self.clock.now();
         let status = self.db.delete(table, key).await;
         let end = self.clock.now();
@@ -263,6 +270,7 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
 
 impl<D: Db, P: Pacer> MeasuredDb for Timed<D, P> {
     fn record(&mut self, op: OpKind, status: Status, start: Instant, end: Instant) {
+        self.release_held();
         let (start, end) = (self.ns_of(start), self.ns_of(end));
         self.measure(op, status, start, end);
     }
@@ -272,5 +280,91 @@ impl<D: Db, P: Pacer> MeasuredDb for Timed<D, P> {
         // Recorded now, not after the pause: the collector may take its interval meanwhile.
         self.release_held();
         self.pacer.sleep_until(Instant::now() + d).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pacer::ThreadPacer;
+    use iodig_stats::{Carried, IntervalMode, SeriesSet};
+
+    /// A binding whose `update` counts what its worker's recorder holds when it starts.
+    struct Watching {
+        recorder: Arc<WorkerRecorder>,
+        reads_recorded_at_update: Option<u64>,
+    }
+
+    impl Watching {
+        fn recorded(&self, op: &str) -> u64 {
+            let (mut taken, mut spares) = (Vec::new(), Vec::new());
+            assert!(self.recorder.try_take(u32::MAX, &mut taken, &mut spares));
+            let mut set = SeriesSet::new();
+            for mut r in taken {
+                r.drain_into(0, &mut set, &mut Carried::default());
+            }
+            set.summaries().get(op).map_or(0, |s| s.count)
+        }
+    }
+
+    impl Db for Watching {
+        async fn read(&mut self, _: &str, _: &str, _: Fields<'_>, _: &mut Record) -> Status {
+            Status::Ok
+        }
+        async fn scan(
+            &mut self,
+            _: &str,
+            _: &str,
+            _: usize,
+            _: Fields<'_>,
+            _: &mut Vec<Record>,
+        ) -> Status {
+            Status::Ok
+        }
+        async fn update(&mut self, _: &str, _: &str, _: &Record) -> Status {
+            self.reads_recorded_at_update = Some(self.recorded("READ"));
+            Status::Ok
+        }
+        async fn insert(&mut self, _: &str, _: &str, _: &Record) -> Status {
+            Status::Ok
+        }
+        async fn delete(&mut self, _: &str, _: &str) -> Status {
+            Status::Ok
+        }
+    }
+
+    /// A read-modify-write's read is recorded before its update starts, so an update that
+    /// stalls past the second's end cannot move the read into a later second; the update is
+    /// recorded with the transaction's count when it ends.
+    #[test]
+    fn a_call_is_recorded_before_the_next_one_starts() {
+        let recorder = Arc::new(WorkerRecorder::new(IntervalMode::Op));
+        let clock = Clock::os();
+        let now = Instant::now();
+        let db = Watching {
+            recorder: Arc::clone(&recorder),
+            reads_recorded_at_update: None,
+        };
+        let mut timed = Timed::new(
+            db,
+            Arc::clone(&recorder),
+            &clock,
+            now,
+            now + Duration::from_secs(1),
+            ThreadPacer,
+        );
+        futures_lite::future::block_on(async {
+            let mut out = Record::default();
+            timed.read("t", "k", None, &mut out).await;
+            timed.update("t", "k", &Record::default()).await;
+        });
+        assert_eq!(timed.db.reads_recorded_at_update, Some(1));
+        assert!(
+            timed.held.is_some(),
+            "the update waits for the transaction's end"
+        );
+        assert!(timed.finish_operation());
+        assert!(timed.held.is_none());
+        assert_eq!(timed.db.recorded("UPDATE"), 1);
     }
 }
