@@ -98,10 +98,9 @@ impl<D: Db, P: Pacer> Timed<D, P> {
             intended_us: micros_u32_ns(end.saturating_sub(intended.min(start))),
             end_ms: millis_u32_ns(end.saturating_sub(self.measure_from)),
         };
-        if let Some((interval, held)) = self.held.replace((self.interval(end), entry)) {
-            self.recorder
-                .record(self.first_boundary_ms, interval, &held);
-        }
+        // Every call released the one before it as it started; this only keeps that true.
+        self.release_held();
+        self.held = Some((self.interval(end), entry));
     }
 
     /// Records the held call, if any, on its own (before another call, a pause or the
