@@ -187,6 +187,44 @@ fn a_link_lost_mid_step_keeps_what_streamed_and_the_next_step_reconnects() {
             assert_eq!(total["ios"].as_u64(), Some(summed), "{op}: {d}");
         }
     }
+    // The size and latency histograms came too, as the tracer had counted them at its last
+    // reading before the kill (up to 2 s apart from the seconds, so their counts differ a
+    // little from the totals, and the note says by how much).
+    assert_eq!(trace["histograms"], true, "{trace}");
+    let busiest = trace["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|d| d["ops"]["write"]["ios"].as_u64().unwrap_or(0))
+        .unwrap();
+    let write = &busiest["ops"]["write"];
+    let in_sizes: u64 = write["size_hist"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    let ios = write["ios"].as_u64().unwrap();
+    assert!(
+        in_sizes > 0 && in_sizes.abs_diff(ios) <= ios / 2 + 100,
+        "{in_sizes} IOs in the size histogram, {ios} in the seconds: {write}"
+    );
+    let by_volume: u64 = write["size_bytes_hist"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert!(by_volume >= in_sizes * 512, "{write}");
+    // Device time only for the IOs whose issue the tracer saw (as in a whole trace).
+    let timed = write["latency"]["device"]["count"].as_u64().unwrap_or(0);
+    assert!(timed > 0 && timed <= in_sizes, "{write}");
+    let note = trace["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("size and latency histograms as the tracer had counted them")
+            && note.contains("IOs, where the streamed seconds hold"),
+        "{note}"
+    );
     let sys = read_json(&node_dir.join("sys.json"));
     let samples = sys["samples"].as_array().unwrap();
     assert!(samples.len() >= 3, "{sys}");

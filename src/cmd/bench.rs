@@ -50,6 +50,7 @@ fn request(args: &BenchArgs, phase: Phase) -> Result<(RunRequest, Vec<String>), 
             slot_ms: args.slot_ms,
             events_file: None,
             live: None,
+            live_histograms: false,
         },
         load: match (args.reload, args.no_load) {
             (true, _) => LoadPolicy::Always,

@@ -58,6 +58,7 @@ pub fn run(args: &TraceArgs) -> Result<ExitCode, RunError> {
         slot_ms: args.slot_ms,
         events_file: args.events.clone(),
         live: None,
+        live_histograms: false,
     };
     let watch = WatchOptions {
         cgroups: args.cgroups.clone(),

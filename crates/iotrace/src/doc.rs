@@ -348,6 +348,26 @@ fn watched(t: &Target, rows: &[AttrRow]) -> Watched {
 }
 
 fn op_trace(dev: &DevRaw, op: usize) -> OpTrace {
+    // OS time: the kernel keeps it per second only (±12 % buckets); the run's is their sum.
+    let mut os_time = vec![0u64; hist::SEC_BUCKETS];
+    for ((_, o), h) in &dev.sec_lat {
+        if *o == op {
+            add_os_time(&mut os_time, h);
+        }
+    }
+    op_trace_of(dev, op, &os_time)
+}
+
+/// Adds a per-second latency histogram's OS-time half (device time, then OS time) to `acc`.
+pub(crate) fn add_os_time(acc: &mut [u64], sec_lat: &[u64]) {
+    acc.iter_mut()
+        .zip(&sec_lat[hist::SEC_BUCKETS..])
+        .for_each(|(a, b)| *a += b);
+}
+
+/// An op's figures from its totals and histograms as read from the kernel, with its OS time
+/// summed from the seconds (`os_time`, SEC_BUCKETS counts).
+pub(crate) fn op_trace_of(dev: &DevRaw, op: usize, os_time: &[u64]) -> OpTrace {
     let (ios, bytes, lat_max) = dev.totals[op];
     let h = &dev.hists[op];
     let mut latency = BTreeMap::new();
@@ -356,17 +376,7 @@ fn op_trace(dev: &DevRaw, op: usize) -> OpTrace {
             latency.insert(name.to_string(), l);
         }
     }
-    // OS time: the kernel keeps it per second only (±12 % buckets); the run's is their sum.
-    let mut os_time = vec![0u64; hist::SEC_BUCKETS];
-    for ((_, o), h) in &dev.sec_lat {
-        if *o == op {
-            os_time
-                .iter_mut()
-                .zip(&h[hist::SEC_BUCKETS..])
-                .for_each(|(a, b)| *a += b);
-        }
-    }
-    if let Some(l) = hist::latency(&os_time, hist::SEC_SUB_BITS, None) {
+    if let Some(l) = hist::latency(os_time, hist::SEC_SUB_BITS, None) {
         latency.insert("queue".to_string(), l);
     }
     OpTrace {

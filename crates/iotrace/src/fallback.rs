@@ -121,9 +121,11 @@ impl DiskstatsLive {
                     })
                 })
                 .collect();
+            // No histograms in diskstats mode, so none so far either.
             let second = LiveSecond {
                 unix_ms: sec * 1000,
                 devices,
+                so_far: None,
             };
             send(&mut self.feed, second);
             sec += 1;

@@ -72,7 +72,17 @@ pub struct TraceOptions {
     /// stop), in eBPF and diskstats modes: what a live view shows while `trace.json` waits for
     /// the end.
     pub live: Option<LiveFeed>,
+    /// With `live`, in eBPF mode: every [`LIVE_HISTOGRAMS_EVERY`], the second sent carries the
+    /// whole trace's size and latency histograms so far ([`LiveSecond::so_far`]), so a
+    /// receiver that loses the session keeps them (an agent's stream asks for them).
+    ///
+    /// [`LiveSecond::so_far`]: iodig_model::trace::LiveSecond::so_far
+    pub live_histograms: bool,
 }
+
+/// How often the live feed carries the histograms so far, when asked for (reading them takes a
+/// copy of every CPU's counters, 689 of them per device, op and kind).
+pub const LIVE_HISTOGRAMS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Default for TraceOptions {
     fn default() -> Self {
@@ -82,6 +92,7 @@ impl Default for TraceOptions {
             slot_ms: 100,
             events_file: None,
             live: None,
+            live_histograms: false,
         }
     }
 }
@@ -401,7 +412,11 @@ fn prepare_ebpf(
         events_file: opts.events_file.clone(),
         attribution,
         watch_cgroups,
-        live: opts.live.clone().map(|feed| (feed, auto_devices)),
+        live: opts.live.clone().map(|feed| ebpf::LiveConfig {
+            feed,
+            only_active: auto_devices,
+            histograms_every: opts.live_histograms.then_some(LIVE_HISTOGRAMS_EVERY),
+        }),
     })
 }
 

@@ -62,6 +62,7 @@ fn ebpf_on(dev: &LoopDev) -> TraceOptions {
         slot_ms: 100,
         events_file: None,
         live: None,
+        live_histograms: false,
     }
 }
 

@@ -18,6 +18,7 @@ fn opts(dev: &LoopDev, mode: TraceMode) -> TraceOptions {
         slot_ms: 100,
         events_file: None,
         live: None,
+        live_histograms: false,
     }
 }
 
@@ -285,6 +286,7 @@ fn sixteen_devices_trace_at_once_and_each_gets_exactly_its_io() {
         slot_ms: 100,
         events_file: None,
         live: None,
+        live_histograms: false,
     })
     .expect("eBPF tracing loads as root");
     assert_eq!(session.mode(), "ebpf", "sixteen devices load in eBPF mode");
@@ -392,6 +394,10 @@ fn the_live_feed_sends_each_second_as_the_trace_will_hold_it() {
         "every second of trace.json, sent once, in order, with the same figures"
     );
     assert_eq!(seconds.iter().map(|s| s.ops["read"].ios).sum::<u64>(), 600);
+    assert!(
+        live.iter().all(|s| s.so_far.is_none()),
+        "no histograms unless asked for"
+    );
     if let Some(a) = &doc.self_check.attribution {
         for op in ["read", "write"] {
             let by_rows: u64 = a
@@ -408,6 +414,63 @@ fn the_live_feed_sends_each_second_as_the_trace_will_hold_it() {
             assert_eq!(by_live, by_rows, "{op}: IO by class, live and in the rows");
         }
     }
+}
+
+#[test]
+fn the_live_feed_carries_the_histograms_so_far_when_asked() {
+    let _g = lock();
+    let dev = LoopDev::new(GIB, 0, false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let session = start(&TraceOptions {
+        live: Some(tx),
+        live_histograms: true,
+        ..opts(&dev, TraceMode::Ebpf)
+    })
+    .expect("eBPF tracing loads as root");
+    io_over_three_seconds(&dev);
+    let mut live: Vec<_> = rx.try_iter().collect();
+    let mid_trace = live.iter().filter(|s| s.so_far.is_some()).count();
+    assert!(mid_trace >= 1, "sent while tracing, every 2 s");
+    let doc = session.stop().unwrap();
+    live.extend(rx.try_iter());
+    let so_far: Vec<_> = live.iter().filter_map(|s| s.so_far.as_ref()).collect();
+    assert!(
+        so_far.len() <= live.len().div_ceil(2) + 1,
+        "every 2 s, not every second: {} of {} seconds",
+        so_far.len(),
+        live.len()
+    );
+    let reads = |f: &iodig_model::trace::SoFar| {
+        f.devices
+            .iter()
+            .find(|d| d.name == dev.name)
+            .and_then(|d| d.ops.get("read"))
+            .map_or(0, |o| o.ios)
+    };
+    assert!(
+        so_far
+            .windows(2)
+            .all(|w| reads(w[0]) <= reads(w[1]) && w[0].through_unix_ms <= w[1].through_unix_ms),
+        "they only grow"
+    );
+    // The last comes with the last second, read after the probes are gone: the whole trace's
+    // figures, exactly as trace.json holds them (its queue time summed over the same seconds).
+    let last = so_far.last().expect("the last second carries them");
+    assert_eq!(last.devices.len(), 1);
+    let traced = &doc.devices[0];
+    for (op, o) in &last.devices[0].ops {
+        assert_eq!(o, &traced.ops[op], "{op}: as trace.json holds it");
+    }
+    assert_eq!(last.devices[0].ops["read"].ios, 600);
+    assert_eq!(
+        last.devices[0].ops["read"]
+            .size_hist
+            .iter()
+            .map(|b| b.count)
+            .sum::<u64>(),
+        600
+    );
+    assert!(last.devices[0].ops["write"].latency.contains_key("device"));
 }
 
 #[test]

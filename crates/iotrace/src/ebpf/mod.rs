@@ -56,8 +56,18 @@ pub struct Config {
     pub attribution: bool,
     /// Cgroups of the v2 tree (level, id) to key rows by (see [`load::LoadConfig`]).
     pub watch_cgroups: Vec<(u32, u64)>,
-    /// Where each second goes once drained, and whether idle devices are left out of it.
-    pub live: Option<(crate::LiveFeed, bool)>,
+    /// Where each second goes once drained, and how.
+    pub live: Option<LiveConfig>,
+}
+
+/// The live feed of an eBPF session.
+#[derive(Clone)]
+pub struct LiveConfig {
+    pub feed: crate::LiveFeed,
+    /// Idle devices are left out of each second (devices picked automatically).
+    pub only_active: bool,
+    /// How often a second carries the histograms so far; `None`: never.
+    pub histograms_every: Option<Duration>,
 }
 
 /// Everything the session read, ready to become a TraceDoc.
@@ -236,13 +246,13 @@ fn run(cfg: Config, phases: Phases, stop: Receiver<()>) -> Result<Raw> {
     let _ = phases.ready.send(Ok(flavour.name().to_string()));
     let reserved = load::attr_reserved(cfg.disks.len());
     let mut st = Drain::new(cfg.disks.len(), start_ns, cfg.slot_ns, reserved);
-    st.live = cfg.live.clone().map(|(feed, only_active)| {
+    st.live = cfg.live.clone().map(|live| {
         let w = Window {
             start_ns,
             end_ns: u64::MAX,
             slot_ns: cfg.slot_ns,
         };
-        EbpfLive::new(feed, &cfg.disks, only_active, w)
+        EbpfLive::new(live, &cfg.disks, w)
     });
     // Detaches before the final reads, so nothing changes under them, and only then ends the
     // window: detaching takes milliseconds on a busy machine, and an IO completing meanwhile is
@@ -335,15 +345,22 @@ impl Drain {
             names.insert(idx, id);
             Some(id)
         };
+        let n = self.devs.len();
+        let mut read_so_far = || {
+            let mut so_far: Vec<DevRaw> = (0..n).map(|_| DevRaw::default()).collect();
+            collect::read_totals(skel, &mut so_far);
+            so_far
+        };
         match end_ns {
             None => live.send_complete(
                 &self.devs,
                 &self.attr,
                 &mut identity,
+                &mut read_so_far,
                 self.next_slot,
                 self.next_sec,
             ),
-            Some(end) => live.finish(&self.devs, &self.attr, &mut identity, end),
+            Some(end) => live.finish(&self.devs, &self.attr, &mut identity, &mut read_so_far, end),
         }
     }
 

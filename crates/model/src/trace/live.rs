@@ -1,7 +1,7 @@
 //! One second of a trace as it completes while a step runs, for the live views and the
 //! agents' stream.
 
-use super::device::DeviceSecond;
+use super::device::{DeviceSecond, OpTrace};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -14,6 +14,34 @@ pub struct LiveSecond {
     pub unix_ms: u64,
     /// One entry per traced device that had the second in its window.
     pub devices: Vec<LiveDevice>,
+    /// The whole step's size and latency histograms as far as the tracer had counted them,
+    /// every few seconds, when the feed asks for them (an agent's stream does, so a host whose
+    /// link is lost keeps them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub so_far: Option<SoFar>,
+}
+
+/// The whole step's histograms of each device and op, from the start of the trace to
+/// `through_unix_ms`: the figures `trace.json`'s `ops` will hold, read while tracing.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SoFar {
+    /// When the tracer read them (unix ms, the traced host's clock); IOs completed after the
+    /// last second sent are in them.
+    pub through_unix_ms: u64,
+    /// The last whole second sent with them, whose queue (OS) time they hold, as the
+    /// tracer's per-second histograms are summed for it.
+    pub seconds_through_unix_ms: u64,
+    /// Devices with IO so far.
+    pub devices: Vec<SoFarDevice>,
+}
+
+/// One device in [`SoFar`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SoFarDevice {
+    /// Kernel name of the whole disk.
+    pub name: String,
+    /// Ops with IO so far, by name: IOs, bytes, size and latency histograms.
+    pub ops: BTreeMap<String, OpTrace>,
 }
 
 /// One device in a [`LiveSecond`].

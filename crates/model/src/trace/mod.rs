@@ -18,7 +18,7 @@ pub use attribution::{
 pub use bands::{band_label, dominant_band, human_bytes, narrow_bands, NarrowBand, SizeBand};
 pub use device::{DeviceInfo, DeviceSecond, DeviceTrace, DiskstatsCheck, OpSecond, OpTrace};
 pub use histograms::{bucket_quantile, merge_buckets, Bucket, Latency};
-pub use live::{LiveDevice, LiveSecond};
+pub use live::{LiveDevice, LiveSecond, SoFar, SoFarDevice};
 use serde::{Deserialize, Serialize};
 
 /// Op names in display order; the keys of [`DeviceTrace::ops`] and [`DeviceSecond::ops`].

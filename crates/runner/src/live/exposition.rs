@@ -559,6 +559,7 @@ mod tests {
             "10.0.0.2",
             &LiveSecond {
                 unix_ms: 1000,
+                so_far: None,
                 devices: vec![LiveDevice {
                     name: "nvme0n1".into(),
                     second: DeviceSecond {

@@ -534,6 +534,7 @@ mod tests {
         );
         LiveSecond {
             unix_ms,
+            so_far: None,
             devices: vec![LiveDevice {
                 name: "sda".into(),
                 second: DeviceSecond {

@@ -375,11 +375,13 @@ fn send(reply: &Reply) -> std::io::Result<()> {
     out.flush()
 }
 
-/// The tracer's options with a feed of its completed seconds, and the feed's end.
+/// The tracer's options with a feed of its completed seconds (and, every few seconds, the
+/// histograms so far, so a lost link keeps them too), and the feed's end.
 fn with_seconds_feed(trace: &TraceOptions) -> (TraceOptions, Option<Receiver<LiveSecond>>) {
     let (tx, rx) = mpsc::channel();
     let mut opts = trace.clone();
     opts.live = Some(tx);
+    opts.live_histograms = true;
     (opts, Some(rx))
 }
 
@@ -425,11 +427,13 @@ impl Streamer {
                 };
                 let chunk = StreamChunk {
                     seq,
-                    seconds: feeds
-                        .seconds
-                        .as_ref()
-                        .map(|r| r.try_iter().collect())
-                        .unwrap_or_default(),
+                    seconds: newest_so_far_only(
+                        feeds
+                            .seconds
+                            .as_ref()
+                            .map(|r| r.try_iter().collect())
+                            .unwrap_or_default(),
+                    ),
                     sys_header: feeds.sys_header.take(),
                     samples: feeds
                         .samples
@@ -460,6 +464,21 @@ impl Streamer {
         let _ = self.stop.send(());
         let _ = self.thread.join();
     }
+}
+
+/// The seconds of a chunk with only the newest histograms so far: each supersedes the ones
+/// before it (a chunk after a stall can hold several).
+fn newest_so_far_only(mut seconds: Vec<LiveSecond>) -> Vec<LiveSecond> {
+    let mut newest_seen = false;
+    for s in seconds.iter_mut().rev() {
+        if s.so_far.is_some() {
+            if newest_seen {
+                s.so_far = None;
+            }
+            newest_seen = true;
+        }
+    }
+    seconds
 }
 
 fn read_trimmed(path: &str) -> String {

@@ -209,6 +209,7 @@ mod tests {
         use iodig_model::trace::{DeviceSecond, LiveDevice, OpSecond};
         let second = LiveSecond {
             unix_ms: 1_700_000_001_000,
+            so_far: None,
             devices: vec![LiveDevice {
                 name: "vda".into(),
                 second: DeviceSecond {

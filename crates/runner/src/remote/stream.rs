@@ -9,7 +9,7 @@ use iodig_model::cluster::NodeObservation;
 use iodig_model::events::DbEvent;
 use iodig_model::sys::{SysDoc, SysSample};
 use iodig_model::trace::{
-    AttrCheck, AttrRow, AttrSecond, Attribution, DeviceTrace, LiveSecond, OpTrace, TraceDoc,
+    AttrCheck, AttrRow, AttrSecond, Attribution, DeviceTrace, LiveSecond, OpTrace, SoFar, TraceDoc,
 };
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -38,6 +38,8 @@ struct StepChunks {
     /// The last chunk's arrival on this machine's clock (unix ms).
     last_arrival_unix_ms: Option<u64>,
     seconds: BTreeMap<u64, LiveSecond>,
+    /// The newest of the whole step's histograms so far that came with a second.
+    so_far: Option<SoFar>,
     sys_header: Option<SysDoc>,
     samples: Vec<SysSample>,
     /// By the agent's id: a completed event replaces its start.
@@ -120,7 +122,15 @@ impl HostStream {
         s.missing_chunks += chunk.seq.saturating_sub(s.next_seq);
         s.next_seq = chunk.seq + 1;
         let shift = |t: u64| t.saturating_add_signed(-self.live_offset_ms);
-        for second in chunk.seconds {
+        for mut second in chunk.seconds {
+            if let Some(f) = second.so_far.take() {
+                if s.so_far
+                    .as_ref()
+                    .is_none_or(|had| had.through_unix_ms <= f.through_unix_ms)
+                {
+                    s.so_far = Some(f);
+                }
+            }
             let mut live = second.clone();
             live.unix_ms = shift(live.unix_ms);
             for d in &mut live.devices {
@@ -178,8 +188,12 @@ impl HostStream {
         );
         let trace = (!s.seconds.is_empty()).then(|| {
             let mut t = trace_of(s.seconds.values(), mode.unwrap_or("ebpf"), slot_ms);
+            let histograms = match &s.so_far {
+                Some(so_far) => with_histograms(&mut t, so_far),
+                None => "no size or latency histograms (none had come)".to_string(),
+            };
             t.note = Some(format!(
-                "{said}; per-second series and their sums, and IO by activity class where the kernel attributes it (no size or latency histograms, no cgroup or process)"
+                "{said}; per-second series and their sums, IO by activity class where the kernel attributes it, {histograms} (no cgroup or process)"
             ));
             t
         });
@@ -207,6 +221,35 @@ impl HostStream {
         let after_samples = s.samples.last().map(|x| x.unix_ms);
         after_seconds.or(after_samples)
     }
+}
+
+/// Puts the histograms that streamed into the part's per-op figures (its IOs and bytes stay the
+/// streamed seconds' sums, so the series and the totals agree); says what they cover.
+fn with_histograms(t: &mut TraceDoc, so_far: &SoFar) -> String {
+    let (mut in_histograms, mut in_seconds) = (0u64, 0u64);
+    for dev in &mut t.devices {
+        in_seconds += dev.ops.values().map(|o| o.ios).sum::<u64>();
+        let Some(had) = so_far.devices.iter().find(|d| d.name == dev.name) else {
+            continue;
+        };
+        for (op, h) in &had.ops {
+            in_histograms += h.ios;
+            let o = dev.ops.entry(op.clone()).or_default();
+            o.size_hist.clone_from(&h.size_hist);
+            o.size_bytes_hist.clone_from(&h.size_bytes_hist);
+            o.latency.clone_from(&h.latency);
+        }
+    }
+    t.histograms = true;
+    let after = i128::from(so_far.through_unix_ms) - i128::from(t.end_unix_ms);
+    let when = if after >= 0 {
+        format!("{after} ms after the last streamed second ended")
+    } else {
+        format!("{} ms before the last streamed second ended", -after)
+    };
+    format!(
+        "size and latency histograms as the tracer had counted them {when}: {in_histograms} IOs, where the streamed seconds hold {in_seconds} (their queue time: the seconds sent with them)"
+    )
 }
 
 /// An event as a line for the live view.
@@ -331,7 +374,7 @@ fn attribution_by_class(by_class: ClassSeconds, devices: &[DeviceTrace]) -> Attr
     Attribution {
         enabled: true,
         notes: vec![
-            "streamed by the agent second by second before its link was lost: IO by activity class only (no cgroup, process, sizes or latencies)".into(),
+            "streamed by the agent second by second before its link was lost: IO by activity class only (no cgroup or process, and no sizes or latencies by class)".into(),
         ],
         classes: iodig_iotrace::attr::class_infos(),
         background_classes: (iodig_iotrace::attr::BACKGROUND.iter())
@@ -352,6 +395,7 @@ mod tests {
     fn second(unix_ms: u64, write_ios: u64) -> LiveSecond {
         LiveSecond {
             unix_ms,
+            so_far: None,
             devices: vec![LiveDevice {
                 name: "vda".into(),
                 second: DeviceSecond {
@@ -553,6 +597,95 @@ mod tests {
         assert!(
             s.partial_observation(None, 100, "x").is_none(),
             "a new step starts empty"
+        );
+    }
+
+    fn so_far(through_unix_ms: u64, write_ios: u64) -> SoFar {
+        use iodig_model::trace::{Bucket, Latency, SoFarDevice};
+        SoFar {
+            through_unix_ms,
+            seconds_through_unix_ms: through_unix_ms / 1000 * 1000,
+            devices: vec![SoFarDevice {
+                name: "vda".into(),
+                ops: [(
+                    "write".to_string(),
+                    OpTrace {
+                        ios: write_ios,
+                        bytes: write_ios * 4096,
+                        size_hist: vec![Bucket {
+                            lower: 0,
+                            upper: 4096,
+                            count: write_ios,
+                        }],
+                        size_bytes_hist: vec![Bucket {
+                            lower: 0,
+                            upper: 4096,
+                            count: write_ios * 4096,
+                        }],
+                        latency: [(
+                            "device".to_string(),
+                            Latency {
+                                count: write_ios,
+                                ..Default::default()
+                            },
+                        )]
+                        .into(),
+                    },
+                )]
+                .into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_partial_part_keeps_the_newest_histograms_that_streamed() {
+        let stream = HostStream::shared("10.0.0.1".into());
+        let mut s = HostStream::lock(&stream);
+        s.start_step(0);
+        let mut first = second(10_000, 3);
+        first.so_far = Some(so_far(11_400, 4));
+        let mut later = second(12_000, 5);
+        later.so_far = Some(so_far(13_300, 8));
+        s.take(
+            StreamChunk {
+                seq: 0,
+                seconds: vec![first, second(11_000, 1)],
+                ..Default::default()
+            },
+            11_500,
+        );
+        // An older reading arriving late does not replace a newer one.
+        let mut stale = second(13_000, 0);
+        stale.so_far = Some(so_far(11_000, 2));
+        s.take(
+            StreamChunk {
+                seq: 1,
+                seconds: vec![later, stale],
+                ..Default::default()
+            },
+            13_500,
+        );
+        assert!(
+            s.step.seconds.values().all(|x| x.so_far.is_none()),
+            "the seconds are kept without them"
+        );
+        let t = s
+            .partial_observation(Some("ebpf"), 100, "lost at 14 s")
+            .unwrap()
+            .trace
+            .unwrap();
+        assert!(t.histograms);
+        let write = &t.devices[0].ops["write"];
+        assert_eq!(write.ios, 9, "the totals stay the seconds' sums");
+        assert_eq!(write.size_hist[0].count, 8, "the newest histograms");
+        assert_eq!(write.size_bytes_hist[0].count, 8 * 4096);
+        assert_eq!(write.latency["device"].count, 8);
+        let note = t.note.unwrap();
+        assert!(
+            note.contains(
+                "700 ms before the last streamed second ended: 8 IOs, where the streamed seconds hold 9"
+            ),
+            "{note}"
         );
     }
 }
