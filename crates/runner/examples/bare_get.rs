@@ -7,7 +7,7 @@
 use iodig_db::rocks::RocksFactory;
 use iodig_model::props::Properties;
 use iodig_workload::generators::Uniform;
-use iodig_workload::keys::KeyNamer;
+use iodig_workload::keys::{significant_bytes, KeyNamer};
 use iodig_workload::rng::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -39,6 +39,7 @@ fn main() {
                 let namer = KeyNamer {
                     ordered: false,
                     zero_padding: 1,
+                    keynum_bytes: significant_bytes(records),
                 };
                 let mut rng = Rng::seeded(1, t);
                 let mut key = String::new();

@@ -6,7 +6,6 @@
 use crate::step::async_runtime;
 use anyhow::{anyhow, Result};
 use iodig_db::{Db, DbFactory, Execution, Record, Status};
-use iodig_workload::keys::KeyNamer;
 use iodig_workload::WorkloadSpec;
 
 /// Keys probed: the first and last of the insert range and three between.
@@ -72,10 +71,7 @@ fn presence(keys: &[String], found: &[bool]) -> Presence {
 
 /// Reads the probe keys of `spec`'s dataset through one worker of `factory`.
 pub fn probe_dataset<F: DbFactory>(factory: &F, spec: &WorkloadSpec) -> Result<Presence> {
-    let namer = KeyNamer {
-        ordered: spec.ordered_inserts,
-        zero_padding: spec.zero_padding,
-    };
+    let namer = spec.key_namer();
     let keys: Vec<String> = probe_keynums(spec.insert_start, spec.insert_count)
         .into_iter()
         .map(|n| namer.key(n))

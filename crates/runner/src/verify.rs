@@ -290,10 +290,7 @@ pub fn check<F: DbFactory>(
     read_with: String,
 ) -> Result<IntegrityDoc> {
     let target = Arc::new(Target {
-        namer: KeyNamer {
-            ordered: spec.ordered_inserts,
-            zero_padding: spec.zero_padding,
-        },
+        namer: spec.key_namer(),
         table: spec.table.clone(),
         fields: spec.field_names(),
     });

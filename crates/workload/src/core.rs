@@ -181,10 +181,7 @@ impl CoreWorkload {
         let [read, update, insert, scan, rmw] = spec.proportions;
         let field_names = spec.field_names();
         Arc::new(Self {
-            namer: KeyNamer {
-                ordered: spec.ordered_inserts,
-                zero_padding: spec.zero_padding,
-            },
+            namer: spec.key_namer(),
             field_order: java_hashmap_order(&field_names),
             field_names,
             key_sequence: Counter::new(spec.insert_start),

@@ -3,7 +3,7 @@
 //! `ThreadLocalRandom`), so run-phase sequences match YCSB statistically and repeat exactly for
 //! the same seed.
 
-use crate::keys::fnvhash64;
+use crate::keys::{fnvhash64_within, significant_bytes};
 use crate::rng::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -132,6 +132,9 @@ fn eta(items: u64, theta: f64, zeta2theta: f64, zetan: f64) -> f64 {
     (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta2theta / zetan)
 }
 
+/// The bytes a draw of the scrambled base (at most 10^10) fits in.
+const SCRAMBLED_ITEM_BYTES: u32 = significant_bytes(SCRAMBLED_ITEM_COUNT);
+
 /// `ScrambledZipfianGenerator(min, max)`: zipfian popularity spread over the key space by
 /// hashing, with YCSB's fixed 10^10-item base distribution.
 #[derive(Debug, Clone)]
@@ -158,7 +161,7 @@ impl ScrambledZipfian {
     #[inline]
     pub fn next(&self, rng: &mut Rng) -> u64 {
         let z = self.base.next(rng);
-        let h = fnvhash64(z);
+        let h = fnvhash64_within(z, SCRAMBLED_ITEM_BYTES);
         // Java's `%` keeps the dividend's sign; fnvhash64 is non-negative except for i64::MIN.
         (self.min as i64).wrapping_add(h % self.itemcount as i64) as u64
     }

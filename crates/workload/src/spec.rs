@@ -1,6 +1,7 @@
 //! The CoreWorkload's properties, read and checked once: YCSB's names, YCSB's defaults, and
 //! errors that name the property and the fix.
 
+use crate::keys::{significant_bytes, KeyNamer};
 use iodig_model::props::{Properties, PropertyError};
 
 /// Properties of YCSB's core workload, client and measurement that iodig understands.
@@ -290,6 +291,20 @@ impl WorkloadSpec {
     /// Expected number of inserts in the run phase, used to size the zipfian key range.
     pub fn expected_new_keys(&self) -> u64 {
         (self.operation_count as f64 * self.proportions[2] * 2.0) as u64
+    }
+
+    /// How this workload names its keys (`insertorder`, `zeropadding`), sized for the key
+    /// numbers it expects.
+    pub fn key_namer(&self) -> KeyNamer {
+        let largest = self
+            .record_count
+            .max(self.insert_start.saturating_add(self.insert_count))
+            .saturating_add(self.expected_new_keys());
+        KeyNamer {
+            ordered: self.ordered_inserts,
+            zero_padding: self.zero_padding,
+            keynum_bytes: significant_bytes(largest),
+        }
     }
 }
 
