@@ -9,7 +9,9 @@ use crate::integrity::{self, Ledger, Verdict, WriteTicket, ALL_FIELDS};
 use crate::keys::KeyNamer;
 use crate::rng::Rng;
 use crate::spec::{LengthDistribution, RequestDistribution, WorkloadSpec};
-use crate::values::{deterministic_value, fill_random_from, java_hashmap_order, random_draws};
+use crate::values::{
+    deterministic_value, fill_random_seeded, java_hashmap_order, random_value_state,
+};
 use iodig_db::{Db, Deferred, Fields, Record, Status};
 use iodig_model::OpKind;
 use std::future::Future;
@@ -321,17 +323,15 @@ impl Worker {
             self.values
                 .push_with(name, |buf| deterministic_value(key, name, size, buf));
         } else {
-            // Deferred: written from the generator's state here only if the binding reads
-            // values, its draws skipped now so every later choice is the same either way.
+            // Deferred: written from its own generator's seed only if the binding reads values;
+            // the seed is one draw either way, so every later choice is the same.
             let len = shared.field_length.next(&mut self.rng) as usize;
-            let state = self.rng.state();
-            self.rng.skip(random_draws(len));
             self.values.push_deferred(
                 name,
                 Deferred {
-                    state,
+                    state: random_value_state(&mut self.rng),
                     len,
-                    fill: fill_random_from,
+                    fill: fill_random_seeded,
                 },
             );
         }

@@ -2,9 +2,9 @@
 //! the same operation and key sequence (YCSB has no seed; it uses `ThreadLocalRandom`).
 
 /// xoshiro256++, the generator behind `rand`'s `SmallRng` on 64-bit targets, written out here
-/// so its state can be saved and stepped without output: a value that no binding reads is
-/// left unwritten, its draws skipped ([`Rng::skip`]) so every later choice is the same, and
-/// written from the saved state only if read (`values::fill_random_from`).
+/// so its state can be saved and stepped without output. A random value is written by a
+/// generator of its own, seeded by one draw of the worker's (`values::fill_random_seeded`), so
+/// a value that no binding reads is left unwritten at the cost of that one draw.
 #[derive(Debug, Clone)]
 pub struct Rng {
     s: [u64; 4],
@@ -53,15 +53,6 @@ impl Rng {
         s[0] ^= s[3];
         s[2] ^= t;
         s[3] = s[3].rotate_left(45);
-    }
-
-    /// Advances past `draws` draws without computing them: the state is then what `draws`
-    /// calls of [`Rng::next_u64`] or [`Rng::next_u32`] would leave.
-    #[inline]
-    pub fn skip(&mut self, draws: usize) {
-        for _ in 0..draws {
-            self.step();
-        }
     }
 
     /// 64 uniformly random bits.
@@ -131,18 +122,5 @@ mod tests {
         let mut zero = Rng::from_state([0; 4]);
         let mut theirs = SmallRng::from_seed([0; 32]);
         assert_eq!(zero.next_u64(), theirs.next_u64());
-    }
-
-    #[test]
-    fn skipping_leaves_the_state_drawing_leaves_and_the_state_replays() {
-        let mut drawn = Rng::seeded(9, 3);
-        let mut skipped = drawn.clone();
-        let saved = Rng::from_state(drawn.state());
-        let first: Vec<u32> = (0..17).map(|_| drawn.next_u32()).collect();
-        skipped.skip(17);
-        assert_eq!(skipped.state(), drawn.state());
-        let mut replay = saved;
-        let again: Vec<u32> = (0..17).map(|_| replay.next_u32()).collect();
-        assert_eq!(first, again);
     }
 }

@@ -25,17 +25,25 @@ pub fn fill_random(rng: &mut Rng, len: usize, out: &mut Vec<u8>) {
     }
 }
 
-/// The draws [`fill_random`] takes for `len` bytes: one per six.
+/// The state a random value is written from ([`fill_random_seeded`]): one draw of the
+/// worker's generator, the seed of the value's own. One draw whatever the value's length, so
+/// a value no binding reads costs one step, not one per six bytes (skipping those was a
+/// twentieth of a no-op binding's CPU per operation), and every later choice is the same
+/// whether a binding reads values or not.
 #[inline]
-pub fn random_draws(len: usize) -> usize {
-    len.div_ceil(6)
+pub fn random_value_state(rng: &mut Rng) -> [u64; 4] {
+    [rng.next_u64(), 0, 0, 0]
 }
 
-/// [`fill_random`] from a generator's saved state ([`Rng::state`]): a deferred value
-/// (`iodig_db::Deferred`) written when a binding reads it, the bytes `fill_random` wrote then.
-pub fn fill_random_from(state: &[u64; 4], len: usize, out: &mut Vec<u8>) {
-    fill_random(&mut Rng::from_state(*state), len, out);
+/// Writes a random value of `len` bytes from its state ([`random_value_state`]): a deferred
+/// value (`iodig_db::Deferred`) written when a binding reads it.
+pub fn fill_random_seeded(state: &[u64; 4], len: usize, out: &mut Vec<u8>) {
+    fill_random(&mut Rng::seeded(state[0], VALUE_STREAM), len, out);
 }
+
+/// The stream index of values' own generators ([`Rng::seeded`]), apart from workers' streams
+/// (their indices are worker numbers).
+const VALUE_STREAM: u64 = u64::MAX;
 
 /// Java's `String.hashCode` (UTF-16 code units; field and key names are ASCII).
 pub fn java_string_hash(s: &str) -> i32 {
@@ -137,22 +145,27 @@ mod tests {
     }
 
     #[test]
-    fn deferred_values_are_the_eager_ones_and_skip_the_same_draws() {
+    fn a_random_value_takes_one_draw_and_is_written_the_same_from_its_state() {
         for len in [0, 1, 5, 6, 7, 100, 1000, 1001] {
-            let mut eager = Rng::seeded(11, 2);
-            let mut lazy = eager.clone();
-            let mut a = Vec::new();
-            fill_random(&mut eager, len, &mut a);
-            let saved = lazy.state();
-            lazy.skip(random_draws(len));
+            let mut worker = Rng::seeded(11, 2);
+            let mut untouched = worker.clone();
+            let state = random_value_state(&mut worker);
+            untouched.next_u64();
             assert_eq!(
-                lazy.state(),
-                eager.state(),
-                "len {len}: later draws unchanged"
+                worker.state(),
+                untouched.state(),
+                "len {len}: one draw, whatever the length"
             );
-            let mut b = Vec::new();
-            fill_random_from(&saved, len, &mut b);
-            assert_eq!(a, b, "len {len}");
+            let (mut a, mut b) = (Vec::new(), b"prefix".to_vec());
+            fill_random_seeded(&state, len, &mut a);
+            fill_random_seeded(&state, len, &mut b);
+            assert_eq!(a.len(), len);
+            assert_eq!(&b[6..], &a[..], "len {len}: the same bytes, appended");
+            let mut other = Vec::new();
+            fill_random_seeded(&random_value_state(&mut worker), len, &mut other);
+            if len >= 6 {
+                assert_ne!(a, other, "len {len}: the next value is another");
+            }
         }
     }
 
