@@ -141,7 +141,41 @@ const SCRAMBLED_ITEM_BYTES: u32 = significant_bytes(SCRAMBLED_ITEM_COUNT);
 pub struct ScrambledZipfian {
     min: u64,
     itemcount: u64,
+    /// `% itemcount` by multiplication.
+    modulo: FastMod,
     base: Zipfian,
+}
+
+/// `a % d` for a fixed `d` by two wide multiplications (Lemire, Kaser and Kurz, "Faster
+/// Remainder by Direct Computation", 2019: a 128-bit reciprocal is exact for every 64-bit
+/// `a`), where a 64-bit division takes a few dozen cycles: a scrambled zipfian draw is one.
+#[derive(Debug, Clone, Copy)]
+struct FastMod {
+    d: u64,
+    /// ⌈2^128 / d⌉; 0 for `d` = 1 (every remainder is 0).
+    reciprocal: u128,
+}
+
+impl FastMod {
+    fn new(d: u64) -> Self {
+        assert!(d > 0, "a remainder by zero");
+        let reciprocal = if d == 1 {
+            0
+        } else {
+            u128::MAX / u128::from(d) + 1
+        };
+        Self { d, reciprocal }
+    }
+
+    #[inline]
+    fn rem(&self, a: u64) -> u64 {
+        let low = self.reciprocal.wrapping_mul(u128::from(a));
+        // The high 64 bits of the 192-bit product low · d.
+        let d = u128::from(self.d);
+        let bottom = (u128::from(low as u64) * d) >> 64;
+        let top = (low >> 64) * d;
+        ((bottom + top) >> 64) as u64
+    }
 }
 
 impl ScrambledZipfian {
@@ -151,6 +185,7 @@ impl ScrambledZipfian {
         Self {
             min,
             itemcount: max - min + 1,
+            modulo: FastMod::new(max - min + 1),
             // YCSB passes max = ITEM_COUNT, so the base has 10^10 + 1 items while ζ is for 10^10
             // (YCSB#1305); kept for identical popularity.
             base: Zipfian::with_zetan(0, SCRAMBLED_ITEM_COUNT, ZIPFIAN_CONSTANT, SCRAMBLED_ZETAN),
@@ -163,7 +198,11 @@ impl ScrambledZipfian {
         let z = self.base.next(rng);
         let h = fnvhash64_within(z, SCRAMBLED_ITEM_BYTES);
         // Java's `%` keeps the dividend's sign; fnvhash64 is non-negative except for i64::MIN.
-        (self.min as i64).wrapping_add(h % self.itemcount as i64) as u64
+        let r = match u64::try_from(h) {
+            Ok(h) => self.modulo.rem(h) as i64,
+            Err(_) => h % self.itemcount as i64,
+        };
+        (self.min as i64).wrapping_add(r) as u64
     }
 }
 
@@ -502,5 +541,41 @@ mod tests {
         let newest = (0..20_000).filter(|_| g.next(999, &mut r) >= 990).count() as f64 / 20_000.0;
         assert!(newest > 0.3, "{newest}");
         assert!((0..1000).all(|_| g.next(999, &mut r) <= 999));
+    }
+
+    #[test]
+    fn the_remainder_by_multiplication_is_the_remainder() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut divisors: Vec<u64> = (1..300).collect();
+        divisors.extend([
+            1000,
+            1 << 20,
+            (1 << 32) - 1,
+            1 << 32,
+            1_000_000_007,
+            10_000_000_000,
+        ]);
+        divisors.extend([
+            u64::MAX,
+            u64::MAX - 1,
+            1 << 63,
+            (1 << 63) + 1,
+            i64::MAX as u64,
+        ]);
+        divisors.extend((0..200).map(|_| next() >> (next() % 64)).filter(|d| *d > 0));
+        for d in divisors {
+            let m = FastMod::new(d);
+            let mut values = vec![0, 1, d - 1, d, d.wrapping_add(1), u64::MAX, i64::MAX as u64];
+            values.extend((0..2000).map(|_| next() >> (next() % 64)));
+            for a in values {
+                assert_eq!(m.rem(a), a % d, "{a} % {d}");
+            }
+        }
     }
 }
