@@ -116,7 +116,7 @@ impl EbpfLive {
     ) {
         if with_histograms && self.feed.is_some() {
             if let Some(last) = seconds.last_mut() {
-                last.so_far = Some(self.so_far(read_so_far(), last.unix_ms));
+                last.so_far = Some(self.so_far(read_so_far()));
                 self.histograms_sent = Some(Instant::now());
             }
         }
@@ -126,8 +126,8 @@ impl EbpfLive {
     }
 
     /// The whole trace's histograms as the kernel holds them now, with the OS time of the
-    /// seconds sent through `last_second_ms`.
-    fn so_far(&self, raw: Vec<DevRaw>, last_second_ms: u64) -> SoFar {
+    /// seconds sent so far.
+    fn so_far(&self, raw: Vec<DevRaw>) -> SoFar {
         let devices = raw
             .iter()
             .zip(&self.names)
@@ -148,7 +148,6 @@ impl EbpfLive {
             .collect();
         SoFar {
             through_unix_ms: super::unix_now_ns() / 1_000_000,
-            seconds_through_unix_ms: last_second_ms + 1000,
             devices,
         }
     }

@@ -26,11 +26,9 @@ pub struct LiveSecond {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SoFar {
     /// When the tracer read them (unix ms, the traced host's clock); IOs completed after the
-    /// last second sent are in them.
+    /// last second sent are in them. Their queue (OS) time is the per-second histograms summed
+    /// through the second they come with.
     pub through_unix_ms: u64,
-    /// The last whole second sent with them, whose queue (OS) time they hold, as the
-    /// tracer's per-second histograms are summed for it.
-    pub seconds_through_unix_ms: u64,
     /// Devices with IO so far.
     pub devices: Vec<SoFarDevice>,
 }

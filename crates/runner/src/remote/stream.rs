@@ -604,7 +604,6 @@ mod tests {
         use iodig_model::trace::{Bucket, Latency, SoFarDevice};
         SoFar {
             through_unix_ms,
-            seconds_through_unix_ms: through_unix_ms / 1000 * 1000,
             devices: vec![SoFarDevice {
                 name: "vda".into(),
                 ops: [(
