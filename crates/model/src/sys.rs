@@ -120,6 +120,26 @@ pub struct SysSample {
     /// One per `SysDoc::processes`, same order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub procs: Vec<ProcSample>,
+    /// Time in the interval during which tasks stalled for want of CPU, IO or memory, from the
+    /// kernel's pressure stall information (`/proc/pressure/*`); absent on kernels without PSI
+    /// and in files of iodig versions before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pressure: Option<Pressure>,
+}
+
+/// The kernel's pressure stall information over one interval, in ms of that interval: `some` is
+/// time during which at least one task stalled, `full` time during which every non-idle task
+/// did (docs/sysstat.md). Host-wide, so another process's stall counts too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pressure {
+    /// Some runnable task waited for a CPU.
+    pub cpu_some_ms: f64,
+    /// Some task waited for block IO.
+    pub io_some_ms: f64,
+    /// Every non-idle task waited for block IO at once.
+    pub io_full_ms: f64,
+    /// Some task waited for memory (reclaim, refaults, swap-in).
+    pub memory_some_ms: f64,
 }
 
 /// The most CPUs whose samples a file keeps one by one; beyond it each sample keeps
@@ -277,6 +297,24 @@ pub struct ProcStats {
     /// From /proc/PID/io; absent when that file is unreadable (permission, no task IO accounting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io: Option<ProcIo>,
+    /// Time the process's threads spent runnable but waiting for a CPU in the interval, from
+    /// the scheduler's own accounting (`/proc/PID/task/*/schedstat`, its run delay); absent
+    /// when unreadable (a kernel without schedstats) and in files of older iodig versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_queue: Option<RunQueueWait>,
+}
+
+/// Run-queue wait of one process's threads over one interval: how long work that was ready to
+/// run sat waiting for a CPU. A thread that exited inside the interval takes its last part of
+/// it along (the kernel keeps no count for gone threads), so this is a floor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunQueueWait {
+    /// Summed over the threads, in ms: 400 means, for example, four threads waiting 100 ms each.
+    pub wait_ms: f64,
+    /// The thread that waited longest, its wait in ms.
+    pub max_thread_ms: f64,
+    /// Threads that waited at all in the interval.
+    pub threads_waiting: u32,
 }
 
 impl ProcStats {

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use iodig_model::sys::{CpuPct, NetRates, NetSample, ProcIo, ProcStats};
+use iodig_model::sys::{CpuPct, NetRates, NetSample, Pressure, ProcIo, ProcStats, RunQueueWait};
 
-use crate::read::{CpuTicks, NetCounters, ProcCounters};
+use crate::read::{CpuTicks, NetCounters, PressureTotals, ProcCounters};
 
 /// Rounds to 0.001: finer digits are below what tick and byte counters can resolve, and
 /// numbers this short read back from JSON bit for bit (serde_json's fast exact path).
@@ -48,6 +48,37 @@ pub fn cpu_pct(prev: &CpuTicks, cur: &CpuTicks) -> CpuPct {
         steal: p(parts[6]),
         idle: p(parts[7]),
     }
+}
+
+/// Stall time of the interval per resource, in ms (rounded to 0.001); a total that went
+/// backwards (it cannot, but a counter read across a PSI reset would) counts as 0.
+pub fn pressure(prev: &PressureTotals, cur: &PressureTotals) -> Pressure {
+    let ms = |a: u64, b: u64| round3(b.saturating_sub(a) as f64 / 1000.0);
+    Pressure {
+        cpu_some_ms: ms(prev.cpu_some_us, cur.cpu_some_us),
+        io_some_ms: ms(prev.io_some_us, cur.io_some_us),
+        io_full_ms: ms(prev.io_full_us, cur.io_full_us),
+        memory_some_ms: ms(prev.memory_some_us, cur.memory_some_us),
+    }
+}
+
+/// A process's run-queue wait over the interval from its threads' run delays (ns) at both
+/// ends. A thread new since the last reading was born inside the interval, so all of its run
+/// delay belongs to it; a thread gone by now is not counted (its last wait is lost with it).
+pub fn run_queue_wait(prev: &HashMap<u32, u64>, cur: &HashMap<u32, u64>) -> RunQueueWait {
+    let mut out = RunQueueWait::default();
+    for (tid, now) in cur {
+        let waited = now.saturating_sub(prev.get(tid).copied().unwrap_or(0));
+        if waited > 0 {
+            let ms = waited as f64 / 1e6;
+            out.wait_ms += ms;
+            out.max_thread_ms = out.max_thread_ms.max(ms);
+            out.threads_waiting += 1;
+        }
+    }
+    out.wait_ms = round3(out.wait_ms);
+    out.max_thread_ms = round3(out.max_thread_ms);
+    out
 }
 
 /// Per-CPU shares; empty when the CPU set changed (hotplug), since positions would then pair
@@ -120,6 +151,8 @@ pub fn proc_stats(prev: &ProcCounters, cur: &ProcCounters, secs: f64, hz: u64) -
             }),
             _ => None,
         },
+        // Read from the threads' own files by the sampler, beside these counters.
+        run_queue: None,
     }
 }
 
@@ -329,5 +362,44 @@ mod tests {
         };
         assert!(proc_stats(&a, &b, 1.0, 100).io.is_none());
         assert!(proc_stats(&b, &a, 1.0, 100).io.is_none());
+    }
+
+    #[test]
+    fn run_queue_wait_sums_each_threads_growth_and_counts_new_threads_whole() {
+        let prev: HashMap<u32, u64> = [(1, 5_000_000), (2, 1_000_000), (3, 9_000_000)].into();
+        // Thread 1 waited 30 ms more, 2 not at all, 3 exited, 4 was born and waited 2.5 ms.
+        let cur: HashMap<u32, u64> = [(1, 35_000_000), (2, 1_000_000), (4, 2_500_000)].into();
+        let w = run_queue_wait(&prev, &cur);
+        assert!(close(w.wait_ms, 32.5), "{w:?}");
+        assert!(close(w.max_thread_ms, 30.0), "{w:?}");
+        assert_eq!(w.threads_waiting, 2);
+        // A reused thread id whose count is lower than the old thread's does not wrap.
+        let reused: HashMap<u32, u64> = [(1, 10)].into();
+        assert_eq!(run_queue_wait(&prev, &reused).wait_ms, 0.0);
+    }
+
+    #[test]
+    fn pressure_is_the_stall_time_of_the_interval_in_ms() {
+        let a = PressureTotals {
+            cpu_some_us: 1_000,
+            io_some_us: 10_000,
+            io_full_us: 4_000,
+            memory_some_us: 7,
+        };
+        let b = PressureTotals {
+            cpu_some_us: 251_000,
+            io_some_us: 10_500,
+            io_full_us: 4_000,
+            memory_some_us: 5,
+        };
+        let p = pressure(&a, &b);
+        assert!(
+            close(p.cpu_some_ms, 250.0) && close(p.io_some_ms, 0.5),
+            "{p:?}"
+        );
+        assert!(
+            close(p.io_full_ms, 0.0) && close(p.memory_some_ms, 0.0),
+            "{p:?}"
+        );
     }
 }

@@ -78,6 +78,63 @@ pub struct SysCounters {
     pub cpus: u32,
     pub mem: MemSample,
     pub net: HashMap<String, NetCounters>,
+    /// Pressure stall totals; none on a kernel without PSI.
+    pub pressure: Option<PressureTotals>,
+}
+
+/// Cumulative stall times of `/proc/pressure/{cpu,io,memory}`, in µs since boot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PressureTotals {
+    pub cpu_some_us: u64,
+    pub io_some_us: u64,
+    pub io_full_us: u64,
+    pub memory_some_us: u64,
+}
+
+/// The `total=` of a pressure file's `some` or `full` line.
+fn pressure_total(text: &str, line: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(line))?
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("total="))?
+        .parse()
+        .ok()
+}
+
+/// Reads the three pressure files; none when the kernel has no PSI (built without it, or
+/// booted with `psi=0`, where the files exist but cannot be read).
+pub fn read_pressure() -> Option<PressureTotals> {
+    let read = |what: &str| std::fs::read_to_string(format!("/proc/pressure/{what}")).ok();
+    let (cpu, io, memory) = (read("cpu")?, read("io")?, read("memory")?);
+    Some(PressureTotals {
+        cpu_some_us: pressure_total(&cpu, "some")?,
+        io_some_us: pressure_total(&io, "some")?,
+        io_full_us: pressure_total(&io, "full")?,
+        memory_some_us: pressure_total(&memory, "some")?,
+    })
+}
+
+/// Each thread's run delay (ns spent runnable on a run queue, waiting for a CPU) from
+/// `/proc/PID/task/TID/schedstat`, by thread id; none when the process is gone or the kernel
+/// keeps no schedstats. A thread that exits between the listing and its read is left out.
+pub fn read_run_delays(pid: u32) -> Option<HashMap<u32, u64>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut out = HashMap::new();
+    let mut any_file = false;
+    for t in tasks.flatten() {
+        let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        any_file = true;
+        // "on-CPU ns, run-queue wait ns, timeslices"
+        if let Some(wait) = text.split_whitespace().nth(1).and_then(|w| w.parse().ok()) {
+            out.insert(tid, wait);
+        }
+    }
+    any_file.then_some(out)
 }
 
 pub fn unix_ms_now() -> u64 {
@@ -128,6 +185,7 @@ pub fn read_sys(per_cpu: bool) -> anyhow::Result<SysCounters> {
             writeback_bytes: m.writeback,
         },
         net,
+        pressure: read_pressure(),
     })
 }
 
@@ -146,6 +204,9 @@ pub struct Tracked {
     pub cmdline: Vec<u8>,
     /// The last counters read; the baseline of the next interval.
     pub last: Option<ProcCounters>,
+    /// Each thread's run delay at the last reading (ns), the baseline of the next interval's
+    /// run-queue wait; none when unreadable.
+    pub last_run_delays: Option<HashMap<u32, u64>>,
 }
 
 /// Why a process reading did not produce counters.
@@ -168,6 +229,7 @@ impl Tracked {
             comm: String::new(),
             cmdline: Vec::new(),
             last: None,
+            last_run_delays: None,
         };
         let opened = i32::try_from(pid)
             .map_err(|_| anyhow::anyhow!("pid out of range"))
@@ -183,6 +245,7 @@ impl Tracked {
                 match t.read() {
                     Ok(c) => {
                         t.last = Some(c);
+                        t.last_run_delays = read_run_delays(pid);
                         return (t, None);
                     }
                     Err(_) => "exited while being opened".to_string(),
@@ -258,4 +321,28 @@ pub fn find_by_command_line(cmdline: &[u8], except: u32) -> Option<u32> {
 /// A zombie has released its memory and stopped running: for a database server that is exited.
 fn is_dead(state: char) -> bool {
     matches!(state, 'Z' | 'X' | 'x')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pressure_total_reads_the_named_line() {
+        let text = "some avg10=8.37 avg60=6.07 avg300=2.10 total=7723717\n\
+                    full avg10=0.00 avg60=0.00 avg300=0.00 total=42\n";
+        assert_eq!(pressure_total(text, "some"), Some(7_723_717));
+        assert_eq!(pressure_total(text, "full"), Some(42));
+        assert_eq!(pressure_total("some avg10=1.0\n", "some"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_run_delay_per_thread() {
+        let pid = std::process::id();
+        let delays = read_run_delays(pid).expect("this kernel keeps schedstats");
+        assert!(
+            delays.contains_key(&pid),
+            "the main thread is listed: {delays:?}"
+        );
+    }
 }

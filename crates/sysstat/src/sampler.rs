@@ -63,10 +63,14 @@ impl State {
             let (state, stats) = match t.read() {
                 Ok(c) => {
                     let prev = t.last.replace(c).unwrap_or(c);
-                    (
-                        ProcState::Running,
-                        Some(delta::proc_stats(&prev, &c, secs, hz)),
-                    )
+                    let mut stats = delta::proc_stats(&prev, &c, secs, hz);
+                    let delays = read::read_run_delays(t.pid);
+                    stats.run_queue = match (&t.last_run_delays, &delays) {
+                        (Some(a), Some(b)) => Some(delta::run_queue_wait(a, b)),
+                        _ => None,
+                    };
+                    t.last_run_delays = delays;
+                    (ProcState::Running, Some(stats))
                 }
                 Err(ProcGone::Exited) => {
                     if info.state == ProcState::Running {
@@ -108,6 +112,10 @@ impl State {
             mem: cur.mem,
             net: delta::net_rates(&self.prev.net, &cur.net, secs),
             procs,
+            pressure: match (&self.prev.pressure, &cur.pressure) {
+                (Some(a), Some(b)) => Some(delta::pressure(a, b)),
+                _ => None,
+            },
         });
         if let Some(live) = &self.live {
             if let Some(s) = self.doc.samples.last() {

@@ -411,3 +411,36 @@ fn a_fed_sampler_sends_each_sample_as_it_is_taken() {
         "the feed holds every sample, in order, once"
     );
 }
+
+#[test]
+fn spinners_sharing_one_cpu_wait_on_its_run_queue() {
+    // Three spinning shells pinned to CPU 0 share it: each runs about a third of the time and
+    // waits runnable the rest, which the scheduler counts as the sampled one's run delay and
+    // as CPU pressure.
+    let spin = || {
+        Reaped(
+            Command::new("taskset")
+                .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let (a, _b, _c) = (spin(), spin(), spin());
+    sleep(Duration::from_millis(100));
+    let s = Sampler::start(opts(1000, vec![("spinner".into(), a.0.id())], false)).unwrap();
+    sleep(Duration::from_millis(3200));
+    let doc = s.stop();
+    let samples: Vec<_> = full(&doc).collect();
+    assert!(samples.len() >= 2, "{:?}", doc.samples);
+    for s in &samples {
+        let st = s.procs[0].stats.expect("spinner readable");
+        let rq = st.run_queue.expect("this kernel keeps schedstats");
+        // About 667 ms a second; other work on a shared machine only adds to it.
+        assert!(rq.wait_ms > 300.0, "{rq:?} in {s:?}");
+        assert!(rq.wait_ms <= s.secs * 1000.0 * 1.05, "one thread, {rq:?}");
+        assert_eq!(rq.threads_waiting, 1, "{rq:?}");
+        assert!((rq.max_thread_ms - rq.wait_ms).abs() < 1e-6, "{rq:?}");
+        let p = s.pressure.expect("this kernel has PSI");
+        assert!(p.cpu_some_ms > 300.0, "{p:?}");
+    }
+}
