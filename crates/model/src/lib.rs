@@ -24,6 +24,7 @@ pub mod secret;
 pub mod series;
 pub mod sys;
 pub mod trace;
+pub mod utc;
 pub mod writer;
 
 pub use run::*;

@@ -207,3 +207,32 @@ pub fn io_rows(st: &StepData, o: &mut String) {
         }
     }
 }
+
+/// `slow-seconds.csv`: one row per slow second of an op in every step, with its most likely
+/// cause and the evidence (docs/report.md, "Why the slowest seconds were slow").
+pub fn slow_seconds(report: &Report) -> String {
+    let mut o = String::from(
+        "step,workload,threads,second_utc,unix_ms,op,client_p99_ms,client_max_ms,typical_p99_ms,node,cause,evidence\n",
+    );
+    for st in &report.steps {
+        for s in &st.slow_seconds {
+            let _ = writeln!(
+                o,
+                "{},{},{},{},{},{},{:.3},{:.3},{:.3},{},{},{}",
+                st.index,
+                field(&st.workload),
+                st.threads,
+                iodig_model::utc::iso_second(s.start_unix_ms),
+                s.start_unix_ms,
+                s.op,
+                s.p99_ms,
+                s.max_ms,
+                s.typical_p99_ms,
+                field(&s.place),
+                s.cause.name(),
+                field(&s.evidence)
+            );
+        }
+    }
+    o
+}

@@ -34,7 +34,7 @@ fn report_numbers_match_run_json() {
     let dir = tmp.path().join("run");
     let doc: RunDoc = generate(&small_spec(), &dir).unwrap();
     let out = write_report(&dir).unwrap();
-    assert_eq!(out.files.len(), 6);
+    assert_eq!(out.files.len(), 7);
     let md = read(&dir.join("report.md"));
     let mut all_ops_rows = Vec::new();
     for s in &doc.steps {
@@ -170,9 +170,11 @@ fn html_is_self_contained_with_labelled_charts() {
         .count()
         + sweeps_drawn.len();
     assert!(headline_charts >= 1, "{:?}", report.headlines);
+    // The client's latency with its slowest seconds circled, when a step has any.
+    let slow_seconds_chart = usize::from(report.steps.iter().any(|s| !s.slow_seconds.is_empty()));
     assert_eq!(
         html.matches("<svg ").count(),
-        headline_charts + 2 + 6 * 10 + heat_maps
+        headline_charts + 2 + 6 * 10 + heat_maps + slow_seconds_chart
     );
     for svg in html.split("<svg ").skip(1) {
         let svg = &svg[..svg.find("</svg>").unwrap()];

@@ -13,6 +13,7 @@
 //!   without flush/compaction IO, and the depth each class held;
 //! - [`per_io`]: every IO of the per-IO stream by size (latency per size class, IOs to draw);
 //! - [`levels`]: system level vs device level (per-second OS and device time of reads, writes);
+//! - [`slow`]: why the slowest seconds were slow (each stand-out second's most likely cause);
 //! - [`storage`]: storage-bound or not (device reads per database read, page cache, memory);
 //! - [`device_stats`]: what each traced disk counted itself (NVMe SMART, OCP latency monitor)
 //!   beside what the trace counted, or why it has no such figures;
@@ -29,6 +30,7 @@ pub mod io;
 pub mod levels;
 pub mod op;
 pub mod per_io;
+pub mod slow;
 pub mod step;
 pub mod storage;
 pub mod story;

@@ -111,6 +111,9 @@ pub struct StepView {
     pub bands: Vec<OpBands>,
     /// Every IO by size, from the per-IO stream (`run --events`), when the step has one.
     pub per_io: Option<super::per_io::PerIo>,
+    /// The seconds whose client p99 stood out, each with its most likely cause (computed
+    /// over every place of the step, so held by the step's own view, not its node views).
+    pub slow_seconds: Vec<super::slow::SlowSecond>,
     /// Reads' and writes' per-second OS time against device time.
     pub levels: Vec<super::levels::LevelRow>,
     /// Device reads per database read, page cache and memory (traced steps that read).
@@ -318,6 +321,7 @@ pub(super) fn step_view(step: &StepData) -> StepView {
             .map(op_bands)
             .unwrap_or_default(),
         per_io: super::per_io::per_io(step),
+        slow_seconds: Vec::new(),
         levels: Vec::new(),
         diskstats_check: step.trace.as_ref().and_then(diskstats_sentence),
         storage: super::storage::storage_bound(step),

@@ -59,14 +59,27 @@ fn client_host_apart(run: &RunData, step: &StepData, nodes: &[(usize, String)]) 
 pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
     let nodes = database_nodes(run, step);
     if nodes.is_empty() {
-        return step_view(step);
+        let mut v = step_view(step);
+        v.slow_seconds = super::slow::slow_seconds(step, &[(step, false)]);
+        return v;
     }
-    let mut v = step_view(&client_host_apart(run, step, &nodes));
+    let client = client_host_apart(run, step, &nodes);
+    let mut v = step_view(&client);
     v.host_findings = std::mem::take(&mut v.findings);
-    v.node_views = nodes
+    let node_data: Vec<(usize, String, StepData)> = nodes
         .into_iter()
-        .map(|(i, addr)| {
-            let mut nv = step_view(&step.at_node(i, Some(addr.clone())));
+        .map(|(i, addr)| (i, addr.clone(), step.at_node(i, Some(addr))))
+        .collect();
+    let places: Vec<(&StepData, bool)> = node_data
+        .iter()
+        .map(|(_, _, d)| (d, false))
+        .chain(std::iter::once((&client, true)))
+        .collect();
+    v.slow_seconds = super::slow::slow_seconds(step, &places);
+    v.node_views = node_data
+        .into_iter()
+        .map(|(i, addr, data)| {
+            let mut nv = step_view(&data);
             let ns = &step.nodes[i].step;
             nv.place_notes = ns
                 .partial

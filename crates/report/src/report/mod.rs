@@ -14,6 +14,7 @@ mod integrity;
 mod io_summary;
 mod per_io;
 mod per_second;
+mod slow;
 mod step;
 mod steps_table;
 mod summary;
@@ -44,6 +45,9 @@ pub const CSV_CLIENT: &str = "report-client.csv";
 pub const CSV_IO: &str = "report-io.csv";
 /// One row per step, the load included: what it ran, how much, and how it ended.
 pub const CSV_STEPS: &str = "report-steps.csv";
+/// One row per slow second of an op: the client's p99 and max, the place, the most likely
+/// cause and its evidence.
+pub const CSV_SLOW_SECONDS: &str = "slow-seconds.csv";
 
 /// What `write_report` produced.
 #[derive(Debug, Clone)]
@@ -113,12 +117,16 @@ pub fn write_report_with(
     let report = analysis::analyse_views(&run, &opts.op.clone().unwrap_or_default(), views);
     let steps = write(CSV_STEPS, crate::csv::steps(&report).as_bytes())?;
     let ops = write(CSV_OPS, crate::csv::ops(&report).as_bytes())?;
+    let slow = write(
+        CSV_SLOW_SECONDS,
+        crate::csv::slow_seconds(&report).as_bytes(),
+    )?;
     let findings = report.findings.clone();
     let doc = report_doc_consuming(&run, report);
     let html = write(HTML, crate::html::render(&doc).as_bytes())?;
     let markdown = write(MARKDOWN, crate::markdown::render(&doc).as_bytes())?;
     Ok(ReportOutput {
-        files: vec![html, markdown, steps, ops, client, io],
+        files: vec![html, markdown, steps, ops, client, io, slow],
         findings,
     })
 }
@@ -158,6 +166,7 @@ fn run_sections(run: &RunData, report: &Report) -> Doc {
     // every finding, the cluster, and each step's detail node by node.
     header::section(&mut doc, run, report);
     summary::section(&mut doc, report);
+    slow::section(&mut doc, report);
     integrity::section(&mut doc, run);
     steps_table::section(&mut doc, report);
     for s in &report.sweeps {

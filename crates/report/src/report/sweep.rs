@@ -60,6 +60,7 @@ pub(super) fn curve(doc: &mut Doc, s: &WorkloadSweep) {
             color,
             dashed,
             markers: true,
+            only_markers: false,
             labels: if name == "p99.99" || name == "avg" {
                 labels.clone()
             } else {

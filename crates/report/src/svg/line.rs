@@ -27,6 +27,9 @@ pub struct Series {
     pub markers: bool,
     /// Text next to each point (thread counts), same length as `points` or empty.
     pub labels: Vec<String>,
+    /// Markers alone, no line between them: chosen moments (the slowest seconds) marked on
+    /// another series.
+    pub only_markers: bool,
 }
 
 /// A shaded x range (a flush or a compaction).
@@ -217,6 +220,18 @@ impl LineChart {
                 .collect();
             let pts = decimate(&inside, pw as usize);
             if pts.is_empty() {
+                continue;
+            }
+            if s.only_markers {
+                for (x, y) in &inside {
+                    let _ = write!(
+                        o,
+                        r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="none" stroke="{color}" stroke-width="2"><title>{}</title></circle>"#,
+                        sx(*x),
+                        sy(*y),
+                        esc(&s.name)
+                    );
+                }
                 continue;
             }
             let mut d = String::with_capacity(pts.len() * 14);
