@@ -17,6 +17,7 @@ pub mod duration;
 pub mod events;
 pub mod fsio;
 pub mod integrity;
+pub mod jvm;
 pub mod props;
 pub mod reading;
 pub mod run;

@@ -346,6 +346,9 @@ pub mod files {
     /// write `db-events.jsonl.gz` ([`crate::series::EVENTS`], read alike by
     /// [`crate::series::read_events`]).
     pub const EVENTS: &str = "db-events.json";
+    /// The database's JVMs' stop-the-world pauses over the step
+    /// ([`crate::jvm::JvmPausesDoc`]); absent for a database that is not a JVM.
+    pub const JVM_PAUSES: &str = "jvm-pauses.json";
     /// In a merged step: each client's part ([`super::ClientStep`]).
     pub const CLIENTS: &str = "clients.json";
 }

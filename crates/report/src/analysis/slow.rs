@@ -34,6 +34,9 @@ pub const QUEUE_DEPTH_FLOOR: f64 = 8.0;
 pub const OTHER_IO_FLOOR_BYTES: f64 = 1e6;
 /// …and their share of all bytes on those devices in that second.
 pub const OTHER_IO_MIN_SHARE: f64 = 0.2;
+/// The share of a second with some task waiting for a CPU (the host's CPU pressure) from
+/// which CPU starvation is taken as upstream of every other piece of evidence.
+pub const CONTENDED_SHARE: f64 = 0.5;
 /// The client host's CPU busy percent (all CPUs) at which it may itself have made the wait,
 /// when the database runs elsewhere.
 pub const CLIENT_BUSY_PCT: f64 = 95.0;
@@ -270,6 +273,9 @@ fn stands_out(value: f64, typical: f64, floor: f64) -> Option<f64> {
 /// One piece of evidence that stood out: its cause, strength (how far over its bar) and words.
 struct Clue {
     cause: Cause,
+    /// Run-queue evidence in a second when the host's CPU pressure covered at least
+    /// [`CONTENDED_SHARE`] of it.
+    contended: bool,
     strength: f64,
     place: String,
     words: String,
@@ -289,8 +295,12 @@ fn clues(p: &PlaceSeconds, k: i64) -> Vec<Clue> {
             continue;
         };
         let when = if key == k { "" } else { " (the second before)" };
+        let contended = s
+            .cpu_pressure_ms
+            .is_some_and(|c| c >= CONTENDED_SHARE * 1000.0);
         let clue = |cause, strength, words: String| Clue {
             cause,
+            contended,
             strength,
             place: p.name.clone(),
             words: format!("{}: {words}{when}", p.name),
@@ -527,6 +537,16 @@ fn explain(
             format!("{}{}", faults.join("; "), others(0, &clues)),
         );
     }
+    // A host whose CPUs were contended most of the second slows everything that needs one,
+    // the completion of IO included (a loop device, a software RAID): the starved threads
+    // are upstream of any slow device they show.
+    if let Some(i) = clues
+        .iter()
+        .position(|c| c.cause == Cause::CpuRunqueue && c.contended)
+    {
+        let c = clues.remove(i);
+        clues.insert(0, c);
+    }
     match clues.first() {
         Some(c) => second(
             c.cause,
@@ -554,14 +574,23 @@ fn looked_at(places: &[PlaceSeconds]) -> String {
         what.push("other processes' IO");
     }
     what.push("iodig's faults");
+    // Cassandra's nodes run in a JVM whose pauses iodig does not read yet: said, not implied.
+    let jvm = places
+        .iter()
+        .any(|p| p.watched.contains("node") || p.watched.contains("cassandra"));
     format!(
-        "nothing stood out in {} at {}; JVM pauses are not measured",
+        "nothing stood out in {} at {}{}",
         what.join(", "),
         places
             .iter()
             .map(|p| p.name.as_str())
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        if jvm {
+            "; JVM pauses are not measured"
+        } else {
+            ""
+        }
     )
 }
 
