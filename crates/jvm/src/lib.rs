@@ -27,7 +27,7 @@ mod skel {
 }
 
 use anyhow::{bail, Context, Result};
-use iodig_model::jvm::{JvmPause, JvmProcess};
+use iodig_model::jvm::{JvmPause, JvmPausesDoc, JvmProcess};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use skel::PausesSkelBuilder;
 use std::mem::MaybeUninit;
@@ -105,7 +105,11 @@ impl PauseProbe {
         };
         let lib = match libjvm_of(pid) {
             Ok(Some(lib)) => lib,
-            Ok(None) => return Err(refused("not a JVM: no libjvm.so in its memory map".into())),
+            Ok(None) => {
+                return Err(refused(format!(
+                    "{NOT_A_JVM}: no libjvm.so in its memory map"
+                )))
+            }
             Err(e) => return Err(refused(format!("{e:#}"))),
         };
         let shown = lib
@@ -163,9 +167,53 @@ impl PauseProbe {
             }
         }
         doc.ended_unix_ms = unix_ms_now();
+        if !Path::new(&format!("/proc/{}", doc.pid)).exists() {
+            // The uprobes went with the process: a node started again under another pid in
+            // this step was not watched from then on.
+            doc.source.push_str(
+                "; the process was gone by the window's end, and pauses after it are not measured",
+            );
+        }
         doc
     }
 }
+
+/// The probes of a step's processes: every JVM among them, each probed or with the reason it
+/// could not be; processes that are not JVMs (iodig itself) are left out.
+pub struct JvmWatch {
+    probes: Vec<Result<PauseProbe, JvmProcess>>,
+}
+
+impl JvmWatch {
+    /// Starts a probe on each JVM of `pids` (label, pid), this process left out.
+    pub fn start(pids: &[(String, u32)]) -> JvmWatch {
+        let me = std::process::id();
+        let probes = pids
+            .iter()
+            .filter(|(_, pid)| *pid != me && *pid != 0)
+            .map(|(label, pid)| PauseProbe::start(label, *pid))
+            .filter(|r| !matches!(r, Err(p) if p.source.starts_with(NOT_A_JVM)))
+            .collect();
+        JvmWatch { probes }
+    }
+
+    /// Stops every probe: the step's `jvm-pauses.json`, none when no process was a JVM.
+    pub fn stop(self) -> Option<JvmPausesDoc> {
+        if self.probes.is_empty() {
+            return None;
+        }
+        Some(JvmPausesDoc {
+            processes: self
+                .probes
+                .into_iter()
+                .map(|p| p.map_or_else(|refused| refused, PauseProbe::stop))
+                .collect(),
+        })
+    }
+}
+
+/// How a process without libjvm.so is refused.
+const NOT_A_JVM: &str = "not a JVM";
 
 /// Each probe's file offset, in [`PROBES`] order.
 fn probe_offsets(lib: &Path) -> Result<[u64; 4]> {

@@ -183,6 +183,11 @@ pub struct NodeObservation {
     /// What the agent could not measure of the step and why, one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The node's JVM's stop-the-world pauses over the step (HotSpot's probes), or why they
+    /// could not be watched; none when the node is not a JVM, the step was not traced, or
+    /// from an agent older than them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jvm_pauses: Option<crate::jvm::JvmPausesDoc>,
 }
 
 impl NodeObservation {
@@ -223,6 +228,17 @@ impl NodeObservation {
             shift(&mut e.start_unix_ms);
             if let Some(t) = &mut e.end_unix_ms {
                 shift(t);
+            }
+        }
+        if let Some(j) = &mut self.jvm_pauses {
+            for p in &mut j.processes {
+                shift(&mut p.started_unix_ms);
+                shift(&mut p.ended_unix_ms);
+                for pause in &mut p.pauses {
+                    pause.start_unix_us = pause
+                        .start_unix_us
+                        .saturating_add_signed(-delta_ms.saturating_mul(1000));
+                }
             }
         }
     }

@@ -5,6 +5,7 @@
 use anyhow::{bail, Context, Result};
 use iodig_model::device_stats::DeviceStatsDoc;
 use iodig_model::files;
+use iodig_model::jvm::JvmPausesDoc;
 use iodig_model::reading::{read_run_doc, settle};
 use iodig_model::series;
 use iodig_model::sys::SysDoc;
@@ -45,6 +46,9 @@ pub struct StepData {
     pub events: Vec<DbEvent>,
     /// What each host observed over SSH recorded (`nodes/HOST/`), in `summary.nodes` order.
     pub nodes: Vec<NodeData>,
+    /// The database's JVMs' stop-the-world pauses (`jvm-pauses.json`), when its processes were
+    /// JVMs watched in a traced step.
+    pub jvm_pauses: Option<JvmPausesDoc>,
 }
 
 /// One observed host's files of a step, already on the run's clock.
@@ -63,6 +67,8 @@ pub struct NodeData {
     pub events: Vec<DbEvent>,
     /// The host's traced disks' own statistics (`device-stats.json`), when its agent read them.
     pub device_stats: Option<DeviceStatsDoc>,
+    /// The node's JVM's pauses (`jvm-pauses.json`), when its agent watched them.
+    pub jvm_pauses: Option<JvmPausesDoc>,
 }
 
 /// Where a step's IO was measured.
@@ -157,6 +163,7 @@ impl StepData {
             sys: n.sys.clone(),
             events: n.events.clone(),
             nodes: Vec::new(),
+            jvm_pauses: n.jvm_pauses.clone(),
         }
     }
 
@@ -381,6 +388,7 @@ fn load_step(path: &Path, s: &StepSummary) -> Result<StepData> {
                 sys: series::read_sys(&nd)?,
                 events: series::read_events(&nd)?.unwrap_or_default(),
                 device_stats: read_optional(&nd.join(files::DEVICE_STATS))?,
+                jvm_pauses: read_optional(&nd.join(files::JVM_PAUSES))?,
             });
         }
         Ok(StepData {
@@ -393,6 +401,7 @@ fn load_step(path: &Path, s: &StepSummary) -> Result<StepData> {
             timeseries,
             place: Place::ClientHost,
             io_dir: dir.clone(),
+            jvm_pauses: read_optional(&dir.join(files::JVM_PAUSES))?,
             dir,
             nodes,
         })

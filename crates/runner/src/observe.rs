@@ -84,6 +84,9 @@ pub struct Observer<'r> {
     /// The traced disks' controllers, opened before the step, read around it.
     device_stats: Option<DeviceStatsProbe>,
     sys: Option<Sampler>,
+    /// The stop-the-world pauses of the JVMs among `pids` (managed Cassandra nodes), probed
+    /// with eBPF when the step is traced.
+    jvm: Option<iodig_jvm::JvmWatch>,
     /// Why the trace of this step is missing, when it is.
     pub trace_error: Option<String>,
     /// Who watches the run live: the faults as they fire, the local tracer's seconds.
@@ -111,6 +114,9 @@ pub struct Observed {
     pub nodes: Vec<NodeResult>,
     /// The faults injected during the step, as events on its time line.
     pub fault_events: Vec<iodig_model::events::DbEvent>,
+    /// The JVMs' pauses (`jvm-pauses.json`); none when no sampled process is a JVM or the
+    /// step was not traced.
+    pub jvm_pauses: Option<iodig_model::jvm::JvmPausesDoc>,
 }
 
 impl<'r> Observer<'r> {
@@ -133,6 +139,7 @@ impl<'r> Observer<'r> {
             trace: None,
             device_stats: None,
             sys: None,
+            jvm: None,
             trace_error: None,
             live: Arc::new(NoLive),
             live_seconds: None,
@@ -244,6 +251,7 @@ impl<'r> Observer<'r> {
             trace_error: self.trace_error,
             nodes,
             fault_events,
+            jvm_pauses: self.jvm.take().and_then(iodig_jvm::JvmWatch::stop),
         }
     }
 }
@@ -274,6 +282,10 @@ impl StepObserver for Observer<'_> {
         self.sys = Sampler::start_with_live(opts, forwarder.is_ok().then_some(feed)).ok();
         if let Some(r) = self.remote.as_deref_mut() {
             r.start();
+        }
+        // Uprobes on the JVMs' pause probes: eBPF like the tracer, so only in a traced step.
+        if self.trace_opts.is_some() {
+            self.jvm = Some(iodig_jvm::JvmWatch::start(&self.pids));
         }
         if let Some(p) = self.prepared.take() {
             match p.start() {

@@ -97,6 +97,9 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
     if let Some(s) = &observed.sys {
         run.recorded(series::write_sys(&dir, s))?;
     }
+    if let Some(j) = &observed.jvm_pauses {
+        run.write_json(&dir, files::JVM_PAUSES, j)?;
+    }
     run.recorded(series::write_events(&dir, &events))?;
     let mut nodes = Vec::new();
     for node in observed.nodes {
@@ -123,6 +126,9 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
             }
             if let Some(s) = &o.sys {
                 run.recorded(series::write_sys(&node_dir, s))?;
+            }
+            if let Some(j) = &o.jvm_pauses {
+                run.write_json(&node_dir, files::JVM_PAUSES, j)?;
             }
             run.recorded(series::write_events(&node_dir, &o.events))?;
             if let Some(d) = &o.device_stats {

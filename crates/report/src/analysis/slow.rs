@@ -24,6 +24,8 @@ pub const TOP_MIN_FACTOR: f64 = 1.25;
 /// Evidence stands out when it is at least this many times the place's typical (median) second
 /// in the step, and over its own floor below.
 pub const STANDS_OUT: f64 = 3.0;
+/// Stop-the-world time of the database's JVM, ms in a second.
+pub const JVM_PAUSE_FLOOR_MS: f64 = 20.0;
 /// Run-queue wait of the watched process's threads, summed, ms in a second.
 pub const RUN_QUEUE_FLOOR_MS: f64 = 100.0;
 /// A device's p99 latency (device time or OS-queue time), ms.
@@ -116,6 +118,12 @@ pub struct SlowSecond {
 /// trace has no device figures).
 #[derive(Debug, Clone, Default)]
 struct Second {
+    /// Stop-the-world time of the place's JVMs in the second (safepoints), ms; none where no
+    /// JVM was probed. The longest pause touching it, ms, and whether a collection (full or
+    /// not) was among them.
+    jvm_pause_ms: Option<f64>,
+    jvm_longest_ms: f64,
+    jvm_gc: Option<bool>,
     /// Run-queue wait of the watched processes' threads, ms, and the longest thread's.
     run_queue_ms: Option<f64>,
     run_queue_max_thread_ms: f64,
@@ -147,6 +155,7 @@ struct PlaceSeconds {
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Typical {
+    jvm_pause_ms: f64,
     run_queue_ms: f64,
     qd_max: f64,
     device_p99_ms: f64,
@@ -236,10 +245,12 @@ fn place_seconds(step: &StepData, client_only: bool) -> PlaceSeconds {
             }
         }
     }
+    jvm_seconds(step, &mut seconds);
     let typical = {
         let all =
             |f: &dyn Fn(&Second) -> Option<f64>| median(seconds.values().filter_map(f).collect());
         Typical {
+            jvm_pause_ms: all(&|s| s.jvm_pause_ms),
             run_queue_ms: all(&|s| s.run_queue_ms),
             qd_max: all(&|s| s.qd_max),
             device_p99_ms: all(&|s| s.device_p99_ms),
@@ -253,6 +264,35 @@ fn place_seconds(step: &StepData, client_only: bool) -> PlaceSeconds {
         seconds,
         typical,
         watched: watched.join(", "),
+    }
+}
+
+/// Each probed JVM's stop-the-world time spread over the seconds it covers: the watched
+/// window's seconds at 0 ms first, so a quiet JVM counts as looked at.
+fn jvm_seconds(step: &StepData, seconds: &mut BTreeMap<i64, Second>) {
+    let Some(doc) = &step.jvm_pauses else {
+        return;
+    };
+    for p in doc.processes.iter().filter(|p| p.probed) {
+        let (from, to) = (p.started_unix_ms / 1000, p.ended_unix_ms.div_ceil(1000));
+        for k in from..to {
+            let e = seconds.entry(k as i64).or_default();
+            e.jvm_pause_ms.get_or_insert(0.0);
+        }
+        for pause in &p.pauses {
+            let (a, b) = (pause.start_unix_us, pause.end_unix_us());
+            let ms = pause.duration_us as f64 / 1000.0;
+            for k in a / 1_000_000..=b / 1_000_000 {
+                let e = seconds.entry(k as i64).or_default();
+                if pause.kind == "gc" {
+                    e.jvm_gc = Some(e.jvm_gc.unwrap_or(false) || pause.full == Some(true));
+                    continue;
+                }
+                let (lo, hi) = (a.max(k * 1_000_000), b.min((k + 1) * 1_000_000));
+                *e.jvm_pause_ms.get_or_insert(0.0) += hi.saturating_sub(lo) as f64 / 1000.0;
+                e.jvm_longest_ms = e.jvm_longest_ms.max(ms);
+            }
+        }
     }
 }
 
@@ -273,9 +313,9 @@ fn stands_out(value: f64, typical: f64, floor: f64) -> Option<f64> {
 /// One piece of evidence that stood out: its cause, strength (how far over its bar) and words.
 struct Clue {
     cause: Cause,
-    /// Run-queue evidence in a second when the host's CPU pressure covered at least
-    /// [`CONTENDED_SHARE`] of it.
-    contended: bool,
+    /// Evidence upstream of the rest: a JVM pause long enough for the excess, or run-queue
+    /// wait while the host's CPU pressure covered at least [`CONTENDED_SHARE`] of the second.
+    upstream: bool,
     strength: f64,
     place: String,
     words: String,
@@ -287,7 +327,7 @@ fn mb(bytes: f64) -> String {
 
 /// The clues a place gives for the second `k` (the second itself, or the one before it, where
 /// a slow operation ending in `k` may have started waiting).
-fn clues(p: &PlaceSeconds, k: i64) -> Vec<Clue> {
+fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64) -> Vec<Clue> {
     let mut out = Vec::new();
     let t = p.typical;
     for key in [k, k - 1] {
@@ -300,11 +340,31 @@ fn clues(p: &PlaceSeconds, k: i64) -> Vec<Clue> {
             .is_some_and(|c| c >= CONTENDED_SHARE * 1000.0);
         let clue = |cause, strength, words: String| Clue {
             cause,
-            contended,
+            upstream: contended && cause == Cause::CpuRunqueue,
             strength,
             place: p.name.clone(),
             words: format!("{}: {words}{when}", p.name),
         };
+        if let Some(pause) = s.jvm_pause_ms {
+            if let Some(x) = stands_out(pause, t.jvm_pause_ms, JVM_PAUSE_FLOOR_MS) {
+                let gc = match s.jvm_gc {
+                    Some(true) => ", a full collection among them",
+                    Some(false) => ", a collection among them",
+                    None => "",
+                };
+                let mut c = clue(
+                    Cause::JvmPause,
+                    x,
+                    format!(
+                        "{pause:.0} ms of safepoints in this second (longest pause {:.0} ms{gc}; typically {:.0} ms)",
+                        s.jvm_longest_ms, t.jvm_pause_ms
+                    ),
+                );
+                // Every Java thread stood still: the client waited at least that long.
+                c.upstream = s.jvm_longest_ms >= 0.5 * excess_ms;
+                out.push(c);
+            }
+        }
         if let Some(rq) = s.run_queue_ms {
             if let Some(x) = stands_out(rq, t.run_queue_ms, RUN_QUEUE_FLOOR_MS) {
                 let cause = if p.client_only {
@@ -519,7 +579,8 @@ fn explain(
         evidence,
     };
     let faults = faults_in_effect(step, k);
-    let mut clues: Vec<Clue> = places.iter().flat_map(|p| clues(p, k)).collect();
+    let excess = p99_ms - typical_p99_ms;
+    let mut clues: Vec<Clue> = places.iter().flat_map(|p| clues(p, k, excess)).collect();
     clues.sort_by(|a, b| b.strength.total_cmp(&a.strength));
     let others = |skip: usize, clues: &[Clue]| {
         let rest: Vec<&str> = clues.iter().skip(skip).map(|c| c.words.as_str()).collect();
@@ -537,13 +598,11 @@ fn explain(
             format!("{}{}", faults.join("; "), others(0, &clues)),
         );
     }
-    // A host whose CPUs were contended most of the second slows everything that needs one,
-    // the completion of IO included (a loop device, a software RAID): the starved threads
-    // are upstream of any slow device they show.
-    if let Some(i) = clues
-        .iter()
-        .position(|c| c.cause == Cause::CpuRunqueue && c.contended)
-    {
+    // Upstream evidence first (the strongest of it: clues are sorted): a JVM pause stops
+    // every Java thread, and a host whose CPUs were contended most of the second slows
+    // everything that needs one, the completion of IO included (a loop device, a software
+    // RAID), so either is upstream of any slow device it shows.
+    if let Some(i) = clues.iter().position(|c| c.upstream) {
         let c = clues.remove(i);
         clues.insert(0, c);
     }
@@ -561,6 +620,10 @@ fn explain(
 fn looked_at(places: &[PlaceSeconds]) -> String {
     let mut what = Vec::new();
     let any = |f: &dyn Fn(&Second) -> bool| places.iter().any(|p| p.seconds.values().any(f));
+    let jvm_probed = any(&|s| s.jvm_pause_ms.is_some());
+    if jvm_probed {
+        what.push("JVM pauses");
+    }
     if any(&|s| s.run_queue_ms.is_some()) {
         what.push("run-queue wait");
     }
@@ -575,9 +638,10 @@ fn looked_at(places: &[PlaceSeconds]) -> String {
     }
     what.push("iodig's faults");
     // Cassandra's nodes run in a JVM whose pauses iodig does not read yet: said, not implied.
-    let jvm = places
-        .iter()
-        .any(|p| p.watched.contains("node") || p.watched.contains("cassandra"));
+    let jvm = !jvm_probed
+        && places
+            .iter()
+            .any(|p| p.watched.contains("node") || p.watched.contains("cassandra"));
     format!(
         "nothing stood out in {} at {}{}",
         what.join(", "),
@@ -587,7 +651,7 @@ fn looked_at(places: &[PlaceSeconds]) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         if jvm {
-            "; JVM pauses are not measured"
+            "; JVM pauses were not measured (an untraced step, or no probe: see jvm-pauses.json)"
         } else {
             ""
         }
@@ -782,6 +846,7 @@ mod tests {
             }),
             events: Vec::new(),
             nodes: Vec::new(),
+            jvm_pauses: None,
         }
     }
 
@@ -938,5 +1003,79 @@ mod tests {
             .collect();
         assert_eq!(slow[0].cause, Cause::ClientHost, "{slow:?}");
         assert_eq!(slow[0].place, "the client host");
+    }
+
+    #[test]
+    fn a_long_safepoint_is_jvm_pause_ahead_of_the_device_it_slowed() {
+        use iodig_model::jvm::{JvmPause, JvmPausesDoc, JvmProcess};
+        let mut s = step(&[25], |i, _, d, _| {
+            if i == 25 {
+                // The device looks slow in the same second: the pause explains the excess.
+                d.ops.get_mut("write").unwrap().lat_p99_ns = Some(60_000_000);
+            }
+        });
+        let pause = |at_ms: u64, ms: u64, kind: &str, full: Option<bool>| JvmPause {
+            kind: kind.into(),
+            start_unix_us: (T0 + at_ms) * 1000,
+            duration_us: ms * 1000,
+            full,
+        };
+        s.jvm_pauses = Some(JvmPausesDoc {
+            processes: vec![JvmProcess {
+                label: "node 127.0.0.2:9042".into(),
+                pid: 9,
+                probed: true,
+                started_unix_ms: T0,
+                ended_unix_ms: T0 + SECONDS * 1000,
+                pauses: vec![
+                    pause(3_100, 2, "safepoint", None),
+                    pause(25_300, 212, "safepoint", None),
+                    pause(25_301, 210, "gc", Some(true)),
+                ],
+                ..Default::default()
+            }],
+        });
+        let slow = only(&s);
+        assert_eq!(slow[0].cause, Cause::JvmPause, "{slow:?}");
+        assert!(
+            slow[0]
+                .evidence
+                .starts_with("the client host: 212 ms of safepoints in this second (longest pause 212 ms, a full collection among them"),
+            "{}",
+            slow[0].evidence
+        );
+        assert!(
+            slow[0].evidence.contains("device p99 60.0 ms"),
+            "{}",
+            slow[0].evidence
+        );
+    }
+
+    #[test]
+    fn a_contended_cpu_is_upstream_of_the_slow_device_it_shows() {
+        let s = step(&[15], |i, sys, d, _| {
+            if i == 15 {
+                d.ops.get_mut("write").unwrap().lat_p99_ns = Some(400_000_000);
+                let rq = sys.procs[0]
+                    .stats
+                    .as_mut()
+                    .unwrap()
+                    .run_queue
+                    .as_mut()
+                    .unwrap();
+                rq.wait_ms = 400.0;
+                sys.pressure = Some(iodig_model::sys::Pressure {
+                    cpu_some_ms: 900.0,
+                    ..Default::default()
+                });
+            }
+        });
+        let slow = only(&s);
+        assert_eq!(slow[0].cause, Cause::CpuRunqueue, "{slow:?}");
+        assert!(
+            slow[0].evidence.contains("CPU pressure 900 ms"),
+            "{}",
+            slow[0].evidence
+        );
     }
 }

@@ -260,11 +260,20 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 if let Some(d) = stats.as_mut() {
                     d.read_before();
                 }
+                // The node's JVM's pauses, when the step is traced: uprobes are eBPF too.
+                let jvm = session.is_some().then(|| {
+                    let node: Vec<(String, u32)> = facts
+                        .iter()
+                        .map(|f| (format!("node {}", f.address), pid))
+                        .collect();
+                    iodig_jvm::JvmWatch::start(&node)
+                });
                 running = Some(Running {
                     session,
                     sampler,
                     error,
                     device_stats: stats,
+                    jvm,
                 });
                 Reply::Started { mode }
             }
@@ -278,7 +287,9 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                     sampler,
                     error: mut trace_error,
                     device_stats: mut stats,
+                    jvm,
                 } = running.take().unwrap_or_default();
+                let jvm_pauses = jvm.and_then(iodig_jvm::JvmWatch::stop);
                 if let Some(d) = stats.as_mut() {
                     d.read_after();
                 }
@@ -316,6 +327,7 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                     trace_error,
                     io_events,
                     notes,
+                    jvm_pauses,
                 }))
             }
         };
@@ -332,6 +344,8 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
 /// What runs between `Start` and `Stop`.
 #[derive(Default)]
 struct Running {
+    /// The node's JVM's pause probe, when the step is traced.
+    jvm: Option<iodig_jvm::JvmWatch>,
     session: Option<TraceSession>,
     sampler: Option<Sampler>,
     /// Why the trace could not start.
