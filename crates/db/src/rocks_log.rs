@@ -33,7 +33,59 @@ fn version_in(text: &str) -> Option<String> {
         .map(|v| format!("RocksDB {v}"))
 }
 
-/// Parses every `EVENT_LOG_v1 {…}` line, pairing starts and finishes by job id.
+/// A LOG line's own timestamp (`2026/11/28-06:20:46.123456`, the host's local time) as µs
+/// since the epoch as if it were UTC; the LOG's offset to true unix time is added later.
+fn local_stamp_us(line: &str) -> Option<i64> {
+    let stamp = line.get(..26)?;
+    let num = |a: usize, b: usize| stamp.get(a..b)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (h, mi, s, us) = (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 26)?);
+    let days =
+        iodig_model::utc::days_from_civil(y, u32::try_from(mo).ok()?, u32::try_from(d).ok()?);
+    Some(((days * 86_400 + h * 3600 + mi * 60 + s) * 1_000_000) + us)
+}
+
+/// RocksDB's write stalls (`Stalling writes because …`, `Stopping writes because …`: the
+/// database slowing or stopping its own writers while flush or compaction catches up), as
+/// instant events at the moment its write controller changed state. Their lines carry only
+/// local time: the LOG's own `EVENT_LOG_v1` lines, which carry both, give the offset; a LOG
+/// without one gives no stall.
+fn stalls(text: &str) -> Vec<DbEvent> {
+    let offset_us = text.lines().find_map(|l| {
+        let json = l.split_once("EVENT_LOG_v1 ")?.1;
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        let unix = i64::try_from(v["time_micros"].as_u64()?).ok()?;
+        Some(unix - local_stamp_us(l)?)
+    });
+    let Some(offset_us) = offset_us else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let at = l
+                .find("Stalling writes because")
+                .or_else(|| l.find("Stopping writes because"))?;
+            let unix_us = local_stamp_us(l)? + offset_us;
+            let ms = u64::try_from(unix_us / 1000).ok()?;
+            // `[default] Stalling writes because …`: the column family in brackets before it.
+            let cf = l[..at]
+                .rsplit_once('[')
+                .map(|(_, c)| c.trim_end().trim_end_matches(']'))
+                .unwrap_or("");
+            Some(DbEvent {
+                kind: "stall".into(),
+                start_unix_ms: ms,
+                end_unix_ms: Some(ms),
+                bytes: None,
+                node: "local".into(),
+                detail: format!("{cf}: {}", l[at..].trim()),
+            })
+        })
+        .collect()
+}
+
+/// Parses every `EVENT_LOG_v1 {…}` line, pairing starts and finishes by job id, and the write
+/// stalls RocksDB logged.
 pub fn parse_event_log(text: &str) -> Vec<DbEvent> {
     let mut events: Vec<DbEvent> = Vec::new();
     // Open flush/compaction per job id, as an index into `events`.
@@ -103,6 +155,8 @@ pub fn parse_event_log(text: &str) -> Vec<DbEvent> {
             _ => {}
         }
     }
+    events.extend(stalls(text));
+    events.sort_by_key(|e| e.start_unix_ms);
     events
 }
 
@@ -147,5 +201,34 @@ mod tests {
             ("compaction", Some(8), Some(1_795_000_002_000))
         );
         assert_eq!(e[2].kind, "file_deletion");
+    }
+
+    #[test]
+    fn write_stalls_are_placed_by_the_logs_own_offset_to_unix_time() {
+        // The LOG's clock is two hours ahead of UTC: its EVENT_LOG line says so.
+        let log = r#"2026/11/21-20:00:00.000000 1 EVENT_LOG_v1 {"time_micros": 1795000000000000, "job": 2, "event": "flush_started", "cf_name": "usertable", "flush_reason": "Write Buffer Full"}
+2026/11/21-20:00:01.250000 7f3 [WARN] [db/column_family.cc:1082] [usertable] Stalling writes because we have 4 immutable memtables (waiting for flush), max_write_buffer_number is set to 4 rate 16777216
+2026/11/21-20:00:03.000000 7f3 [WARN] [db/column_family.cc:1061] [usertable] Stopping writes because we have 20 level-0 files
+"#;
+        let e = parse_event_log(log);
+        let stalls: Vec<_> = e.iter().filter(|e| e.kind == "stall").collect();
+        assert_eq!(stalls.len(), 2, "{e:?}");
+        assert_eq!(stalls[0].start_unix_ms, 1_795_000_001_250);
+        assert_eq!(stalls[1].start_unix_ms, 1_795_000_003_000);
+        assert!(
+            stalls[0]
+                .detail
+                .starts_with("usertable: Stalling writes because we have 4 immutable memtables"),
+            "{}",
+            stalls[0].detail
+        );
+        assert!(stalls[1].detail.contains("20 level-0 files"));
+        // Without an EVENT_LOG line the offset is unknown: no stall is placed.
+        assert!(stalls_in_log_without_offset(log));
+    }
+
+    fn stalls_in_log_without_offset(log: &str) -> bool {
+        let rest: String = log.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        stalls(&rest).is_empty()
     }
 }

@@ -1,6 +1,17 @@
 //! Calendar dates in UTC from unix time, without a time zone database: how run directory
 //! names, notes and the per-second files name a moment.
 
+/// Days since 1970-01-01 of a civil date, Howard Hinnant's algorithm.
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 to (year, month, day), Howard Hinnant's algorithm.
 pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -37,5 +48,6 @@ mod tests {
         // 2000-02-29 (a leap day of a century divisible by 400) 12:34:56.789.
         assert_eq!(iso_second(951_827_696_789), "2000-02-29T12:34:56Z");
         assert_eq!(civil_from_days(20_785), (2026, 11, 28));
+        assert_eq!(days_from_civil(2026, 11, 28), 20_785);
     }
 }

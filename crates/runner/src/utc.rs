@@ -53,21 +53,10 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
             sign * (oh * 3600 + om * 60)
         }
     };
-    let days = days_from_civil(y, mo as u32, d as u32);
+    let days = iodig_model::utc::days_from_civil(y, mo as u32, d as u32);
     let unix = days * 86_400 + h * 3600 + mi * 60 + sec - offset_secs;
     let unix = u64::try_from(unix).ok()?;
     Some(UNIX_EPOCH + Duration::from_secs(unix) + Duration::from_nanos(nanos))
-}
-
-/// Days since 1970-01-01 of a civil date, Howard Hinnant's algorithm.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = i64::from((m + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// RFC 3339 in UTC with milliseconds, as messages and run.json notes show times.

@@ -56,6 +56,9 @@ pub enum Cause {
     OsQueue,
     /// Another process's IO on the database's drives.
     OtherIo,
+    /// The database throttled its own writers (RocksDB's write stall while flush or
+    /// compaction catches up).
+    DbStall,
     /// The load generator's own host (its CPU, iodig's threads waiting for a CPU).
     ClientHost,
     /// A fault iodig injected was in effect.
@@ -66,12 +69,13 @@ pub enum Cause {
 
 impl Cause {
     /// Every cause, in the order tables list them.
-    pub const ALL: [Cause; 8] = [
+    pub const ALL: [Cause; 9] = [
         Cause::JvmPause,
         Cause::CpuRunqueue,
         Cause::DeviceQueue,
         Cause::OsQueue,
         Cause::OtherIo,
+        Cause::DbStall,
         Cause::ClientHost,
         Cause::Fault,
         Cause::Unexplained,
@@ -85,6 +89,7 @@ impl Cause {
             Cause::DeviceQueue => "device-queue",
             Cause::OsQueue => "os-queue",
             Cause::OtherIo => "other-io",
+            Cause::DbStall => "db-stall",
             Cause::ClientHost => "client-host",
             Cause::Fault => "fault",
             Cause::Unexplained => "unexplained",
@@ -124,6 +129,8 @@ struct Second {
     jvm_pause_ms: Option<f64>,
     jvm_longest_ms: f64,
     jvm_gc: Option<bool>,
+    /// The database's own write stalls logged in the second (RocksDB's words).
+    stalls: Vec<String>,
     /// Run-queue wait of the watched processes' threads, ms, and the longest thread's.
     run_queue_ms: Option<f64>,
     run_queue_max_thread_ms: f64,
@@ -246,6 +253,10 @@ fn place_seconds(step: &StepData, client_only: bool) -> PlaceSeconds {
         }
     }
     jvm_seconds(step, &mut seconds);
+    for e in step.events.iter().filter(|e| e.kind == "stall") {
+        let k = (e.start_unix_ms / 1000) as i64;
+        seconds.entry(k).or_default().stalls.push(e.detail.clone());
+    }
     let typical = {
         let all =
             |f: &dyn Fn(&Second) -> Option<f64>| median(seconds.values().filter_map(f).collect());
@@ -327,7 +338,7 @@ fn mb(bytes: f64) -> String {
 
 /// The clues a place gives for the second `k` (the second itself, or the one before it, where
 /// a slow operation ending in `k` may have started waiting).
-fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64) -> Vec<Clue> {
+fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64, writes: bool) -> Vec<Clue> {
     let mut out = Vec::new();
     let t = p.typical;
     for key in [k, k - 1] {
@@ -345,6 +356,16 @@ fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64) -> Vec<Clue> {
             place: p.name.clone(),
             words: format!("{}: {words}{when}", p.name),
         };
+        if writes && !s.stalls.is_empty() {
+            // Writers held back by the database itself: nothing below it needs to be slow.
+            let mut c = clue(
+                Cause::DbStall,
+                1.0,
+                format!("the database stalled its writes: {}", s.stalls.join("; ")),
+            );
+            c.upstream = true;
+            out.push(c);
+        }
         if let Some(pause) = s.jvm_pause_ms {
             if let Some(x) = stands_out(pause, t.jvm_pause_ms, JVM_PAUSE_FLOOR_MS) {
                 let gc = match s.jvm_gc {
@@ -580,7 +601,11 @@ fn explain(
     };
     let faults = faults_in_effect(step, k);
     let excess = p99_ms - typical_p99_ms;
-    let mut clues: Vec<Clue> = places.iter().flat_map(|p| clues(p, k, excess)).collect();
+    let writes = op != "READ" && op != "SCAN";
+    let mut clues: Vec<Clue> = places
+        .iter()
+        .flat_map(|p| clues(p, k, excess, writes))
+        .collect();
     clues.sort_by(|a, b| b.strength.total_cmp(&a.strength));
     let others = |skip: usize, clues: &[Clue]| {
         let rest: Vec<&str> = clues.iter().skip(skip).map(|c| c.words.as_str()).collect();
@@ -1077,5 +1102,26 @@ mod tests {
             "{}",
             slow[0].evidence
         );
+    }
+
+    #[test]
+    fn a_logged_write_stall_explains_a_slow_update_second_not_a_read() {
+        let mut s = step(&[35], |_, _, _, _| {});
+        for t in &mut s.timeseries {
+            let read = t.series["READ"].clone();
+            t.series.insert("UPDATE".into(), read);
+        }
+        s.events.push(crate::data::DbEvent {
+            kind: "stall".into(),
+            start_unix_ms: T0 + 35_400,
+            end_unix_ms: Some(T0 + 35_400),
+            bytes: None,
+            node: "local".into(),
+            detail: "usertable: Stalling writes because we have 4 immutable memtables".into(),
+        });
+        let slow = only(&s);
+        let cause = |op: &str| slow.iter().find(|x| x.op == op).unwrap().cause;
+        assert_eq!(cause("UPDATE"), Cause::DbStall, "{slow:?}");
+        assert_eq!(cause("READ"), Cause::Unexplained, "{slow:?}");
     }
 }

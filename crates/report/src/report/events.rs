@@ -11,6 +11,10 @@ pub(super) fn sentence(s: &StepView) -> Option<String> {
     }
     let flushes = s.events.iter().filter(|e| e.kind == "flush").count();
     let comps = s.events.iter().filter(|e| e.kind == "compaction").count();
+    let stalls = match s.events.iter().filter(|e| e.kind == "stall").count() {
+        0 => String::new(),
+        n => format!(", {n} write stalls"),
+    };
     let faults: Vec<String> = s
         .events
         .iter()
@@ -30,7 +34,7 @@ pub(super) fn sentence(s: &StepView) -> Option<String> {
         format!(" Faults injected: {}.", faults.join("; "))
     };
     Some(format!(
-        "Database events: {flushes} flushes, {comps} compactions (shaded on the charts).{faults}"
+        "Database events: {flushes} flushes, {comps} compactions{stalls} (shaded on the charts).{faults}"
     ))
 }
 
