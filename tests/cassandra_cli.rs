@@ -6,6 +6,8 @@ mod common;
 mod observed_faults;
 #[path = "cassandra/observed_restore.rs"]
 mod observed_restore;
+#[path = "cassandra/observed_slow.rs"]
+mod observed_slow;
 #[path = "cassandra/observed_story.rs"]
 mod observed_story;
 
@@ -194,6 +196,15 @@ fn workloads_a_to_f_run_against_a_real_node() {
             .props(&["hosts=127.0.0.1", "recordcount=2000"])
             .out(&out)
     });
+    observed_slow::a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
+        &nodes,
+        &disk.mnt,
+        |args: IodigArgs| {
+            args.db("cassandra")
+                .props(&["hosts=127.0.0.1", "recordcount=2000"])
+                .out(&out)
+        },
+    );
     observed_restore::each_step_starts_from_the_snapshot_of_the_load(&nodes, on_the_node);
     observed_faults::a_killed_iodig_leaves_no_cap_on_an_observed_node(&nodes, on_the_node);
     observed_faults::faults_reach_a_node_on_an_observed_host(&nodes, on_the_node);

@@ -1,0 +1,136 @@
+//! Why the slowest seconds were slow, on a real Cassandra node observed over a real sshd:
+//! its JVM made to stop the world (full collections asked for with `jcmd`) and its drive
+//! flooded by another process, at moments iodig is not told about. Part of the test that has
+//! a node running (`cassandra_cli::workloads_a_to_f_run_against_a_real_node`).
+
+use crate::common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// `mnt` is the node's own file system (its data and commit log); `on_the_node` completes a
+/// command line with the node, its dataset and the output directory.
+pub fn a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
+    nodes: &Path,
+    mnt: &Path,
+    on_the_node: impl Fn(IodigArgs) -> IodigArgs,
+) {
+    let sshd = sshd::Sshd::start(&["127.0.0.1"]);
+    let pids = super::java_pids_with(nodes);
+    assert_eq!(pids.len(), 1, "one node runs: {pids:?}");
+    let pid = pids[0].clone();
+    let run = IodigArgs::run()
+        .no_load()
+        .workload("workloads/workloada")
+        .props(&["operationcount=100000000", &sshd.property()])
+        .observe("127.0.0.1")
+        .threads("8")
+        .duration("26s")
+        .warmup("0s")
+        .trace("ebpf");
+    let mut child = on_the_node(run)
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let wait_until = |secs: u64| {
+        if let Some(left) = Duration::from_secs(secs).checked_sub(started.elapsed()) {
+            std::thread::sleep(left);
+        }
+    };
+    // The world stopped: three full collections asked for one after another.
+    wait_until(12);
+    let gc_from = now_ms();
+    for _ in 0..3 {
+        let out = Command::new("jcmd")
+            .args([&pid, "GC.run"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "jcmd: {out:?}");
+    }
+    let gc_to = now_ms();
+    // The drive flooded by another process for 3 s.
+    wait_until(18);
+    let io_from = now_ms();
+    let _ = Command::new("timeout")
+        .args([
+            "3",
+            "dd",
+            "if=/dev/zero",
+            "bs=1M",
+            "count=600",
+            "oflag=direct",
+        ])
+        .arg(format!("of={}", mnt.join("flood").display()))
+        .stderr(std::process::Stdio::null())
+        .status();
+    let io_to = now_ms();
+    let _ = std::fs::remove_file(mnt.join("flood"));
+    let r = Run::of(child.wait_with_output().unwrap());
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let run = r.run_json();
+    let step = run_step(&run);
+    let node_dir = r.run_dir().join(step["nodes"][0]["dir"].as_str().unwrap());
+
+    // The node's own account: the agent probed its JVM and saw the full collections asked for.
+    let doc = read_json(&node_dir.join("jvm-pauses.json"));
+    let jvm = &doc["processes"][0];
+    assert_eq!(jvm["probed"], true, "{doc:#}");
+    assert_eq!(jvm["pid"].as_u64().unwrap().to_string(), pid, "{doc:#}");
+    let full: Vec<(u64, u64)> = jvm["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "gc" && p["full"] == true)
+        .map(|p| {
+            let start = p["start_unix_us"].as_u64().unwrap() / 1000;
+            (start, start + p["duration_us"].as_u64().unwrap() / 1000)
+        })
+        .collect();
+    let asked: Vec<_> = full
+        .iter()
+        .filter(|(a, b)| *a + 50 >= gc_from && *b <= gc_to + 50)
+        .collect();
+    assert!(
+        asked.len() >= 3,
+        "the three collections asked for in {gc_from}..{gc_to}: {full:?}"
+    );
+
+    // The slow seconds: the collections' seconds are the node's JVM pause, in its numbers.
+    let csv = std::fs::read_to_string(r.run_dir().join("slow-seconds.csv")).unwrap();
+    let rows: Vec<Vec<String>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.splitn(12, ',').map(str::to_string).collect())
+        .collect();
+    let second = |r: &Vec<String>| r[4].parse::<u64>().unwrap();
+    let in_gc: Vec<_> = rows
+        .iter()
+        .filter(|r| second(r) + 1000 > gc_from && second(r) <= gc_to + 1000)
+        .collect();
+    assert!(
+        in_gc.iter().any(|r| r[10] == "jvm-pause"
+            && r[9] == "127.0.0.1"
+            && r[11].contains("ms of safepoints")),
+        "a second of the collections is the node's jvm-pause:\n{csv}"
+    );
+    // A slow second of the flood that names a cause of IO names the flooding process.
+    for r in &rows {
+        let s = second(r);
+        if s + 1000 > io_from && s <= io_to + 1000 && r[10] == "other-io" {
+            assert!(r[11].contains("dd (pid "), "{r:?}");
+        }
+    }
+    // The front page says it too.
+    let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
+    assert!(md.contains("## Why the slowest seconds were slow") && md.contains("jvm-pause"));
+}
