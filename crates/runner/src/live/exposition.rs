@@ -391,6 +391,36 @@ fn place_families(out: &mut Out, s: &HubState, run: &str) {
             }
         }
     }
+    // What a slow second is first asked about: was the database starved of CPU. Absent where
+    // the kernel keeps no schedstats or PSI.
+    type SysMaybe = fn(&iodig_model::sys::SysSample) -> Option<f64>;
+    let starved: [(&str, &str, SysMaybe); 2] = [
+        (
+            "iodig_run_queue_wait_ratio",
+            "Seconds the sampled processes' threads (the database, iodig) spent runnable but waiting for a CPU per second of the last sample, summed over threads.",
+            |x| {
+                let waits: Vec<f64> = x
+                    .procs
+                    .iter()
+                    .filter_map(|p| Some(p.stats.as_ref()?.run_queue?.wait_ms))
+                    .collect();
+                (!waits.is_empty()).then(|| waits.iter().sum::<f64>() / 1000.0 / x.secs.max(1e-3))
+            },
+        ),
+        (
+            "iodig_cpu_pressure_ratio",
+            "Share of the last sample during which some task waited for a CPU (the kernel's PSI).",
+            |x| Some(x.pressure?.cpu_some_ms / 1000.0 / x.secs.max(1e-3)),
+        ),
+    ];
+    for (name, help, pick) in starved {
+        out.family(name, "gauge", help);
+        for (node, p) in &s.places {
+            if let Some(v) = p.sys.as_ref().and_then(pick) {
+                out.sample(name, &[("run", run), ("node", node)], v);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -605,6 +635,50 @@ mod tests {
         );
         assert!(text.contains("iodig_background_io_active{run=\"workloada-basic-1\",node=\"10.0.0.2\",class=\"rocksdb.flush\"} 1"));
         assert!(text.contains("iodig_device_queue_depth_peak{run=\"workloada-basic-1\",node=\"10.0.0.2\",device=\"nvme0n1\"} 9"));
+    }
+
+    #[test]
+    fn run_queue_wait_and_cpu_pressure_are_per_second_of_the_last_sample() {
+        use iodig_model::sys::{Pressure, ProcSample, ProcStats, RunQueueWait, SysSample};
+        let hub = hub_with_everything();
+        let starved = |wait_ms: f64| ProcSample {
+            stats: Some(ProcStats {
+                run_queue: Some(RunQueueWait {
+                    wait_ms,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        hub.sys_sample(
+            "10.0.0.3",
+            &SysSample {
+                secs: 2.0,
+                procs: vec![starved(900.0), starved(300.0)],
+                pressure: Some(Pressure {
+                    cpu_some_ms: 500.0,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        );
+        let text = render(&hub, "test");
+        assert!(
+            text.contains(
+                "iodig_run_queue_wait_ratio{run=\"workloada-basic-1\",node=\"10.0.0.3\"} 0.6"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "iodig_cpu_pressure_ratio{run=\"workloada-basic-1\",node=\"10.0.0.3\"} 0.25"
+            ),
+            "{text}"
+        );
+        // A place whose samples carry neither has no line.
+        assert!(!text
+            .contains("iodig_run_queue_wait_ratio{run=\"workloada-basic-1\",node=\"10.0.0.2\"}"));
     }
 
     /// The dashboard in docs/grafana imports as is: a Grafana dashboard with a Prometheus
