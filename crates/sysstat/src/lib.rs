@@ -19,7 +19,7 @@ use anyhow::{bail, Context};
 use iodig_model::sys::{HostFacts, ProcInfo, ProcState, SysDoc};
 
 pub use iodig_model::sys;
-pub use read::{command_line, find_by_command_line};
+pub use read::{command_line, find_by_command_line, read_run_delays};
 pub use sampler::MIN_FINAL_SECS;
 
 /// What to sample.
