@@ -47,10 +47,32 @@ pub struct Headline {
 }
 
 /// One topic: how bad a view's case is, and how its finding starts (after any node's name).
+/// The severity is of the quantity the finding states, given the finding itself, so a write
+/// finding is ranked by writes and a slowdown by its factor.
 struct Rule {
     topic: Topic,
-    severity: fn(&StepView) -> f64,
+    severity: fn(&StepView, &str) -> f64,
     starts: &'static [&'static str],
+}
+
+/// The op a finding is about: `write` when it says so first, else `read`.
+fn op_of(finding: &str) -> &'static str {
+    let f = finding.to_ascii_lowercase();
+    if f.starts_with("write") || f.starts_with("device write") {
+        "write"
+    } else {
+        "read"
+    }
+}
+
+/// The factor a finding states (`… is 3.4× higher …`): the number before its first `×`.
+fn stated_factor(finding: &str) -> f64 {
+    finding
+        .split('×')
+        .next()
+        .and_then(|head| head.split_whitespace().last())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or(0.0)
 }
 
 fn line_max(l: Option<&[(f64, f64)]>) -> f64 {
@@ -63,7 +85,7 @@ fn line_max(l: Option<&[(f64, f64)]>) -> f64 {
 const RULES: [Rule; 7] = [
     Rule {
         topic: Topic::WriteBursts,
-        severity: |v| {
+        severity: |v, _| {
             let peak = line_max(v.io.get("write").map(|l| &l.mb_s_max[..]));
             let bytes = v
                 .io_rows
@@ -81,41 +103,42 @@ const RULES: [Rule; 7] = [
     },
     Rule {
         topic: Topic::QueueDepth,
-        severity: |v| line_max(Some(&v.qd_max)),
+        severity: |v, _| line_max(Some(&v.qd_max)),
         starts: &["Queue depth on"],
     },
     Rule {
         topic: Topic::SystemVsDevice,
-        severity: |v| line_max(v.io.get("read").map(|l| &l.os_p99_ms[..])),
+        severity: |v, f| line_max(v.io.get(op_of(f)).map(|l| &l.os_p99_ms[..])),
         starts: &["Read p99 spikes", "Write p99 spikes"],
     },
     Rule {
         topic: Topic::DeviceLatency,
-        severity: |v| line_max(v.io.get("read").map(|l| &l.lat_max_ms[..])),
+        severity: |v, f| line_max(v.io.get(op_of(f)).map(|l| &l.lat_max_ms[..])),
         starts: &["Device read latency peaks", "Device write latency peaks"],
     },
     Rule {
         topic: Topic::ClientDuringFlush,
-        severity: |v| v.threads as f64,
+        // "P99 read latency is 3.4× higher while a flush runs": the slowdown it states.
+        severity: |_, f| stated_factor(f),
         starts: &["P99 "],
     },
     Rule {
         topic: Topic::SizeMix,
-        severity: |v| v.io_rows.iter().map(|r| r.bytes as f64).sum(),
+        severity: |v, _| v.io_rows.iter().map(|r| r.bytes as f64).sum(),
         starts: &["Write sizes at", "Read sizes at"],
     },
     Rule {
         topic: Topic::NotStorageBound,
-        severity: |v| v.storage.as_ref().map_or(0.0, |s| s.db_reads as f64),
+        severity: |v, _| v.storage.as_ref().map_or(0.0, |s| s.db_reads as f64),
         starts: &["Not storage-bound"],
     },
 ];
 
-/// The finding of `v` a rule matches, without the node's name: the view's findings are
+/// The findings of `v` a rule matches, without the node's name: the view's findings are
 /// `NODE: finding` for a node, the finding itself for the client host.
-fn finding_of<'a>(v: &'a StepView, starts: &[&str]) -> Option<&'a str> {
+fn findings_of<'a>(v: &'a StepView, starts: &'a [&str]) -> impl Iterator<Item = &'a str> {
     let prefix = v.place.is_node().then(|| format!("{}: ", v.place.name()));
-    v.findings.iter().find_map(|f| {
+    v.findings.iter().filter_map(move |f| {
         let body = match &prefix {
             Some(p) => f.strip_prefix(p.as_str())?,
             None => f.as_str(),
@@ -164,12 +187,11 @@ pub fn headlines(steps: &[StepView], sweeps: &[WorkloadSweep]) -> Vec<Headline> 
                     .collect()
             };
             for (ni, v) in story {
-                let Some(f) = finding_of(v, rule.starts) else {
-                    continue;
-                };
-                let sev = (rule.severity)(v);
-                if worst.is_none_or(|w| sev > w.0) {
-                    worst = Some((sev, si, ni, f));
+                for f in findings_of(v, rule.starts) {
+                    let sev = (rule.severity)(v, f);
+                    if worst.is_none_or(|w| sev > w.0) {
+                        worst = Some((sev, si, ni, f));
+                    }
                 }
             }
         }
@@ -261,6 +283,62 @@ mod tests {
         assert_eq!(
             h[0].sentence,
             "10.0.0.2 in step 2 (workloada × 32 threads): queue depth on sdb peaks at 812 against a mean of 20.0."
+        );
+    }
+
+    #[test]
+    fn a_slowdown_is_ranked_by_its_factor_and_a_write_finding_by_writes() {
+        use crate::analysis::IoLines;
+        let step = |index: usize, threads: u64, findings: &[&str], read_os: f64, write_os: f64| {
+            let mut io = std::collections::BTreeMap::new();
+            for (op, ms) in [("read", read_os), ("write", write_os)] {
+                io.insert(
+                    op.to_string(),
+                    IoLines {
+                        os_p99_ms: vec![(1500.0, ms)],
+                        ..Default::default()
+                    },
+                );
+            }
+            StepView {
+                index,
+                threads,
+                label: format!("step {index}"),
+                phase: "run".into(),
+                findings: findings.iter().map(ToString::to_string).collect(),
+                io,
+                ..Default::default()
+            }
+        };
+        let steps = vec![
+            step(
+                1,
+                64,
+                &["P99 read latency is 1.6× higher while a flush runs (2 ms vs 1 ms)."],
+                1.0,
+                1.0,
+            ),
+            step(
+                2,
+                8,
+                &[
+                    "P99 read latency is 4.2× higher while a flush runs (4 ms vs 1 ms).",
+                    "Write p99 spikes are system level: …",
+                ],
+                50.0,
+                3.0,
+            ),
+            step(3, 4, &["Write p99 spikes are system level: …"], 1.0, 30.0),
+        ];
+        let h = headlines(&steps, &[]);
+        let of = |t: Topic| h.iter().find(|x| x.topic == t).unwrap();
+        // The larger slowdown, not the step with the most threads.
+        assert_eq!(of(Topic::ClientDuringFlush).step, Some(1), "{h:?}");
+        // The write finding whose writes are slowest in the OS, not the step whose reads are.
+        assert_eq!(of(Topic::SystemVsDevice).step, Some(2), "{h:?}");
+        assert!(
+            of(Topic::SystemVsDevice).sentence.starts_with("Step 3"),
+            "{h:?}"
         );
     }
 }
