@@ -35,7 +35,7 @@ pub fn a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
         .duration("26s")
         .warmup("0s")
         .trace("ebpf");
-    let mut child = on_the_node(run)
+    let child = on_the_node(run)
         .command()
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

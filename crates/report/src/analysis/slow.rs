@@ -37,7 +37,7 @@ pub const OTHER_IO_FLOOR_BYTES: f64 = 1e6;
 /// …and their share of all bytes on those devices in that second.
 pub const OTHER_IO_MIN_SHARE: f64 = 0.2;
 /// The share of a second with some task waiting for a CPU (the host's CPU pressure) from
-/// which CPU starvation is taken as upstream of every other piece of evidence.
+/// which CPU starvation is taken as upstream of a slow device or OS queue.
 pub const CONTENDED_SHARE: f64 = 0.5;
 /// The client host's CPU busy percent (all CPUs) at which it may itself have made the wait,
 /// when the database runs elsewhere.
@@ -100,7 +100,8 @@ impl Cause {
 /// One slow second of one op, explained.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SlowSecond {
-    /// The op's series (`READ`, `UPDATE`, …).
+    /// The op's series (`READ`, `UPDATE`, …, or `Intended-READ`: the latency from each
+    /// operation's scheduled start under `--target`).
     pub op: String,
     /// Start of the second, unix ms (a multiple of 1000).
     pub start_unix_ms: u64,
@@ -528,7 +529,8 @@ fn faults_in_effect(step: &StepData, k: i64) -> Vec<String> {
         .collect()
 }
 
-/// The client's per-second p99 and max per op: `(second, p99 ms, max ms)` in time order.
+/// The client's per-second p99 and max per op series (`READ`, and `Intended-READ` under
+/// `--target`): `(second, p99 ms, max ms)` in time order.
 fn client_seconds(step: &StepData) -> BTreeMap<String, Vec<(i64, f64, f64)>> {
     let mut out: BTreeMap<String, Vec<(i64, f64, f64)>> = BTreeMap::new();
     for s in &step.timeseries {
@@ -536,7 +538,11 @@ fn client_seconds(step: &StepData) -> BTreeMap<String, Vec<(i64, f64, f64)>> {
             continue;
         }
         for (name, v) in &s.series {
-            if !super::is_primary_series(name) || v.count == 0 {
+            // Under --target, `Intended-<OP>` holds what a user waited from each operation's
+            // scheduled start: a starved worker that starts late shows there, not in the op's
+            // own service time.
+            let op = name.strip_prefix("Intended-").unwrap_or(name);
+            if !super::is_primary_series(op) || v.count == 0 {
                 continue;
             }
             out.entry(name.clone()).or_default().push((
@@ -601,7 +607,8 @@ fn explain(
     };
     let faults = faults_in_effect(step, k);
     let excess = p99_ms - typical_p99_ms;
-    let writes = op != "READ" && op != "SCAN";
+    let base = op.strip_prefix("Intended-").unwrap_or(op);
+    let writes = base != "READ" && base != "SCAN";
     let mut clues: Vec<Clue> = places
         .iter()
         .flat_map(|p| clues(p, k, excess, writes))
@@ -624,10 +631,16 @@ fn explain(
         );
     }
     // Upstream evidence first (the strongest of it: clues are sorted): a JVM pause stops
-    // every Java thread, and a host whose CPUs were contended most of the second slows
-    // everything that needs one, the completion of IO included (a loop device, a software
-    // RAID), so either is upstream of any slow device it shows.
-    if let Some(i) = clues.iter().position(|c| c.upstream) {
+    // every Java thread and a write stall every writer; a host whose CPUs were contended
+    // most of the second slows everything that needs one, the completion of IO included (a
+    // loop device, a software RAID), so it is upstream of any slow device it shows, but not
+    // of another process named doing IO on the drive, whose IO may be what kept the CPUs
+    // busy (a loop device copying it).
+    let other_io = clues.iter().any(|c| c.cause == Cause::OtherIo);
+    if let Some(i) = clues
+        .iter()
+        .position(|c| c.upstream && !(other_io && c.cause == Cause::CpuRunqueue))
+    {
         let c = clues.remove(i);
         clues.insert(0, c);
     }
