@@ -6,14 +6,7 @@ mod common;
 
 use common::*;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
+use std::time::{Duration, Instant};
 
 /// Ends the children even when an assertion fails, so no spinner outlives the test.
 struct Reaped(Vec<Child>);
@@ -79,17 +72,11 @@ fn a_starved_cpu_and_a_flooded_drive_are_named_in_their_own_seconds() {
         .spawn()
         .unwrap();
     let started = Instant::now();
-    let wait_until = |secs: u64| {
-        let at = Duration::from_secs(secs);
-        if let Some(left) = at.checked_sub(started.elapsed()) {
-            std::thread::sleep(left);
-        }
-    };
     // The CPU taken: a real-time spinner on each CPU for 2 s. A fair-share spinner, even at
     // nice -20, does not do it: the scheduler runs a thread that slept (a worker between
     // operations) first when it wakes. The kernel's real-time throttling still leaves the
     // others 5 % of each second, so the machine stays usable.
-    wait_until(12);
+    sleep_until(started, 12);
     let cpu_from = now_ms();
     let spinners = Reaped(
         (0..2)
@@ -107,7 +94,7 @@ fn a_starved_cpu_and_a_flooded_drive_are_named_in_their_own_seconds() {
     let cpu_to = now_ms();
     // The drive flooded: four processes' direct 16 MiB writes for 3 s, so a read waits behind
     // dozens of megabytes in the loop device's queue.
-    wait_until(22);
+    sleep_until(started, 22);
     let io_from = now_ms();
     let flood = Reaped(
         (0..4)

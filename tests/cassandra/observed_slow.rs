@@ -6,14 +6,7 @@
 use crate::common::*;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
+use std::time::Instant;
 
 /// `mnt` is the node's own file system (its data and commit log); `on_the_node` completes a
 /// command line with the node, its dataset and the output directory.
@@ -42,13 +35,8 @@ pub fn a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
         .spawn()
         .unwrap();
     let started = Instant::now();
-    let wait_until = |secs: u64| {
-        if let Some(left) = Duration::from_secs(secs).checked_sub(started.elapsed()) {
-            std::thread::sleep(left);
-        }
-    };
     // The world stopped: three full collections asked for one after another.
-    wait_until(12);
+    sleep_until(started, 12);
     let gc_from = now_ms();
     for _ in 0..3 {
         let out = Command::new("jcmd")
@@ -59,7 +47,7 @@ pub fn a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
     }
     let gc_to = now_ms();
     // The drive flooded by another process for 3 s.
-    wait_until(18);
+    sleep_until(started, 18);
     let io_from = now_ms();
     let _ = Command::new("timeout")
         .args([

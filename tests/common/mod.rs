@@ -213,3 +213,19 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Unix time in ms, as run.json and the step files stamp time.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Sleeps until `secs` seconds after `started` (at once when that is past): an injection at a
+/// moment into a run started then.
+pub fn sleep_until(started: std::time::Instant, secs: u64) {
+    if let Some(left) = std::time::Duration::from_secs(secs).checked_sub(started.elapsed()) {
+        std::thread::sleep(left);
+    }
+}

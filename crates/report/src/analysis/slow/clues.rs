@@ -1,0 +1,180 @@
+//! The clues a place gives for a slow second: each piece of its evidence that stands out of
+//! its typical second, as a cause, how far it stands out, and the words with its numbers.
+
+use super::evidence::PlaceSeconds;
+use super::*;
+
+/// How far `value` stands out of its typical level, as a multiple of the bar it had to clear
+/// (`STANDS_OUT` × typical, or the floor when that is higher); none when it does not clear it.
+fn stands_out(value: f64, typical: f64, floor: f64) -> Option<f64> {
+    let bar = (typical * STANDS_OUT).max(floor);
+    (value >= bar).then(|| value / bar)
+}
+
+/// One piece of evidence that stood out: its cause, strength (how far over its bar) and words.
+pub(super) struct Clue {
+    pub(super) cause: Cause,
+    /// Evidence upstream of the rest: a JVM pause long enough for the excess, or run-queue
+    /// wait while the host's CPU pressure covered at least [`CONTENDED_SHARE`] of the second.
+    pub(super) upstream: bool,
+    pub(super) strength: f64,
+    pub(super) place: String,
+    pub(super) words: String,
+}
+
+fn mb(bytes: f64) -> String {
+    format!("{:.1} MB", bytes / 1e6)
+}
+
+/// The clues a place gives for the second `k` (the second itself, or the one before it, where
+/// a slow operation ending in `k` may have started waiting).
+pub(super) fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64, writes: bool) -> Vec<Clue> {
+    let mut out = Vec::new();
+    let t = p.typical;
+    for key in [k, k - 1] {
+        let Some(s) = p.seconds.get(&key) else {
+            continue;
+        };
+        let when = if key == k { "" } else { " (the second before)" };
+        let contended = s
+            .cpu_pressure_ms
+            .is_some_and(|c| c >= CONTENDED_SHARE * 1000.0);
+        let clue = |cause, strength, words: String| Clue {
+            cause,
+            upstream: contended && cause == Cause::CpuRunqueue,
+            strength,
+            place: p.name.clone(),
+            words: format!("{}: {words}{when}", p.name),
+        };
+        if writes && !s.stalls.is_empty() {
+            // Writers held back by the database itself: nothing below it needs to be slow.
+            let mut c = clue(
+                Cause::DbStall,
+                1.0,
+                format!("the database stalled its writes: {}", s.stalls.join("; ")),
+            );
+            c.upstream = true;
+            out.push(c);
+        }
+        if let Some(pause) = s.jvm_pause_ms {
+            if let Some(x) = stands_out(pause, t.jvm_pause_ms, JVM_PAUSE_FLOOR_MS) {
+                let gc = match s.jvm_gc {
+                    Some(true) => ", a full collection among them",
+                    Some(false) => ", a collection among them",
+                    None => "",
+                };
+                let mut c = clue(
+                    Cause::JvmPause,
+                    x,
+                    format!(
+                        "{pause:.0} ms of safepoints in this second (longest pause {:.0} ms{gc}; typically {:.0} ms)",
+                        s.jvm_longest_ms, t.jvm_pause_ms
+                    ),
+                );
+                // Every Java thread stood still: the client waited at least that long.
+                c.upstream = s.jvm_longest_ms >= 0.5 * excess_ms;
+                out.push(c);
+            }
+        }
+        if let Some(rq) = s.run_queue_ms {
+            if let Some(x) = stands_out(rq, t.run_queue_ms, RUN_QUEUE_FLOOR_MS) {
+                let cause = if p.client_only {
+                    Cause::ClientHost
+                } else {
+                    Cause::CpuRunqueue
+                };
+                let psi = s
+                    .cpu_pressure_ms
+                    .map(|c| format!(", CPU pressure {c:.0} ms"))
+                    .unwrap_or_default();
+                out.push(clue(
+                    cause,
+                    x,
+                    format!(
+                        "{} waited {rq:.0} ms for a CPU in this second (typically {:.0} ms; longest thread {:.0} ms){psi}, CPUs {:.0}% busy",
+                        p.watched,
+                        t.run_queue_ms,
+                        s.run_queue_max_thread_ms,
+                        s.cpu_busy_pct.unwrap_or(0.0)
+                    ),
+                ));
+            }
+        }
+        if p.client_only {
+            if let Some(busy) = s.cpu_busy_pct.filter(|b| *b >= CLIENT_BUSY_PCT) {
+                out.push(clue(
+                    Cause::ClientHost,
+                    busy / CLIENT_BUSY_PCT,
+                    format!("the load generator's CPUs were {busy:.0}% busy"),
+                ));
+            }
+            // The client host's own disks are not the database's: no IO cause from them.
+            continue;
+        }
+        let other: u64 = s.other_bytes.values().sum();
+        if let Some(x) = stands_out(other as f64, t.other_bytes, OTHER_IO_FLOOR_BYTES)
+            .filter(|_| other as f64 >= OTHER_IO_MIN_SHARE * s.total_bytes as f64)
+        {
+            let (who, bytes) = s
+                .other_bytes
+                .iter()
+                .max_by_key(|(_, b)| **b)
+                .map(|(w, b)| (w.clone(), *b))
+                .unwrap_or_default();
+            out.push(clue(
+                Cause::OtherIo,
+                x,
+                format!(
+                    "{who} moved {} on the database's drives ({:.0}% of their bytes in this second)",
+                    mb(bytes as f64),
+                    100.0 * other as f64 / s.total_bytes.max(1) as f64
+                ),
+            ));
+        }
+        let dev = s
+            .device_p99_ms
+            .and_then(|d| Some((d, stands_out(d, t.device_p99_ms, LATENCY_FLOOR_MS)?)));
+        let depth = s
+            .qd_max
+            .and_then(|q| Some((q, stands_out(q, t.qd_max, QUEUE_DEPTH_FLOOR)?)));
+        if let Some((d, x)) = dev {
+            // The activity that moved the most bytes filled the queue; another process's
+            // bytes are `other-io`'s evidence, not the database's activity.
+            let top = s
+                .class_bytes
+                .iter()
+                .filter(|(c, _)| c.as_str() != "other")
+                .max_by_key(|(_, b)| **b)
+                .map(|(c, b)| format!(", most of its bytes {} ({})", c, mb(*b as f64)))
+                .unwrap_or_default();
+            let qd = s
+                .qd_max
+                .map(|q| format!(", queue depth up to {q:.0} (typically {:.0})", t.qd_max))
+                .unwrap_or_default();
+            out.push(clue(
+                Cause::DeviceQueue,
+                x.max(depth.map_or(0.0, |d| d.1)),
+                format!(
+                    "{} device p99 {d:.1} ms (typically {:.1} ms){qd}{top}",
+                    s.worst_device, t.device_p99_ms
+                ),
+            ));
+        }
+        if let Some(q) = s.queue_p99_ms {
+            let on_device = s.device_p99_ms.unwrap_or(0.0);
+            if let Some(x) =
+                stands_out(q, t.queue_p99_ms, LATENCY_FLOOR_MS).filter(|_| q >= 2.0 * on_device)
+            {
+                out.push(clue(
+                    Cause::OsQueue,
+                    x,
+                    format!(
+                        "IOs waited {q:.1} ms p99 in the OS queue against {on_device:.1} ms on the device (typically {:.1} ms queued)",
+                        t.queue_p99_ms
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,344 @@
+//! Why the slowest seconds were slow: each step's seconds whose client p99 stands out, each set
+//! against what every place measured in that second (the database's threads waiting for a CPU,
+//! the device's queue and time, the OS queue, other processes' IO, iodig's own faults, and the
+//! client host itself when the database runs elsewhere), with the most likely cause named.
+//!
+//! The rule (docs/report.md, "Why the slowest seconds were slow") judges each piece of evidence
+//! against the same place's own typical second in the step, never against a fixed level alone,
+//! and names a cause only when its evidence stands out; otherwise the second is `unexplained`,
+//! with what was looked at. It reads only the run directory's files, like every analysis.
+
+mod clues;
+mod evidence;
+#[cfg(test)]
+mod tests;
+
+use crate::data::StepData;
+use clues::{clues, Clue};
+use evidence::{median, place_seconds, second_of_interval, PlaceSeconds, Second};
+use std::collections::BTreeMap;
+
+/// A second is far above its step when its p99 is at least this many times the step's typical
+/// (median) second's p99 for the op…
+pub const FAR_ABOVE: f64 = 3.0;
+/// …and at least this much higher, in ms, so a 40 µs → 130 µs wobble is no story.
+pub const FAR_ABOVE_MIN_MS: f64 = 1.0;
+/// The highest seconds of each op, listed whether or not they are far above…
+pub const TOP_PER_OP: usize = 3;
+/// …when they stand at least this many times over the typical second: in a step whose seconds
+/// are all alike there is nothing to explain.
+pub const TOP_MIN_FACTOR: f64 = 1.25;
+/// Evidence stands out when it is at least this many times the place's typical (median) second
+/// in the step, and over its own floor below.
+pub const STANDS_OUT: f64 = 3.0;
+/// Stop-the-world time of the database's JVM, ms in a second.
+pub const JVM_PAUSE_FLOOR_MS: f64 = 20.0;
+/// Run-queue wait of the watched process's threads, summed, ms in a second.
+pub const RUN_QUEUE_FLOOR_MS: f64 = 100.0;
+/// A device's p99 latency (device time or OS-queue time), ms.
+pub const LATENCY_FLOOR_MS: f64 = 2.0;
+/// Deepest queue of a second on a device.
+pub const QUEUE_DEPTH_FLOOR: f64 = 8.0;
+/// Bytes another process moved on the place's traced devices in a second…
+pub const OTHER_IO_FLOOR_BYTES: f64 = 1e6;
+/// …and their share of all bytes on those devices in that second.
+pub const OTHER_IO_MIN_SHARE: f64 = 0.2;
+/// The share of a second with some task waiting for a CPU (the host's CPU pressure) from
+/// which CPU starvation is taken as upstream of a slow device or OS queue.
+pub const CONTENDED_SHARE: f64 = 0.5;
+/// The client host's CPU busy percent (all CPUs) at which it may itself have made the wait,
+/// when the database runs elsewhere.
+pub const CLIENT_BUSY_PCT: f64 = 95.0;
+
+/// What most likely made a second slow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Cause {
+    /// The database's process was stopped by its JVM (safepoints, GC).
+    JvmPause,
+    /// The database's threads were runnable but waited for a CPU.
+    CpuRunqueue,
+    /// The device was slow and its queue deep: the activity that filled it is named.
+    DeviceQueue,
+    /// IOs waited in the OS (scheduler, throttling) far longer than on the device.
+    OsQueue,
+    /// Another process's IO on the database's drives.
+    OtherIo,
+    /// The database throttled its own writers (RocksDB's write stall while flush or
+    /// compaction catches up).
+    DbStall,
+    /// The load generator's own host (its CPU, iodig's threads waiting for a CPU).
+    ClientHost,
+    /// A fault iodig injected was in effect.
+    Fault,
+    /// Nothing measured stood out.
+    Unexplained,
+}
+
+impl Cause {
+    /// Every cause, in the order tables list them.
+    pub const ALL: [Cause; 9] = [
+        Cause::JvmPause,
+        Cause::CpuRunqueue,
+        Cause::DeviceQueue,
+        Cause::OsQueue,
+        Cause::OtherIo,
+        Cause::DbStall,
+        Cause::ClientHost,
+        Cause::Fault,
+        Cause::Unexplained,
+    ];
+
+    /// The name `slow-seconds.csv` and the report use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::JvmPause => "jvm-pause",
+            Cause::CpuRunqueue => "cpu-runqueue",
+            Cause::DeviceQueue => "device-queue",
+            Cause::OsQueue => "os-queue",
+            Cause::OtherIo => "other-io",
+            Cause::DbStall => "db-stall",
+            Cause::ClientHost => "client-host",
+            Cause::Fault => "fault",
+            Cause::Unexplained => "unexplained",
+        }
+    }
+}
+
+/// One slow second of one op, explained.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlowSecond {
+    /// The op's series (`READ`, `UPDATE`, …, or `Intended-READ`: the latency from each
+    /// operation's scheduled start under `--target`).
+    pub op: String,
+    /// Start of the second, unix ms (a multiple of 1000).
+    pub start_unix_ms: u64,
+    /// The client's p99 in that second, ms.
+    pub p99_ms: f64,
+    /// The client's slowest operation of that second, ms.
+    pub max_ms: f64,
+    /// The step's typical second's p99 for the op (the median over its seconds), ms.
+    pub typical_p99_ms: f64,
+    /// The place the cause was found at (`127.0.0.2`, `the client host`); empty when none.
+    pub place: String,
+    /// The most likely cause.
+    pub cause: Cause,
+    /// The cause's numbers first, then any other evidence that stood out, or what was looked
+    /// at when nothing did.
+    pub evidence: String,
+}
+
+/// Faults that end another (`heal`, `uncap`, `restart`, `resume`, `start`) rather than begin
+/// one: in effect only around their own moment.
+const ENDING_ACTIONS: [&str; 5] = ["heal", "uncap", "restart", "resume", "start"];
+
+/// The action word of a fault event's detail (`10s:heal:device: healed` → `heal`).
+fn fault_action(detail: &str) -> &str {
+    let action = detail.split(':').nth(1).unwrap_or("");
+    action.split('=').next().unwrap_or(action)
+}
+
+/// A fault iodig injected is in effect from its start until the next fault on the same target
+/// (a heal, a restart), or the step's end; one that ends another only around its moment.
+fn faults_in_effect(step: &StepData, k: i64) -> Vec<String> {
+    let mut faults: Vec<&crate::data::DbEvent> = step
+        .events
+        .iter()
+        .chain(step.nodes.iter().flat_map(|n| &n.events))
+        .filter(|e| e.kind == "fault")
+        .collect();
+    faults.sort_by_key(|e| e.start_unix_ms);
+    let (from, to) = ((k - 1) * 1000, (k + 1) * 1000);
+    faults
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| {
+            let until = if ENDING_ACTIONS.contains(&fault_action(&f.detail)) {
+                f.end_unix_ms.unwrap_or(f.start_unix_ms) as i64 + 1
+            } else {
+                faults[i + 1..]
+                    .iter()
+                    .find(|g| g.node == f.node)
+                    .map_or(i64::MAX, |g| g.start_unix_ms as i64)
+            };
+            (f.start_unix_ms as i64) < to && until > from
+        })
+        .map(|(_, f)| format!("iodig's fault {} on {}", f.detail, f.node))
+        .collect()
+}
+
+/// The client's per-second p99 and max per op series (`READ`, and `Intended-READ` under
+/// `--target`): `(second, p99 ms, max ms)` in time order.
+fn client_seconds(step: &StepData) -> BTreeMap<String, Vec<(i64, f64, f64)>> {
+    let mut out: BTreeMap<String, Vec<(i64, f64, f64)>> = BTreeMap::new();
+    for s in &step.timeseries {
+        if s.secs < 0.5 {
+            continue;
+        }
+        for (name, v) in &s.series {
+            // Under --target, `Intended-<OP>` holds what a user waited from each operation's
+            // scheduled start: a starved worker that starts late shows there, not in the op's
+            // own service time.
+            let op = name.strip_prefix("Intended-").unwrap_or(name);
+            if !super::is_primary_series(op) || v.count == 0 {
+                continue;
+            }
+            out.entry(name.clone()).or_default().push((
+                second_of_interval(s.unix_ms, s.secs),
+                v.p99_us as f64 / 1000.0,
+                v.max_us as f64 / 1000.0,
+            ));
+        }
+    }
+    out
+}
+
+/// Every slow second of a step, explained. `places` are the database's (each node's view, or
+/// the client host when the database runs here) and, when it runs elsewhere, the client host
+/// apart (`client_only`).
+pub fn slow_seconds(step: &StepData, places: &[(&StepData, bool)]) -> Vec<SlowSecond> {
+    let places: Vec<PlaceSeconds> = places
+        .iter()
+        .map(|(s, client_only)| place_seconds(s, *client_only))
+        .collect();
+    let mut out = Vec::new();
+    for (op, secs) in client_seconds(step) {
+        let typical = median(secs.iter().map(|s| s.1).collect());
+        let mut by_p99: Vec<usize> = (0..secs.len()).collect();
+        by_p99.sort_by(|a, b| secs[*b].1.total_cmp(&secs[*a].1));
+        let top: Vec<usize> = by_p99.iter().copied().take(TOP_PER_OP).collect();
+        for (i, &(k, p99, max)) in secs.iter().enumerate() {
+            let far = p99 >= typical * FAR_ABOVE && p99 >= typical + FAR_ABOVE_MIN_MS;
+            let high = top.contains(&i) && p99 >= typical * TOP_MIN_FACTOR;
+            if !far && !high {
+                continue;
+            }
+            out.push(explain(step, &places, &op, k, p99, max, typical));
+        }
+    }
+    out.sort_by(|a, b| {
+        a.start_unix_ms
+            .cmp(&b.start_unix_ms)
+            .then_with(|| a.op.cmp(&b.op))
+    });
+    out
+}
+
+fn explain(
+    step: &StepData,
+    places: &[PlaceSeconds],
+    op: &str,
+    k: i64,
+    p99_ms: f64,
+    max_ms: f64,
+    typical_p99_ms: f64,
+) -> SlowSecond {
+    let second = |cause, place: String, evidence| SlowSecond {
+        op: op.to_string(),
+        start_unix_ms: u64::try_from(k * 1000).unwrap_or(0),
+        p99_ms,
+        max_ms,
+        typical_p99_ms,
+        place,
+        cause,
+        evidence,
+    };
+    let faults = faults_in_effect(step, k);
+    let excess = p99_ms - typical_p99_ms;
+    let base = op.strip_prefix("Intended-").unwrap_or(op);
+    let writes = base != "READ" && base != "SCAN";
+    let mut clues: Vec<Clue> = places
+        .iter()
+        .flat_map(|p| clues(p, k, excess, writes))
+        .collect();
+    clues.sort_by(|a, b| b.strength.total_cmp(&a.strength));
+    let others = |skip: usize, clues: &[Clue]| {
+        let rest: Vec<&str> = clues.iter().skip(skip).map(|c| c.words.as_str()).collect();
+        if rest.is_empty() {
+            String::new()
+        } else {
+            format!("; also: {}", rest.join("; "))
+        }
+    };
+    if !faults.is_empty() {
+        // iodig did it: no guess is needed about the rest, which is kept as evidence.
+        return second(
+            Cause::Fault,
+            String::new(),
+            format!("{}{}", faults.join("; "), others(0, &clues)),
+        );
+    }
+    // Upstream evidence first (the strongest of it: clues are sorted): a JVM pause stops
+    // every Java thread and a write stall every writer; a host whose CPUs were contended
+    // most of the second slows everything that needs one, the completion of IO included (a
+    // loop device, a software RAID), so it is upstream of any slow device it shows, but not
+    // of another process named doing IO on the drive, whose IO may be what kept the CPUs
+    // busy (a loop device copying it).
+    let other_io = clues.iter().any(|c| c.cause == Cause::OtherIo);
+    if let Some(i) = clues
+        .iter()
+        .position(|c| c.upstream && !(other_io && c.cause == Cause::CpuRunqueue))
+    {
+        let c = clues.remove(i);
+        clues.insert(0, c);
+    }
+    match clues.first() {
+        Some(c) => second(
+            c.cause,
+            c.place.clone(),
+            format!("{}{}", c.words, others(1, &clues)),
+        ),
+        None => second(Cause::Unexplained, String::new(), looked_at(places)),
+    }
+}
+
+/// What was looked at when nothing stood out, so "unexplained" says how much was ruled out.
+fn looked_at(places: &[PlaceSeconds]) -> String {
+    let mut what = Vec::new();
+    let any = |f: &dyn Fn(&Second) -> bool| places.iter().any(|p| p.seconds.values().any(f));
+    let jvm_probed = any(&|s| s.jvm_pause_ms.is_some());
+    if jvm_probed {
+        what.push("JVM pauses");
+    }
+    if any(&|s| s.run_queue_ms.is_some()) {
+        what.push("run-queue wait");
+    }
+    if any(&|s| s.device_p99_ms.is_some() || s.qd_max.is_some()) {
+        what.push("device latency and queue depth");
+    }
+    if any(&|s| s.queue_p99_ms.is_some()) {
+        what.push("OS-queue time");
+    }
+    if any(&|s| !s.class_bytes.is_empty()) {
+        what.push("other processes' IO");
+    }
+    what.push("iodig's faults");
+    // Cassandra's nodes run in a JVM whose pauses iodig does not read yet: said, not implied.
+    let jvm = !jvm_probed
+        && places
+            .iter()
+            .any(|p| p.watched.contains("node") || p.watched.contains("cassandra"));
+    format!(
+        "nothing stood out in {} at {}{}",
+        what.join(", "),
+        places
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if jvm {
+            "; JVM pauses were not measured (an untraced step, or no probe: see jvm-pauses.json)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Each cause's share of a step's slow seconds, in [`Cause::ALL`] order, causes with none left
+/// out: `(cause, seconds)`.
+pub fn shares(seconds: &[SlowSecond]) -> Vec<(Cause, usize)> {
+    Cause::ALL
+        .iter()
+        .map(|c| (*c, seconds.iter().filter(|s| s.cause == *c).count()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
