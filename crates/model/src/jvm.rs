@@ -49,6 +49,6 @@ pub struct JvmPause {
 impl JvmPause {
     /// When it ended, unix µs.
     pub fn end_unix_us(&self) -> u64 {
-        self.start_unix_us + self.duration_us
+        self.start_unix_us.saturating_add(self.duration_us)
     }
 }

@@ -31,7 +31,7 @@ fn mb(bytes: f64) -> String {
 pub(super) fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64, writes: bool) -> Vec<Clue> {
     let mut out = Vec::new();
     let t = p.typical;
-    for key in [k, k - 1] {
+    for key in [k, k.saturating_sub(1)] {
         let Some(s) = p.seconds.get(&key) else {
             continue;
         };

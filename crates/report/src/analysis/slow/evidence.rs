@@ -165,27 +165,44 @@ pub(super) fn place_seconds(step: &StepData, client_only: bool) -> PlaceSeconds 
 }
 
 /// Each probed JVM's stop-the-world time spread over the seconds it covers: the watched
-/// window's seconds at 0 ms first, so a quiet JVM counts as looked at.
+/// window's seconds at 0 ms first, so a quiet JVM counts as looked at. Only the step's own
+/// seconds are looked at, whatever a file says of its window or of a pause's length.
 pub(super) fn jvm_seconds(step: &StepData, seconds: &mut BTreeMap<i64, Second>) {
     let Some(doc) = &step.jvm_pauses else {
         return;
     };
+    // A week of seconds at most: a run directory that claims more is not read second by
+    // second here.
+    let step_from = step.summary.started_unix_ms / 1000;
+    let step_to = (step
+        .summary
+        .started_unix_ms
+        .saturating_add(step.summary.runtime_ms))
+    .div_ceil(1000)
+    .min(step_from.saturating_add(7 * 86_400));
     for p in doc.processes.iter().filter(|p| p.probed) {
-        let (from, to) = (p.started_unix_ms / 1000, p.ended_unix_ms.div_ceil(1000));
+        let from = (p.started_unix_ms / 1000).max(step_from);
+        let to = p.ended_unix_ms.div_ceil(1000).min(step_to);
         for k in from..to {
             let e = seconds.entry(k as i64).or_default();
             e.jvm_pause_ms.get_or_insert(0.0);
         }
         for pause in &p.pauses {
-            let (a, b) = (pause.start_unix_us, pause.end_unix_us());
+            let (a, b) = (
+                pause.start_unix_us,
+                pause.start_unix_us.saturating_add(pause.duration_us),
+            );
             let ms = pause.duration_us as f64 / 1000.0;
-            for k in a / 1_000_000..=b / 1_000_000 {
+            let first = (a / 1_000_000).max(step_from);
+            let last = (b / 1_000_000).min(step_to);
+            for k in first..=last {
                 let e = seconds.entry(k as i64).or_default();
                 if pause.kind == "gc" {
                     e.jvm_gc = Some(e.jvm_gc.unwrap_or(false) || pause.full == Some(true));
                     continue;
                 }
-                let (lo, hi) = (a.max(k * 1_000_000), b.min((k + 1) * 1_000_000));
+                let lo = a.max(k.saturating_mul(1_000_000));
+                let hi = b.min(k.saturating_add(1).saturating_mul(1_000_000));
                 *e.jvm_pause_ms.get_or_insert(0.0) += hi.saturating_sub(lo) as f64 / 1000.0;
                 e.jvm_longest_ms = e.jvm_longest_ms.max(ms);
             }

@@ -147,13 +147,16 @@ fn faults_in_effect(step: &StepData, k: i64) -> Vec<String> {
         .filter(|e| e.kind == "fault")
         .collect();
     faults.sort_by_key(|e| e.start_unix_ms);
-    let (from, to) = ((k - 1) * 1000, (k + 1) * 1000);
+    let (from, to) = (
+        k.saturating_sub(1).saturating_mul(1000),
+        k.saturating_add(1).saturating_mul(1000),
+    );
     faults
         .iter()
         .enumerate()
         .filter(|(i, f)| {
             let until = if ENDING_ACTIONS.contains(&fault_action(&f.detail)) {
-                f.end_unix_ms.unwrap_or(f.start_unix_ms) as i64 + 1
+                (f.end_unix_ms.unwrap_or(f.start_unix_ms) as i64).saturating_add(1)
             } else {
                 faults[i + 1..]
                     .iter()
@@ -234,7 +237,7 @@ fn explain(
 ) -> SlowSecond {
     let second = |cause, place: String, evidence| SlowSecond {
         op: op.to_string(),
-        start_unix_ms: u64::try_from(k * 1000).unwrap_or(0),
+        start_unix_ms: u64::try_from(k.saturating_mul(1000)).unwrap_or(0),
         p99_ms,
         max_ms,
         typical_p99_ms,
