@@ -37,12 +37,16 @@ time.sleep(1e6)" &
 sampled=$!
 pids+=("$sampled")
 # Context switches: two processes handing a byte back and forth through two pipes.
+# The child closes the ends it does not use, so it sees end-of-file and exits with its parent.
 python3 -c "
 import os
 a, b = os.pipe(); c, d = os.pipe()
 if os.fork() == 0:
-    while True:
-        os.read(a, 1); os.write(d, b'x')
+    os.close(b); os.close(c)
+    while os.read(a, 1):
+        os.write(d, b'x')
+    os._exit(0)
+os.close(a); os.close(d)
 while True:
     os.write(b, b'x'); os.read(c, 1)" &
 pids+=("$!")
@@ -59,7 +63,9 @@ rq=$!
 sleep $((SECS - 1))
 stats=$(bpftool -j prog show | python3 -c "
 import json, sys
-progs = [p for p in json.load(sys.stdin) if p.get('pids') and any(x.get('comm') == 'runqlat' for x in p['pids'])]
+# runqlat's programs, by their names (bpftool here does not list the owning processes).
+names = {'sched_wakeup', 'sched_wakeup_new', 'sched_switch', 'handle_sched_wakeup', 'handle_sched_wakeup_new', 'handle_sched_switch'}
+progs = [p for p in json.load(sys.stdin) if p.get('name') in names]
 print(json.dumps({'run_time_ns': sum(p.get('run_time_ns', 0) for p in progs),
                   'run_cnt': sum(p.get('run_cnt', 0) for p in progs),
                   'progs': [p.get('name') for p in progs]}))")
