@@ -88,6 +88,30 @@ impl StorageBound {
     }
 }
 
+/// The nodes' figures as one: their device reads summed against the client's database reads
+/// (every database read is served by at least one node), their page caches and memory summed;
+/// none without a node. A node's own share of the dataset is its own, so none is kept.
+pub fn summed(nodes: &[StorageBound]) -> Option<StorageBound> {
+    let first = nodes.first()?;
+    let sum_opt = |f: &dyn Fn(&StorageBound) -> Option<f64>| -> Option<f64> {
+        nodes.iter().map(f).sum::<Option<f64>>()
+    };
+    Some(StorageBound {
+        db_reads: first.db_reads,
+        device_reads: nodes.iter().map(|n| n.device_reads).sum(),
+        device_read_bytes: nodes.iter().map(|n| n.device_read_bytes).sum(),
+        page_cache_mean_bytes: sum_opt(&|n| n.page_cache_mean_bytes),
+        page_cache_max_bytes: sum_opt(&|n| n.page_cache_max_bytes.map(|b| b as f64))
+            .map(|b| b as u64),
+        memory_bytes: sum_opt(&|n| n.memory_bytes.map(|b| b as f64)).map(|b| b as u64),
+        node_share: None,
+    })
+}
+
+/// The start of the not-storage-bound finding, by which the client host's is left out when
+/// the database runs elsewhere.
+pub const NOT_STORAGE_BOUND: &str = "Not storage-bound";
+
 /// Only for a traced step whose client read.
 pub(crate) fn storage_bound(step: &StepData) -> Option<StorageBound> {
     let trace = step.trace.as_ref()?;
@@ -138,7 +162,7 @@ pub(super) fn findings(s: &StorageBound) -> Vec<String> {
         _ => String::new(),
     };
     vec![format!(
-        "Not storage-bound: {:.3} device reads per database read ({} device reads for {} \
+        "{NOT_STORAGE_BOUND}: {:.3} device reads per database read ({} device reads for {} \
          database reads): the reads were mostly served from memory{memory}. To test storage, \
          make the dataset larger than memory, or read directly with a small database cache.",
         s.ratio(),
@@ -202,5 +226,15 @@ mod tests {
         );
         assert!(findings(&sb(999, 0)).is_empty(), "too few reads to tell");
         assert!((sb(200, 300).ratio() - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn nodes_are_summed_against_the_clients_reads() {
+        let (a, b) = (sb(90_000, 300), sb(90_000, 600));
+        let s = summed(&[a, b]).unwrap();
+        assert_eq!((s.db_reads, s.device_reads), (90_000, 900));
+        assert!((s.ratio() - 0.01).abs() < 1e-12);
+        assert_eq!(s.memory_bytes, Some(32 << 30));
+        assert!(summed(&[]).is_none());
     }
 }

@@ -65,6 +65,10 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
     }
     let client = client_host_apart(run, step, &nodes);
     let mut v = step_view(&client);
+    // The load generator's disk did not serve the database's reads: no storage verdict of it.
+    v.storage = None;
+    v.findings
+        .retain(|f| !f.starts_with(super::storage::NOT_STORAGE_BOUND));
     v.host_findings = std::mem::take(&mut v.findings);
     let node_data: Vec<(usize, String, StepData)> = nodes
         .into_iter()
@@ -109,6 +113,24 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
         .collect();
     v.rollup = Some(rollup);
     v
+}
+
+/// The database's storage-bound figures of a step: the client host's when the database's IO
+/// is its own, else its observed nodes' device reads summed against the client's database
+/// reads, never the load generator's idle disk.
+pub fn database_storage_bound(
+    run: &RunData,
+    step: &StepData,
+) -> Option<super::storage::StorageBound> {
+    let nodes = database_nodes(run, step);
+    if nodes.is_empty() {
+        return super::storage::storage_bound(step);
+    }
+    let per_node: Vec<_> = nodes
+        .into_iter()
+        .filter_map(|(i, addr)| super::storage::storage_bound(&step.at_node(i, Some(addr))))
+        .collect();
+    super::storage::summed(&per_node)
 }
 
 /// A node's share of the dataset: the bytes under its data directories at the start (measured

@@ -6,7 +6,7 @@
 
 use super::config::{is_location, is_setting, step_secs};
 use super::Runs;
-use crate::analysis::storage::storage_bound;
+use crate::analysis::story::database_storage_bound;
 use crate::analysis::LatencyOp;
 use crate::data::RunData;
 use crate::doc::{distinct, target_rate, Doc};
@@ -162,11 +162,12 @@ fn run_differences(runs: &[RunData]) -> Vec<String> {
 }
 
 /// Steps whose reads were mostly served from memory (under 0.1 device reads per database
-/// read over 1,000 or more reads): there a comparison of devices measures the caches.
+/// read over 1,000 or more reads): there a comparison of devices measures the caches. Where
+/// the database runs on observed nodes, their devices' reads count, not the client host's.
 fn not_storage_bound(r: &RunData) -> Option<String> {
     let steps: Vec<(String, f64)> = r
         .run_steps()
-        .filter_map(|s| storage_bound(s).map(|b| (s, b)))
+        .filter_map(|s| database_storage_bound(r, s).map(|b| (s, b)))
         .filter(|(_, b)| b.served_from_memory())
         .map(|(s, b)| (s.label(), b.ratio()))
         .collect();
