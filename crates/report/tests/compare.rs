@@ -331,7 +331,36 @@ fn a_drive_comparison_names_its_configurations_and_shows_what_differs() {
     let tmp = tempfile::tempdir().unwrap();
     let (slow, fast) = drive_comparison(tmp.path());
     let named = PathBuf::from(format!("Micron 9300={}", fast.display()));
-    let (r, md, html) = compare(tmp.path(), vec![slow, named], 50.0);
+    let (r, md, html) = compare(tmp.path(), vec![slow.clone(), named], 50.0);
+
+    // Each run's slow seconds side by side, as many as its own report finds in its run steps.
+    let slow_seconds = |dir: &Path| {
+        let report = iodig_report::analysis::analyse(&iodig_report::load_run(dir).unwrap());
+        report
+            .steps
+            .iter()
+            .filter(|s| s.phase == "run")
+            .map(|s| s.slow_seconds.len())
+            .sum::<usize>()
+    };
+    let (n_slow, n_fast) = (slow_seconds(&slow), slow_seconds(&fast));
+    let side = md
+        .split("## Why the slowest seconds were slow, side by side")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no slow-seconds section:\n{md}"));
+    if n_slow + n_fast > 0 {
+        let all = side
+            .lines()
+            .find(|l| l.starts_with("| all causes |"))
+            .unwrap();
+        assert_eq!(
+            all,
+            format!("| all causes | {n_slow} | {n_fast} |"),
+            "{side}"
+        );
+    } else {
+        assert!(side.contains("No measured step of these runs"), "{side}");
+    }
 
     // Where the data lives and the database's settings are the configuration, not other work.
     assert!(r.caveats.is_empty(), "{:#?}", r.caveats);

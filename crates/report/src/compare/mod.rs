@@ -16,6 +16,7 @@ mod max_perf;
 mod names;
 mod ratio;
 mod regression;
+mod slow;
 mod storage_io;
 mod workload;
 
@@ -217,6 +218,7 @@ pub fn compare_doc(runs: &[RunData], fail_pct: Option<f64>, op: &OpChoice) -> Co
         workload::section(&mut doc, &runs, w, &mut summary);
     }
     storage_io::section(&mut doc, &runs);
+    slow::section(&mut doc, &runs);
     let check = fail_pct
         .map(|pct| regression::section(&mut doc, &runs, pct, &mut summary))
         .unwrap_or_default();
