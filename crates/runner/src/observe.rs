@@ -169,6 +169,10 @@ impl<'r> Observer<'r> {
                 Err(e) => self.trace_error = Some(e.to_string()),
             }
             self.device_stats = Some(DeviceStatsProbe::locate(&stat_devices(opts)));
+            // Uprobes on the JVMs' pause probes: eBPF like the tracer, so only in a traced
+            // step, and attached now, as reading libjvm.so and loading take a while: the
+            // report reads the pauses of the step's own seconds.
+            self.jvm = Some(iodig_jvm::JvmWatch::start(&self.pids));
         }
         if let Some(r) = self.remote.as_deref_mut() {
             r.await_prepared();
@@ -282,10 +286,6 @@ impl StepObserver for Observer<'_> {
         self.sys = Sampler::start_with_live(opts, forwarder.is_ok().then_some(feed)).ok();
         if let Some(r) = self.remote.as_deref_mut() {
             r.start();
-        }
-        // Uprobes on the JVMs' pause probes: eBPF like the tracer, so only in a traced step.
-        if self.trace_opts.is_some() {
-            self.jvm = Some(iodig_jvm::JvmWatch::start(&self.pids));
         }
         if let Some(p) = self.prepared.take() {
             match p.start() {

@@ -175,6 +175,8 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
         || (trace.mode != TraceMode::Off).then(|| DeviceStatsProbe::locate(&stat_devices(&trace)));
     // The tracer's completed seconds, streamed during the step: a feed made with each load.
     let mut seconds_feed: Option<Receiver<LiveSecond>> = None;
+    // The node's JVM's pause probe, attached by `Prepare` in a traced step.
+    let mut jvm: Option<iodig_jvm::JvmWatch> = None;
     let prepare = |pid: u32| {
         if trace.mode == TraceMode::Off {
             return (None, None);
@@ -210,7 +212,14 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 super::restore::restore(node.as_deref(), refind(), &dataset, &tag)
             }
             Ok(Request::Prepare) => {
-                (prepared, seconds_feed) = prepare(refind());
+                let pid = refind();
+                (prepared, seconds_feed) = prepare(pid);
+                // The node's JVM's pauses in a traced step (uprobes are eBPF too), attached
+                // before the step, as reading libjvm.so and loading take a while.
+                jvm = prepared
+                    .as_ref()
+                    .is_some_and(Result::is_ok)
+                    .then(|| iodig_jvm::JvmWatch::start(&node_process(facts.as_ref(), pid)));
                 device_stats = locate_stats();
                 events_feed = node.as_ref().and_then(|n| n.follow_events());
                 Reply::Prepared
@@ -260,13 +269,11 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 if let Some(d) = stats.as_mut() {
                     d.read_before();
                 }
-                // The node's JVM's pauses, when the step is traced: uprobes are eBPF too.
-                let jvm = session.is_some().then(|| {
-                    let node: Vec<(String, u32)> = facts
-                        .iter()
-                        .map(|f| (format!("node {}", f.address), pid))
-                        .collect();
-                    iodig_jvm::JvmWatch::start(&node)
+                // Started without a Prepare first (an older observer): probe the JVM now.
+                let jvm = jvm.take().or_else(|| {
+                    session
+                        .is_some()
+                        .then(|| iodig_jvm::JvmWatch::start(&node_process(facts.as_ref(), pid)))
                 });
                 running = Some(Running {
                     session,
@@ -339,6 +346,14 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
     }
     drop(running);
     Ok(())
+}
+
+/// The node's process as the samples and the pause probe name it; none without a node.
+fn node_process(facts: Option<&iodig_model::cluster::HostNode>, pid: u32) -> Vec<(String, u32)> {
+    facts
+        .iter()
+        .map(|f| (format!("node {}", f.address), pid))
+        .collect()
 }
 
 /// What runs between `Start` and `Stop`.
