@@ -21,12 +21,23 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// A port free now and below the kernel's ephemeral range, so no connection of this machine
+/// (Prometheus scraping, curl) is given it as its own port before iodig binds it: an
+/// ephemeral port chosen by binding to 0 was taken that way once, between choice and use.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    // A different start per process and per call, so two test runs at once, or two tests of
+    // this one, do not walk the same ports.
+    static CALLS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let start = 10_000 + (std::process::id() % 5_000) as u16 + call.wrapping_mul(7) % 1_000;
+    (start..low.max(start + 1))
+        .chain(10_000..start)
+        .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port below the ephemeral range")
 }
 
 /// Workload A on RocksDB with a 1 MiB memtable: flushes and compactions within seconds.
