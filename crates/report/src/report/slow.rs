@@ -82,7 +82,8 @@ pub(super) fn section(doc: &mut Doc, report: &Report) {
     }
 }
 
-/// The client's per-second p99 of each op in step `v`, its slow seconds circled.
+/// The client's per-second p99 of each op in step `v`, its slow seconds circled; an op's
+/// `Intended-` seconds (under `--target`) are circled without a line of their own.
 fn chart(doc: &mut Doc, v: &StepView) {
     let t = Timeline::of(v);
     let mut c = t.chart(
@@ -90,14 +91,24 @@ fn chart(doc: &mut Doc, v: &StepView) {
             "{}: client p99 per second, the slow seconds circled",
             v.label
         ),
-        "latency (ms)",
+        "latency (ms, log)",
     );
-    for (i, (op, l)) in v.lat_p99_ms.iter().enumerate() {
-        c.series.push(line(format!("{op} p99"), l, i, false));
+    // A slow second can be a thousand times its step's typical one: a log axis shows both.
+    c.y_log = true;
+    let mut ops: Vec<&str> = v.lat_p99_ms.keys().map(String::as_str).collect();
+    for s in &v.slow_seconds {
+        if !ops.contains(&s.op.as_str()) {
+            ops.push(&s.op);
+        }
+    }
+    for (i, op) in ops.into_iter().enumerate() {
+        if let Some(l) = v.lat_p99_ms.get(op) {
+            c.series.push(line(format!("{op} p99"), l, i, false));
+        }
         let marked: Vec<(f64, f64)> = v
             .slow_seconds
             .iter()
-            .filter(|s| &s.op == op)
+            .filter(|s| s.op == op)
             .map(|s| (s.start_unix_ms as f64 + 500.0, s.p99_ms))
             .collect();
         if !marked.is_empty() {
