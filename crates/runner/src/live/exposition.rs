@@ -603,7 +603,21 @@ mod tests {
                 }],
             },
         );
-        hub.sys_sample("10.0.0.2", &iodig_model::sys::SysSample::default());
+        hub.sys_sample(
+            "10.0.0.2",
+            &iodig_model::sys::SysSample {
+                secs: 1.0,
+                procs: vec![iodig_model::sys::ProcSample {
+                    stats: Some(iodig_model::sys::ProcStats {
+                        run_queue: Some(iodig_model::sys::RunQueueWait::default()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                pressure: Some(iodig_model::sys::Pressure::default()),
+                ..Default::default()
+            },
+        );
         hub.event(&crate::live::LiveEvent {
             unix_ms: 2000,
             place: "10.0.0.2".into(),
@@ -677,8 +691,13 @@ mod tests {
             "{text}"
         );
         // A place whose samples carry neither has no line.
-        assert!(!text
-            .contains("iodig_run_queue_wait_ratio{run=\"workloada-basic-1\",node=\"10.0.0.2\"}"));
+        hub.sys_sample("10.0.0.4", &SysSample::default());
+        let text = render(&hub, "test");
+        for family in ["iodig_run_queue_wait_ratio", "iodig_cpu_pressure_ratio"] {
+            let line = format!("{family}{{run=\"workloada-basic-1\",node=\"10.0.0.4\"}}");
+            assert!(!text.contains(&line), "{text}");
+        }
+        assert!(text.contains("iodig_cpu_busy_ratio{run=\"workloada-basic-1\",node=\"10.0.0.4\"}"));
     }
 
     /// The dashboard in docs/grafana imports as is: a Grafana dashboard with a Prometheus
