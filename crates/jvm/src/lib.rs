@@ -215,8 +215,29 @@ impl JvmWatch {
 /// How a process without libjvm.so is refused.
 const NOT_A_JVM: &str = "not a JVM";
 
-/// Each probe's file offset, in [`PROBES`] order.
+/// Each probe's file offset, in [`PROBES`] order. Read once per libjvm.so file (its device and
+/// inode) in this process: every step of every node of a run maps the same 20 MB library.
 fn probe_offsets(lib: &Path) -> Result<[u64; 4]> {
+    use std::os::unix::fs::MetadataExt;
+    static SEEN: std::sync::Mutex<Vec<((u64, u64), [u64; 4])>> = std::sync::Mutex::new(Vec::new());
+    let meta = std::fs::metadata(lib).with_context(|| format!("cannot stat {}", lib.display()))?;
+    let file = (meta.dev(), meta.ino());
+    let seen = |s: &mut Vec<_>| s.iter().find(|(f, _)| *f == file).map(|(_, o)| *o);
+    if let Some(o) = seen(
+        &mut SEEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    ) {
+        return Ok(o);
+    }
+    let out = read_probe_offsets(lib)?;
+    SEEN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((file, out));
+    Ok(out)
+}
+
+fn read_probe_offsets(lib: &Path) -> Result<[u64; 4]> {
     let all = usdt::probes(lib)?;
     let mut out = [0; 4];
     for (slot, (provider, name)) in out.iter_mut().zip(PROBES) {

@@ -188,10 +188,7 @@ pub(super) fn jvm_seconds(step: &StepData, seconds: &mut BTreeMap<i64, Second>) 
             e.jvm_pause_ms.get_or_insert(0.0);
         }
         for pause in &p.pauses {
-            let (a, b) = (
-                pause.start_unix_us,
-                pause.start_unix_us.saturating_add(pause.duration_us),
-            );
+            let (a, b) = (pause.start_unix_us, pause.end_unix_us());
             let ms = pause.duration_us as f64 / 1000.0;
             let first = (a / 1_000_000).max(step_from);
             let last = (b / 1_000_000).min(step_to);
