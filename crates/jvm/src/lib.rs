@@ -219,7 +219,9 @@ const NOT_A_JVM: &str = "not a JVM";
 /// inode) in this process: every step of every node of a run maps the same 20 MB library.
 fn probe_offsets(lib: &Path) -> Result<[u64; 4]> {
     use std::os::unix::fs::MetadataExt;
-    static SEEN: std::sync::Mutex<Vec<((u64, u64), [u64; 4])>> = std::sync::Mutex::new(Vec::new());
+    /// A library file (device, inode) and its probes' offsets.
+    type Seen = ((u64, u64), [u64; 4]);
+    static SEEN: std::sync::Mutex<Vec<Seen>> = std::sync::Mutex::new(Vec::new());
     let meta = std::fs::metadata(lib).with_context(|| format!("cannot stat {}", lib.display()))?;
     let file = (meta.dev(), meta.ino());
     let seen = |s: &mut Vec<_>| s.iter().find(|(f, _)| *f == file).map(|(_, o)| *o);
