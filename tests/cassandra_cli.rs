@@ -196,7 +196,7 @@ fn workloads_a_to_f_run_against_a_real_node() {
             .props(&["hosts=127.0.0.1", "recordcount=2000"])
             .out(&out)
     });
-    observed_slow::a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
+    observed_slow::a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
         &nodes,
         &disk.mnt,
         |args: IodigArgs| {
@@ -405,11 +405,42 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
     );
     let steps = run["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 6, "load + A, B, C, D, F");
+    let mut coordinators = std::collections::BTreeSet::new();
     for step in &steps[1..] {
         // RF 3 at QUORUM with every node up: nothing fails.
         for (op, returns) in step["returns"].as_object().unwrap() {
             let returns = returns.as_object().unwrap();
             assert!(returns.keys().all(|k| k == "OK"), "{op}: {step}");
+        }
+        // The client's latency per coordinator: every request of an op is counted under the
+        // node that answered it, once.
+        let by_node = read_json(
+            &r.run_dir()
+                .join(step["dir"].as_str().unwrap())
+                .join("client-by-node.json"),
+        );
+        let mut counted = std::collections::BTreeMap::<String, u64>::new();
+        for row in by_node["seconds"].as_array().unwrap() {
+            let node = row["node"].as_str().unwrap();
+            assert!(
+                ["127.0.0.1", "127.0.0.2", "127.0.0.3"].contains(&node),
+                "{row}"
+            );
+            assert!(row["p99_us"].as_u64().unwrap() <= row["max_us"].as_u64().unwrap());
+            coordinators.insert(node.to_string());
+            *counted
+                .entry(row["op"].as_str().unwrap().into())
+                .or_default() += row["count"].as_u64().unwrap();
+        }
+        for (op, series) in step["series"].as_object().unwrap() {
+            if ["READ", "UPDATE", "INSERT", "SCAN", "DELETE"].contains(&op.as_str()) {
+                assert_eq!(
+                    counted.get(op).copied().unwrap_or(0),
+                    series["count"].as_u64().unwrap(),
+                    "{op} in {}",
+                    step["dir"]
+                );
+            }
         }
         // Every node's JVM is sampled beside iodig.
         let sys = read_json(
@@ -430,6 +461,8 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
             );
         }
     }
+    // The driver routes by token: with RF 3 every node coordinates some requests.
+    assert_eq!(coordinators.len(), 3, "{coordinators:?}");
     // Each node runs in a cgroup of its own: the kernel's attribution tells their writes apart,
     // and the per-class rows add up to the device totals in every step.
     let mut node_writes = std::collections::BTreeMap::<String, u64>::new();

@@ -103,6 +103,13 @@ pub trait Db: Send + 'static {
     fn reads_values(&self) -> bool {
         true
     }
+
+    /// The node that answered the last request, for a binding that talks to a cluster and
+    /// knows it (CQL's coordinator): the client's latency per node is recorded under it. None
+    /// for an embedded database, and after a request no node answered.
+    fn last_coordinator(&self) -> Option<std::net::IpAddr> {
+        None
+    }
 }
 
 /// A binding: opened once per process, it hands out one [`Db`] per worker.

@@ -11,6 +11,7 @@ macro_rules! eprintln_lossy {
     }};
 }
 
+pub mod by_node;
 pub mod cluster;
 pub mod device_stats;
 pub mod duration;

@@ -349,6 +349,9 @@ pub mod files {
     /// The database's JVMs' stop-the-world pauses over the step
     /// ([`crate::jvm::JvmPausesDoc`]); absent for a database that is not a JVM.
     pub const JVM_PAUSES: &str = "jvm-pauses.json";
+    /// The client's latency per coordinator node, op and second
+    /// ([`crate::by_node::ClientByNodeDoc`]); absent for a binding that names no node.
+    pub const CLIENT_BY_NODE: &str = "client-by-node.json";
     /// In a merged step: each client's part ([`super::ClientStep`]).
     pub const CLIENTS: &str = "clients.json";
 }

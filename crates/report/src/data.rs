@@ -3,6 +3,7 @@
 //! events) are not errors: the report says what it could not show.
 
 use anyhow::{bail, Context, Result};
+use iodig_model::by_node::ClientByNodeDoc;
 use iodig_model::device_stats::DeviceStatsDoc;
 use iodig_model::files;
 use iodig_model::jvm::JvmPausesDoc;
@@ -49,6 +50,9 @@ pub struct StepData {
     /// The database's JVMs' stop-the-world pauses (`jvm-pauses.json`), when its processes were
     /// JVMs watched in a traced step.
     pub jvm_pauses: Option<JvmPausesDoc>,
+    /// The client's latency per coordinator node and second (`client-by-node.json`), for a
+    /// binding that names the node answering each request.
+    pub by_node: Option<ClientByNodeDoc>,
 }
 
 /// One observed host's files of a step, already on the run's clock.
@@ -164,6 +168,7 @@ impl StepData {
             events: n.events.clone(),
             nodes: Vec::new(),
             jvm_pauses: n.jvm_pauses.clone(),
+            by_node: self.by_node.clone(),
         }
     }
 
@@ -402,6 +407,7 @@ fn load_step(path: &Path, s: &StepSummary) -> Result<StepData> {
             place: Place::ClientHost,
             io_dir: dir.clone(),
             jvm_pauses: read_optional(&dir.join(files::JVM_PAUSES))?,
+            by_node: read_optional(&dir.join(files::CLIENT_BY_NODE))?,
             dir,
             nodes,
         })

@@ -294,6 +294,8 @@ fn keep_client_files(
         files::DEVICE_STATS,
         files::SYSSTAT,
         files::EVENTS,
+        files::JVM_PAUSES,
+        files::CLIENT_BY_NODE,
     ]
     .into_iter()
     .chain(iodig_model::series::present(src).into_iter().filter(|f| {

@@ -100,6 +100,13 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
     if let Some(j) = &observed.jvm_pauses {
         run.write_json(&dir, files::JVM_PAUSES, j)?;
     }
+    if !result.by_node.is_empty() {
+        let doc = iodig_model::by_node::ClientByNodeDoc {
+            latency: "service time of each request, from the call to the driver's answer".into(),
+            seconds: result.by_node.clone(),
+        };
+        run.write_json(&dir, files::CLIENT_BY_NODE, &doc)?;
+    }
     run.recorded(series::write_events(&dir, &events))?;
     let mut nodes = Vec::new();
     for node in observed.nodes {

@@ -8,8 +8,9 @@ use crate::pacer::Pacer;
 use clock::{Clock, Reader};
 use iodig_db::{Db, DbError, Fields, Record, Status};
 use iodig_model::OpKind;
-use iodig_stats::{Entry, WorkerRecorder};
+use iodig_stats::{Entry, NodeLatencies, WorkerRecorder};
 use iodig_workload::MeasuredDb;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,9 @@ pub struct Timed<D: Db, P: Pacer> {
     /// together with the transaction's count under one lock, or as soon as another call
     /// starts (so a slow second call cannot move the first into a later interval).
     held: Option<(u32, Entry)>,
+    /// Where each request's latency is also recorded under the node that answered it, for a
+    /// binding that names one ([`Db::last_coordinator`]).
+    by_node: Option<Arc<NodeLatencies>>,
 }
 
 impl<D: Db, P: Pacer> Timed<D, P> {
@@ -71,7 +75,14 @@ impl<D: Db, P: Pacer> Timed<D, P> {
             pacer,
             last_end: None,
             held: None,
+            by_node: None,
         }
+    }
+
+    /// Records each request's latency under the node that answered it too.
+    pub fn with_node_latencies(mut self, by_node: Arc<NodeLatencies>) -> Self {
+        self.by_node = Some(by_node);
+        self
     }
 
     /// Sets the scheduled start of the next operation (a target rate's deadline); `None`: the
@@ -81,8 +92,16 @@ impl<D: Db, P: Pacer> Timed<D, P> {
         self.intended_start = deadline.map(|d| self.clock.clock().ns_of(d));
     }
 
+    /// Measures one call; `coordinator` is the node that answered it, when known.
     #[inline]
-    fn measure(&mut self, op: OpKind, status: Status, start: u64, end: u64) {
+    fn measure(
+        &mut self,
+        op: OpKind,
+        status: Status,
+        start: u64,
+        end: u64,
+        coordinator: Option<IpAddr>,
+    ) {
         self.last_end = Some(end);
         let intended = *self.intended_start.get_or_insert(start);
         // Decided by the intended start, as the worker counts operations: an operation that
@@ -98,9 +117,13 @@ impl<D: Db, P: Pacer> Timed<D, P> {
             intended_us: micros_u32_ns(end.saturating_sub(intended.min(start))),
             end_ms: millis_u32_ns(end.saturating_sub(self.measure_from)),
         };
+        let interval = self.interval(end);
+        if let (Some(by_node), Some(node)) = (&self.by_node, coordinator) {
+            by_node.record(interval, node, op, entry.service_us);
+        }
         // Every call released the one before it as it started; this only keeps that true.
         self.release_held();
-        self.held = Some((self.interval(end), entry));
+        self.held = Some((interval, entry));
     }
 
     /// Records the held call, if any, on its own (before another call, a pause or the
@@ -217,6 +240,10 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         self.db.reads_values()
     }
 
+    fn last_coordinator(&self) -> Option<IpAddr> {
+        self.db.last_coordinator()
+    }
+
     async fn read(
         &mut self,
         table: &str,
@@ -228,7 +255,7 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         let start = self.clock.now();
         let status = self.db.read(table, key, fields, out).await;
         let end = self.clock.now();
-        self.measure(OpKind::Read, status, start, end);
+        self.measure(OpKind::Read, status, start, end, self.db.last_coordinator());
         status
     }
 
@@ -244,7 +271,7 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         let start = self.clock.now();
         let status = self.db.scan(table, start_key, count, fields, out).await;
         let end = self.clock.now();
-        self.measure(OpKind::Scan, status, start, end);
+        self.measure(OpKind::Scan, status, start, end, self.db.last_coordinator());
         status
     }
 
@@ -253,7 +280,13 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         let start = self.clock.now();
         let status = self.db.update(table, key, values).await;
         let end = self.clock.now();
-        self.measure(OpKind::Update, status, start, end);
+        self.measure(
+            OpKind::Update,
+            status,
+            start,
+            end,
+            self.db.last_coordinator(),
+        );
         status
     }
 
@@ -262,7 +295,13 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         let start = self.clock.now();
         let status = self.db.insert(table, key, values).await;
         let end = self.clock.now();
-        self.measure(OpKind::Insert, status, start, end);
+        self.measure(
+            OpKind::Insert,
+            status,
+            start,
+            end,
+            self.db.last_coordinator(),
+        );
         status
     }
 
@@ -271,7 +310,13 @@ impl<D: Db, P: Pacer> Db for Timed<D, P> {
         let start = self.clock.now();
         let status = self.db.delete(table, key).await;
         let end = self.clock.now();
-        self.measure(OpKind::Delete, status, start, end);
+        self.measure(
+            OpKind::Delete,
+            status,
+            start,
+            end,
+            self.db.last_coordinator(),
+        );
         status
     }
 }
@@ -280,7 +325,8 @@ impl<D: Db, P: Pacer> MeasuredDb for Timed<D, P> {
     fn record(&mut self, op: OpKind, status: Status, start: Instant, end: Instant) {
         self.release_held();
         let (start, end) = (self.ns_of(start), self.ns_of(end));
-        self.measure(op, status, start, end);
+        // A transaction of several requests (read-modify-write) has no one node.
+        self.measure(op, status, start, end, None);
     }
 
     async fn pause(&mut self, d: Duration) {

@@ -6,12 +6,14 @@
 //! than they ended in are set apart ([`Carried`]): with the log by end they make the log by
 //! start ([`for_each_start_interval_in`]).
 
+mod by_node;
 mod hlog;
 mod log;
 mod recorder;
 mod series;
 mod shift;
 
+pub use by_node::{NodeLatencies, NodeSecond};
 pub use hlog::for_each_interval;
 pub use log::{Entry, Variant};
 pub use recorder::{Recording, WorkerRecorder};

@@ -136,6 +136,7 @@ impl DbFactory for CassandraFactory {
             shared: self.shared.clone(),
             statements: Arc::new(Vec::new()),
             deadline: self.shared.deadlines.as_ref().map(Deadlines::slot),
+            coordinator: None,
         })
     }
 
@@ -211,4 +212,6 @@ pub struct CassandraDb {
     statements: Arc<Vec<Cached>>,
     /// This worker's request, as the timeout watchdog sees it (None: no timeout).
     deadline: Option<Arc<Slot>>,
+    /// The node that coordinated the last request that got an answer.
+    coordinator: Option<std::net::IpAddr>,
 }

@@ -1,11 +1,13 @@
 //! The operations: YCSB's read, scan, update, insert and delete on the prepared statements, each
 //! failure mapped to a status (the first one printed, so a run of ERRORs says why).
 
+use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 
 use scylla::client::session::Session;
 use scylla::deserialize::row::ColumnIterator;
 use scylla::errors::ExecutionError;
+use scylla::response::query_result::QueryResult;
 use scylla::statement::prepared::PreparedStatement;
 
 use super::deadline::{within, Slot, TimedOut};
@@ -59,16 +61,24 @@ fn outcome<T>(r: Result<Result<T, ExecutionError>, TimedOut>) -> Result<T, OpErr
     Ok(r??)
 }
 
-/// Runs a read: the row's fields into `out`, or NOT_FOUND.
+/// The address of the node that coordinated a request.
+fn coordinator_of(result: &QueryResult) -> IpAddr {
+    result.request_coordinator().connection_address().ip()
+}
+
+/// Runs a read: the row's fields into `out`, or NOT_FOUND; `coordinator` is set once a node
+/// answered.
 async fn read_row(
     session: &Session,
     deadline: Option<&Slot>,
     stmt: &PreparedStatement,
     key: &str,
     out: &mut Record,
+    coordinator: &mut Option<IpAddr>,
 ) -> Result<Status, OpError> {
-    let rows = outcome(within(deadline, session.execute_unpaged(stmt, (key,))).await)?
-        .into_rows_result()?;
+    let result = outcome(within(deadline, session.execute_unpaged(stmt, (key,))).await)?;
+    *coordinator = Some(coordinator_of(&result));
+    let rows = result.into_rows_result()?;
     let Some(row) = rows.rows::<ColumnIterator>()?.next() else {
         return Ok(Status::NotFound);
     };
@@ -76,7 +86,8 @@ async fn read_row(
     Ok(Status::Ok)
 }
 
-/// Runs a scan into `out`, reusing its records: cleared in place, grown only when needed.
+/// Runs a scan into `out`, reusing its records: cleared in place, grown only when needed;
+/// `coordinator` is set once a node answered.
 async fn scan_rows(
     session: &Session,
     deadline: Option<&Slot>,
@@ -84,9 +95,12 @@ async fn scan_rows(
     start_key: &str,
     limit: i32,
     out: &mut Vec<Record>,
+    coordinator: &mut Option<IpAddr>,
 ) -> Result<(), OpError> {
-    let rows = outcome(within(deadline, session.execute_unpaged(stmt, (start_key, limit))).await)?
-        .into_rows_result()?;
+    let result =
+        outcome(within(deadline, session.execute_unpaged(stmt, (start_key, limit))).await)?;
+    *coordinator = Some(coordinator_of(&result));
+    let rows = result.into_rows_result()?;
     let mut n = 0;
     for row in rows.rows::<ColumnIterator>()? {
         if n == out.len() {
@@ -110,6 +124,7 @@ impl Db for CassandraDb {
         out: &mut Record,
     ) -> Status {
         out.clear();
+        self.coordinator = None;
         let stmt = match self.statement_for(Op::Read, table, fields).await {
             Ok(i) => &self.statements[i].stmt,
             Err(e) => return self.shared.fail("prepare of a read", &e),
@@ -120,6 +135,7 @@ impl Db for CassandraDb {
             stmt,
             key,
             out,
+            &mut self.coordinator,
         )
         .await
         .unwrap_or_else(|e| self.shared.fail("read", &e))
@@ -133,6 +149,7 @@ impl Db for CassandraDb {
         fields: Fields<'_>,
         out: &mut Vec<Record>,
     ) -> Status {
+        self.coordinator = None;
         let stmt = match self.statement_for(Op::Scan, table, fields).await {
             Ok(i) => &self.statements[i].stmt,
             Err(e) => return self.shared.fail("prepare of a scan", &e),
@@ -145,6 +162,7 @@ impl Db for CassandraDb {
             start_key,
             limit,
             out,
+            &mut self.coordinator,
         )
         .await
         {
@@ -162,20 +180,29 @@ impl Db for CassandraDb {
     }
 
     async fn delete(&mut self, table: &str, key: &str) -> Status {
+        self.coordinator = None;
         let stmt = match self.statement_for(Op::Delete, table, None).await {
             Ok(i) => &self.statements[i].stmt,
             Err(e) => return self.shared.fail("prepare of a delete", &e),
         };
         let request = self.shared.session.execute_unpaged(stmt, (key,));
         match outcome(within(self.deadline.as_deref(), request).await) {
-            Ok(_) => Status::Ok,
+            Ok(r) => {
+                self.coordinator = Some(coordinator_of(&r));
+                Status::Ok
+            }
             Err(e) => self.shared.fail("delete", &e),
         }
+    }
+
+    fn last_coordinator(&self) -> Option<IpAddr> {
+        self.coordinator
     }
 }
 
 impl CassandraDb {
     async fn write(&mut self, op: Op, table: &str, key: &str, values: &Record) -> Status {
+        self.coordinator = None;
         if values.is_empty() {
             return Status::BadRequest;
         }
@@ -206,7 +233,10 @@ impl CassandraDb {
         }
         let request = self.shared.session.execute_unpaged(stmt, &bound);
         match outcome(within(self.deadline.as_deref(), request).await) {
-            Ok(_) => Status::Ok,
+            Ok(r) => {
+                self.coordinator = Some(coordinator_of(&r));
+                Status::Ok
+            }
             Err(e) => self.shared.fail(what, &e),
         }
     }

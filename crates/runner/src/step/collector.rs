@@ -11,9 +11,11 @@ use crate::utc::unix_ms;
 use anyhow::{anyhow, Context, Result};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
+use iodig_model::by_node::NodeSecondRow;
 use iodig_model::Sample;
 use iodig_stats::{
-    series_name, Carried, Recording, SeriesSet, StoredV2Serializer, ENDED_LATER, STARTED_EARLIER,
+    series_name, Carried, NodeSecond, Recording, SeriesSet, StoredV2Serializer, ENDED_LATER,
+    STARTED_EARLIER,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,6 +165,7 @@ impl<'a> Collector<'a> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         let interrupted = self.stop.load(Ordering::Relaxed) || error.is_some();
+        let by_node = by_node_rows(self.shared.by_node.take(), &state.samples);
         Ok(StepResult {
             started_unix_ms: unix_ms(started_wall),
             runtime,
@@ -175,8 +178,47 @@ impl<'a> Collector<'a> {
             error,
             ended_early,
             client_cpu,
+            by_node,
         })
     }
+}
+
+/// The per-node rows stamped as the step's samples stamp their seconds: interval k is sample
+/// k. The last sample took every interval after it, so their rows fold into one there (the
+/// larger p99 kept: an upper bound, for a second that is rarely whole).
+fn by_node_rows(rows: Vec<NodeSecond>, samples: &[Sample]) -> Vec<NodeSecondRow> {
+    let Some(last) = samples.last() else {
+        return Vec::new();
+    };
+    let mut out: Vec<NodeSecondRow> = Vec::with_capacity(rows.len());
+    let mut at: BTreeMap<(u64, String, &str), usize> = BTreeMap::new();
+    for r in rows {
+        let s = samples.get(r.interval as usize).unwrap_or(last);
+        let (node, op) = (r.node.to_string(), r.op.name());
+        match at.get(&(s.unix_ms, node.clone(), op)) {
+            Some(&i) => {
+                let o = &mut out[i];
+                o.count += r.count;
+                o.p50_us = o.p50_us.max(r.p50_us);
+                o.p99_us = o.p99_us.max(r.p99_us);
+                o.max_us = o.max_us.max(r.max_us);
+            }
+            None => {
+                at.insert((s.unix_ms, node.clone(), op), out.len());
+                out.push(NodeSecondRow {
+                    unix_ms: s.unix_ms,
+                    secs: s.secs,
+                    node,
+                    op: op.to_string(),
+                    count: r.count,
+                    p50_us: r.p50_us,
+                    p99_us: r.p99_us,
+                    max_us: r.max_us,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The collector's thread at a higher scheduling priority for the step, when the process may

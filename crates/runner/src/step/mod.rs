@@ -13,7 +13,7 @@ use anyhow::{anyhow, Context, Result};
 use collector::{to_second_boundary, Collector};
 use iodig_db::{Db, DbFactory, Execution};
 use iodig_model::Sample;
-use iodig_stats::{SeriesSet, WorkerRecorder};
+use iodig_stats::{NodeLatencies, SeriesSet, WorkerRecorder};
 use iodig_workload::{ops_for_thread, CoreWorkload, Worker};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,6 +52,9 @@ pub struct StepResult {
     pub ended_early: Option<String>,
     /// CPU time this process used in the measured window (workers, driver, collector, samplers).
     pub client_cpu: Duration,
+    /// The client's latency per coordinator node, op and second (`client-by-node.json`);
+    /// empty for a binding that names no node.
+    pub by_node: Vec<iodig_model::by_node::NodeSecondRow>,
 }
 
 /// User plus system CPU time of this whole process so far.
@@ -83,6 +86,8 @@ struct Start {
 /// State shared by the workers and the collector.
 struct Shared {
     recorders: Vec<Arc<WorkerRecorder>>,
+    /// The client's latency per coordinator node, for bindings that name one.
+    by_node: Arc<NodeLatencies>,
     /// Workers initialised and waiting for the start.
     ready: AtomicUsize,
     /// The start, sent by the collector once every worker is ready. Workers wait for it
@@ -177,7 +182,8 @@ impl<D: Db> WorkerJob<D> {
             start.measure_from,
             start.first_boundary,
             pacer,
-        );
+        )
+        .with_node_latencies(Arc::clone(&shared.by_node));
         // YCSB spreads slow per-thread schedules with a random first delay below one tick.
         if let Some(t) = tick.filter(|t| *t >= Duration::from_millis(1)) {
             let frac = (index as f64 * 0.618_033_988_75).fract();
@@ -267,6 +273,7 @@ pub fn run_step<F: DbFactory>(
         recorders: (0..threads)
             .map(|_| Arc::new(WorkerRecorder::new(plan.interval_mode)))
             .collect(),
+        by_node: Arc::new(NodeLatencies::new()),
         ready: AtomicUsize::new(0),
         start: tokio::sync::watch::Sender::new(None),
         finished: AtomicUsize::new(0),
