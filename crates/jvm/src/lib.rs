@@ -32,7 +32,8 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use skel::PausesSkelBuilder;
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -91,6 +92,9 @@ pub struct PauseProbe {
     stop: mpsc::Sender<()>,
     handle: JoinHandle<Vec<JvmPause>>,
     doc: JvmProcess,
+    /// Stop-the-world µs so far (safepoints), grown as each pause is read: the live view's
+    /// and the system samples' per-second pause time.
+    stopped_us: Arc<AtomicU64>,
 }
 
 impl PauseProbe {
@@ -126,14 +130,17 @@ impl PauseProbe {
         let (ready_tx, ready_rx) = mpsc::channel();
         let (stop, stop_rx) = mpsc::channel();
         let path = lib.clone();
+        let stopped_us = Arc::new(AtomicU64::new(0));
+        let total = Arc::clone(&stopped_us);
         let handle = std::thread::Builder::new()
             .name("iodig-jvm".into())
-            .spawn(move || watch(pid, &path, &offsets, &ready_tx, &stop_rx))
+            .spawn(move || watch(pid, &path, &offsets, &ready_tx, &stop_rx, &total))
             .map_err(|e| refused(format!("cannot start the probe's thread: {e}")))?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(PauseProbe {
                 stop,
                 handle,
+                stopped_us,
                 doc: JvmProcess {
                     label: label.to_string(),
                     pid,
@@ -195,6 +202,16 @@ impl JvmWatch {
             .filter(|r| !matches!(r, Err(p) if p.source.starts_with(NOT_A_JVM)))
             .collect();
         JvmWatch { probes }
+    }
+
+    /// Each probed process's running total of stop-the-world µs, as (pid, total): for a system
+    /// sampler's per-second pause time.
+    pub fn pause_totals(&self) -> Vec<(u32, Arc<AtomicU64>)> {
+        self.probes
+            .iter()
+            .filter_map(|p| p.as_ref().ok())
+            .map(|p| (p.doc.pid, Arc::clone(&p.stopped_us)))
+            .collect()
     }
 
     /// Stops every probe: the step's `jvm-pauses.json`, none when no process was a JVM.
@@ -265,6 +282,7 @@ fn watch(
     offsets: &[u64; 4],
     ready: &mpsc::Sender<Result<(), String>>,
     stop: &mpsc::Receiver<()>,
+    stopped_us: &Arc<AtomicU64>,
 ) -> Vec<JvmPause> {
     let mut obj = MaybeUninit::uninit();
     let (skel, links) = match attach(&mut obj, pid, lib, offsets) {
@@ -277,10 +295,15 @@ fn watch(
     let offset = unix_offset_ns();
     let pauses = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let sink = pauses.clone();
+    let total = Arc::clone(stopped_us);
     let mut b = libbpf_rs::RingBufferBuilder::new();
     let built = b
         .add(&skel.maps.pauses, move |data: &[u8]| {
             if let Some(p) = parse(data, offset) {
+                // Safepoints only: HotSpot's stop-the-world collections run inside one.
+                if p.kind == "safepoint" {
+                    total.fetch_add(p.duration_us, Ordering::Relaxed);
+                }
                 sink.borrow_mut().push(p);
             }
             0

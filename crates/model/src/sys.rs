@@ -302,6 +302,11 @@ pub struct ProcStats {
     /// when unreadable (a kernel without schedstats) and in files of older iodig versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_queue: Option<RunQueueWait>,
+    /// Stop-the-world time of the process's JVM (its safepoints) that came to light in the
+    /// interval, ms: from HotSpot's own probes, in a step where iodig watched them
+    /// (`jvm-pauses.json` has each pause's exact times); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jvm_pause_ms: Option<f64>,
 }
 
 /// Run-queue wait of one process's threads over one interval: how long work that was ready to

@@ -271,6 +271,11 @@ impl StepObserver for Observer<'_> {
             // A managed node killed and restarted by a fault of the step is sampled on under
             // its new pid.
             follow_restarts: true,
+            pause_totals: self
+                .jvm
+                .as_ref()
+                .map(iodig_jvm::JvmWatch::pause_totals)
+                .unwrap_or_default(),
         };
         // The client host's samples reach the live view as they are taken, through a thread of
         // their own so the sampler never waits on it.

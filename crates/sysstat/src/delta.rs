@@ -153,6 +153,7 @@ pub fn proc_stats(prev: &ProcCounters, cur: &ProcCounters, secs: f64, hz: u64) -
         },
         // Read from the threads' own files by the sampler, beside these counters.
         run_queue: None,
+        jvm_pause_ms: None,
     }
 }
 

@@ -11,7 +11,8 @@ mod delta;
 mod read;
 mod sampler;
 
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -35,6 +36,10 @@ pub struct SysOptions {
     /// A process found gone is looked for again at each sample by its command line, and
     /// sampled under its new pid once it runs again (a node killed and restarted in the step).
     pub follow_restarts: bool,
+    /// Running totals of a process's stop-the-world time in µs, as (pid, total), kept by a
+    /// probe of its JVM (`iodig-jvm`): each sample takes their growth as the process's
+    /// `jvm_pause_ms`. A process restarted under another pid has none.
+    pub pause_totals: Vec<(u32, Arc<AtomicU64>)>,
 }
 
 impl Default for SysOptions {
@@ -44,6 +49,7 @@ impl Default for SysOptions {
             pids: Vec::new(),
             per_cpu: false,
             follow_restarts: false,
+            pause_totals: Vec::new(),
         }
     }
 }
@@ -134,6 +140,14 @@ impl Sampler {
             prev: base,
             procs,
             live,
+            pauses: opts
+                .pause_totals
+                .into_iter()
+                .map(|(pid, total)| {
+                    let seen = total.load(Ordering::Relaxed);
+                    (pid, (total, seen))
+                })
+                .collect(),
         };
         let (stop_tx, stop_rx) = mpsc::channel();
         let interval = opts.interval;

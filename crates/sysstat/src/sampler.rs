@@ -1,7 +1,10 @@
 //! The sampling loop: wakes on whole multiples of the interval of the wall clock, turns each pair
 //! of readings into a sample, and on stop takes a last partial sample and hands back the document.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use iodig_model::sys::{ProcRestart, ProcSample, ProcState, SysDoc, SysSample};
@@ -30,6 +33,9 @@ pub struct State {
     pub procs: Vec<Tracked>,
     /// Each sample as it is taken, for a live view; a receiver gone stops only the sending.
     pub live: Option<Sender<SysSample>>,
+    /// Per pid, a probe's running total of the JVM's stop-the-world µs and the total at the
+    /// last sample.
+    pub pauses: HashMap<u32, (Arc<AtomicU64>, u64)>,
 }
 
 impl State {
@@ -70,6 +76,11 @@ impl State {
                         _ => None,
                     };
                     t.last_run_delays = delays;
+                    if let Some((total, seen)) = self.pauses.get_mut(&t.pid) {
+                        let now = total.load(Ordering::Relaxed);
+                        stats.jvm_pause_ms = Some(now.saturating_sub(*seen) as f64 / 1000.0);
+                        *seen = now;
+                    }
                     (ProcState::Running, Some(stats))
                 }
                 Err(ProcGone::Exited) => {

@@ -22,7 +22,7 @@ fn opts(interval_ms: u64, pids: Vec<(String, u32)>, per_cpu: bool) -> SysOptions
         interval: Duration::from_millis(interval_ms),
         pids,
         per_cpu,
-        follow_restarts: false,
+        ..Default::default()
     }
 }
 
@@ -443,4 +443,31 @@ fn spinners_sharing_one_cpu_wait_on_its_run_queue() {
         let p = s.pressure.expect("this kernel has PSI");
         assert!(p.cpu_some_ms > 300.0, "{p:?}");
     }
+}
+
+#[test]
+fn a_probes_running_pause_total_becomes_each_samples_pause_time() {
+    let total = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(5_000_000));
+    let me = std::process::id();
+    let s = Sampler::start(SysOptions {
+        pause_totals: vec![(me, std::sync::Arc::clone(&total))],
+        ..opts(100, vec![("me".into(), me)], false)
+    })
+    .unwrap();
+    sleep(Duration::from_millis(250));
+    total.fetch_add(212_000, std::sync::atomic::Ordering::Relaxed);
+    sleep(Duration::from_millis(250));
+    let doc = s.stop();
+    let pauses: Vec<f64> = doc
+        .samples
+        .iter()
+        .filter_map(|x| x.procs[0].stats?.jvm_pause_ms)
+        .collect();
+    assert!(pauses.len() >= 3, "every sample has it: {pauses:?}");
+    // The total before sampling started is not a pause of the window.
+    assert!(
+        (pauses.iter().sum::<f64>() - 212.0).abs() < 1e-9,
+        "{pauses:?}"
+    );
+    assert_eq!(pauses.iter().filter(|p| **p > 0.0).count(), 1, "{pauses:?}");
 }

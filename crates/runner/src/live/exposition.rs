@@ -397,10 +397,10 @@ fn sys_families(out: &mut Out, s: &HubState, run: &str) {
             }
         }
     }
-    // What a slow second is first asked about: was the database starved of CPU. Absent where
-    // the kernel keeps no schedstats or PSI.
+    // What a slow second is first asked about: was the database starved of CPU, or stopped by
+    // its JVM. Absent where the kernel keeps no schedstats or PSI, or no JVM was probed.
     type SysMaybe = fn(&iodig_model::sys::SysSample) -> Option<f64>;
-    let starved: [(&str, &str, SysMaybe); 2] = [
+    let starved: [(&str, &str, SysMaybe); 3] = [
         (
             "iodig_run_queue_wait_ratio",
             "Seconds the sampled processes' threads (the database, iodig) spent runnable but waiting for a CPU per second of the last sample, summed over threads.",
@@ -417,6 +417,18 @@ fn sys_families(out: &mut Out, s: &HubState, run: &str) {
             "iodig_cpu_pressure_ratio",
             "Share of the last sample during which some task waited for a CPU (the kernel's PSI).",
             |x| Some(x.pressure?.cpu_some_ms / 1000.0 / x.secs.max(1e-3)),
+        ),
+        (
+            "iodig_jvm_pause_ratio",
+            "Share of the last sample the database's JVMs stood stopped (safepoints, from HotSpot's probes), summed over JVMs; only in traced steps.",
+            |x| {
+                let pauses: Vec<f64> = x
+                    .procs
+                    .iter()
+                    .filter_map(|p| p.stats.as_ref()?.jvm_pause_ms)
+                    .collect();
+                (!pauses.is_empty()).then(|| pauses.iter().sum::<f64>() / 1000.0 / x.secs.max(1e-3))
+            },
         ),
     ];
     for (name, help, pick) in starved {

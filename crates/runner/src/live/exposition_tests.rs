@@ -186,6 +186,7 @@ fn hub_with_everything() -> LiveHub {
             procs: vec![iodig_model::sys::ProcSample {
                 stats: Some(iodig_model::sys::ProcStats {
                     run_queue: Some(iodig_model::sys::RunQueueWait::default()),
+                    jvm_pause_ms: Some(0.0),
                     ..Default::default()
                 }),
                 ..Default::default()
@@ -228,7 +229,7 @@ fn device_latency_lands_in_the_bucket_of_its_slowest_value() {
 }
 
 #[test]
-fn run_queue_wait_and_cpu_pressure_are_per_second_of_the_last_sample() {
+fn run_queue_wait_cpu_pressure_and_jvm_pauses_are_per_second_of_the_last_sample() {
     use iodig_model::sys::{Pressure, ProcSample, ProcStats, RunQueueWait, SysSample};
     let hub = hub_with_everything();
     let starved = |wait_ms: f64| ProcSample {
@@ -237,6 +238,7 @@ fn run_queue_wait_and_cpu_pressure_are_per_second_of_the_last_sample() {
                 wait_ms,
                 ..Default::default()
             }),
+            jvm_pause_ms: Some(wait_ms / 3.0),
             ..Default::default()
         }),
         ..Default::default()
@@ -264,10 +266,19 @@ fn run_queue_wait_and_cpu_pressure_are_per_second_of_the_last_sample() {
         text.contains("iodig_cpu_pressure_ratio{run=\"workloada-basic-1\",node=\"10.0.0.3\"} 0.25"),
         "{text}"
     );
-    // A place whose samples carry neither has no line.
+    // The JVMs' stopped time: (300 + 100 ms) in 2 s.
+    assert!(
+        text.contains("iodig_jvm_pause_ratio{run=\"workloada-basic-1\",node=\"10.0.0.3\"} 0.2"),
+        "{text}"
+    );
+    // A place whose samples carry none of them has no line.
     hub.sys_sample("10.0.0.4", &SysSample::default());
     let text = render(&hub, "test");
-    for family in ["iodig_run_queue_wait_ratio", "iodig_cpu_pressure_ratio"] {
+    for family in [
+        "iodig_run_queue_wait_ratio",
+        "iodig_cpu_pressure_ratio",
+        "iodig_jvm_pause_ratio",
+    ] {
         let line = format!("{family}{{run=\"workloada-basic-1\",node=\"10.0.0.4\"}}");
         assert!(!text.contains(&line), "{text}");
     }

@@ -226,6 +226,17 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
             }
             Ok(Request::Start) => {
                 let pid = refind();
+                // Started without a Prepare first (an older observer): load now.
+                if prepared.is_none() {
+                    (prepared, seconds_feed) = prepare(pid);
+                }
+                // The same: probe the JVM now, before the sampler that reads its pauses.
+                let jvm = jvm.take().or_else(|| {
+                    prepared
+                        .as_ref()
+                        .is_some_and(Result::is_ok)
+                        .then(|| iodig_jvm::JvmWatch::start(&node_process(facts.as_ref(), pid)))
+                });
                 let (samples_tx, samples_feed) = mpsc::channel();
                 let sampler = Sampler::start_with_live(
                     SysOptions {
@@ -238,15 +249,15 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                         // A node killed and started again within the step (a fault of this
                         // run, or its service manager) is sampled on under its new pid.
                         follow_restarts: true,
+                        pause_totals: jvm
+                            .as_ref()
+                            .map(iodig_jvm::JvmWatch::pause_totals)
+                            .unwrap_or_default(),
                     },
                     Some(samples_tx),
                 )
                 .ok();
                 let sys_header = sampler.as_ref().map(|s| Box::new(s.header().clone()));
-                // Started without a Prepare first (an older observer): load now.
-                if prepared.is_none() {
-                    (prepared, seconds_feed) = prepare(pid);
-                }
                 let (session, error) = match prepared.take() {
                     None => (None, None),
                     Some(Ok(p)) => match p.start() {
@@ -269,12 +280,6 @@ pub fn serve(opts: &AgentOptions, find: NodeFinder) -> anyhow::Result<()> {
                 if let Some(d) = stats.as_mut() {
                     d.read_before();
                 }
-                // Started without a Prepare first (an older observer): probe the JVM now.
-                let jvm = jvm.take().or_else(|| {
-                    session
-                        .is_some()
-                        .then(|| iodig_jvm::JvmWatch::start(&node_process(facts.as_ref(), pid)))
-                });
                 running = Some(Running {
                     session,
                     sampler,
