@@ -1,6 +1,7 @@
 //! Why the slowest seconds were slow, on a real Cassandra node observed over a real sshd:
-//! its JVM made to stop the world (full collections asked for with `jcmd`) and its drive
-//! flooded by another process, at moments iodig is not told about. Part of the test that has
+//! its CPUs taken by real-time spinners, its JVM made to stop the world (full collections
+//! asked for with `jcmd`) and its drive flooded by another process, at moments iodig is not
+//! told about. Part of the test that has
 //! a node running (`cassandra_cli::workloads_a_to_f_run_against_a_real_node`).
 
 use crate::common::*;
@@ -10,7 +11,7 @@ use std::time::Instant;
 
 /// `mnt` is the node's own file system (its data and commit log); `on_the_node` completes a
 /// command line with the node, its dataset and the output directory.
-pub fn a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
+pub fn a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
     nodes: &Path,
     mnt: &Path,
     on_the_node: impl Fn(IodigArgs) -> IodigArgs,
@@ -35,8 +36,26 @@ pub fn a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
         .spawn()
         .unwrap();
     let started = Instant::now();
+    // The CPUs taken: a real-time spinner on each for 2 s (as in tests/slow_seconds_cli.rs).
+    sleep_until(started, 6);
+    let cpu_from = now_ms();
+    let mut spinners: Vec<std::process::Child> = (0..2)
+        .map(|cpu| {
+            Command::new("taskset")
+                .args(["-c", &cpu.to_string(), "chrt", "-f", "10", "sh", "-c"])
+                .arg("while :; do :; done")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    for s in &mut spinners {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+    let cpu_to = now_ms();
     // The world stopped: three full collections asked for one after another.
-    sleep_until(started, 12);
+    sleep_until(started, 13);
     let gc_from = now_ms();
     for _ in 0..3 {
         let out = Command::new("jcmd")
@@ -47,7 +66,7 @@ pub fn a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
     }
     let gc_to = now_ms();
     // The drive flooded by another process for 3 s.
-    sleep_until(started, 18);
+    sleep_until(started, 19);
     let io_from = now_ms();
     let _ = Command::new("timeout")
         .args([
@@ -111,12 +130,27 @@ pub fn a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
             && r[11].contains("ms of safepoints")),
         "a second of the collections is the node's jvm-pause:\n{csv}"
     );
-    // A slow second of the flood that names a cause of IO names the flooding process.
-    for r in &rows {
-        let s = second(r);
-        if s + 1000 > io_from && s <= io_to + 1000 && r[10] == "other-io" {
-            assert!(r[11].contains("dd (pid "), "{r:?}");
-        }
+    // A second of the starved CPUs is the node's threads waiting for one.
+    assert!(
+        rows.iter().any(|r| second(r) + 1000 > cpu_from
+            && second(r) <= cpu_to + 1000
+            && r[10] == "cpu-runqueue"
+            && r[11].contains("waited")),
+        "a second of the spinners ({cpu_from}..{cpu_to}) is cpu-runqueue:\n{csv}"
+    );
+    // A second of the flood is other-io naming the flooding process, and every such second
+    // names it.
+    let flood: Vec<_> = rows
+        .iter()
+        .filter(|r| second(r) + 1000 > io_from && second(r) <= io_to + 1000)
+        .filter(|r| r[10] == "other-io")
+        .collect();
+    assert!(
+        !flood.is_empty(),
+        "a second of the flood ({io_from}..{io_to}) is other-io:\n{csv}"
+    );
+    for r in flood {
+        assert!(r[11].contains("dd (pid "), "{r:?}");
     }
     // The front page says it too.
     let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();

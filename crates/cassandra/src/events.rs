@@ -4,7 +4,10 @@
 //!
 //! The lines come from Cassandra 5.0's `ColumnFamilyStore` ("Enqueuing flush of ks.table"),
 //! `Flushing$FlushRunnable` ("Completed flushing PATH (SIZE) for commitlog position …") and
-//! `CompactionTask` ("Compacting (ID) [...]", "Compacted (ID) N sstables to [...] … X to Y …").
+//! `CompactionTask` ("Compacting (ID) [...]", "Compacted (ID) N sstables to [...] … X to Y …"),
+//! and the JVM's collections from `GCInspector` ("G1 Young Generation GC in 245ms.  …"): only
+//! those over its log threshold (200 ms by default), the fallback where HotSpot's own pause
+//! probes cannot be attached.
 //! Timestamps are read as UTC, which is what the logback configuration iodig writes produces.
 
 use std::collections::HashMap;
@@ -152,7 +155,21 @@ impl LogParser {
         let Some((ts, msg)) = split_line(line) else {
             return;
         };
-        if let Some(rest) = msg.strip_prefix("Enqueuing flush of ") {
+        if let Some((collector, ms)) = line
+            .contains("GCInspector")
+            .then(|| gc_pause(msg))
+            .flatten()
+        {
+            // Logged when the collection's notification is handled, just after it ended.
+            self.push(DbEvent {
+                kind: "gc".into(),
+                start_unix_ms: ts.saturating_sub(ms),
+                end_unix_ms: Some(ts),
+                bytes: None,
+                node: self.node.clone(),
+                detail: format!("{collector} GC in {ms} ms (Cassandra's GCInspector)"),
+            });
+        } else if let Some(rest) = msg.strip_prefix("Enqueuing flush of ") {
             let table = rest.split(',').next().unwrap_or(rest).trim().to_string();
             let reason = field(rest, "Reason: ").unwrap_or("?");
             let usage = field(rest, "Usage: ").unwrap_or("?");
@@ -263,6 +280,13 @@ impl LogParser {
     }
 }
 
+/// A GCInspector message's collector and duration: `G1 Young Generation GC in 245ms.  …`.
+fn gc_pause(msg: &str) -> Option<(&str, u64)> {
+    let (collector, rest) = msg.split_once(" GC in ")?;
+    let ms = rest.split_once("ms")?.0.trim().parse().ok()?;
+    Some((collector.trim(), ms))
+}
+
 /// Splits `LEVEL [thread] 2025-01-02 03:04:05,678 File.java:12 - message` into unix ms and the
 /// message.
 fn split_line(line: &str) -> Option<(u64, &str)> {
@@ -349,6 +373,25 @@ DEBUG [MemtableFlushWriter:1] 2025-03-04 05:06:07,900 Flushing.java:180 - Comple
 DEBUG [CompactionExecutor:2] 2025-03-04 05:06:08,000 CompactionTask.java:167 - Compacting (aa-bb) [/d/node1/data/ycsb/usertable-0123456789abcdef0123456789abcdef/nb-1-big-Data.db:level=0, /d/node1/data/ycsb/usertable-0123456789abcdef0123456789abcdef/nb-2-big-Data.db:level=0, ]
 DEBUG [CompactionExecutor:2] 2025-03-04 05:06:09,500 CompactionTask.java:258 - Compacted (aa-bb) 2 sstables to [/d/node1/data/ycsb/usertable-0123456789abcdef0123456789abcdef/nb-4-big,] to level=0.  10.000MiB to 8.000MiB (~80% of original) in 1,500ms.  Read Throughput = 6.667MiB/s
 ";
+
+    #[test]
+    fn a_collection_gcinspector_logged_is_a_gc_event_ending_at_its_line() {
+        let line = "INFO  [GCInspector:1] 2025-03-04 05:06:07,100 GCInspector.java:301 - G1 Young Generation GC in 245ms.  G1 Eden Space: 1 -> 0; G1 Old Gen: 2 -> 3";
+        let ev = parse_log(line, "127.0.0.2");
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        let end = parse_timestamp("2025-03-04 05:06:07,100").unwrap();
+        assert_eq!(ev[0].kind, "gc");
+        assert_eq!(
+            (ev[0].start_unix_ms, ev[0].end_unix_ms),
+            (end - 245, Some(end))
+        );
+        assert_eq!(
+            ev[0].detail,
+            "G1 Young Generation GC in 245 ms (Cassandra's GCInspector)"
+        );
+        // The same words from another class are not a collection.
+        assert!(parse_log(&line.replace("GCInspector", "Other"), "n").is_empty());
+    }
 
     #[test]
     fn flush_and_compaction_are_paired_with_times_and_bytes() {

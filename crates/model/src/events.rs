@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 /// One database event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DbEvent {
-    /// `flush`, `compaction` or `file_deletion`.
+    /// `flush`, `compaction`, `file_deletion`, a write `stall` (RocksDB), a `gc` its log reported
+    /// (Cassandra's GCInspector), or one of iodig's own `fault`s.
     pub kind: String,
     /// When the event began (unix ms); an instant event's only time.
     pub start_unix_ms: u64,

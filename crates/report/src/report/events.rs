@@ -15,6 +15,10 @@ pub(super) fn sentence(s: &StepView) -> Option<String> {
         0 => String::new(),
         n => format!(", {n} write stalls"),
     };
+    let gcs = match s.events.iter().filter(|e| e.kind == "gc").count() {
+        0 => String::new(),
+        n => format!(", {n} long JVM collections logged"),
+    };
     let faults: Vec<String> = s
         .events
         .iter()
@@ -34,7 +38,7 @@ pub(super) fn sentence(s: &StepView) -> Option<String> {
         format!(" Faults injected: {}.", faults.join("; "))
     };
     Some(format!(
-        "Database events: {flushes} flushes, {comps} compactions{stalls} (shaded on the charts).{faults}"
+        "Database events: {flushes} flushes, {comps} compactions{stalls}{gcs} (shaded on the charts).{faults}"
     ))
 }
 

@@ -46,6 +46,16 @@ pub(super) fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64, writes: bool) -> V
             place: p.name.clone(),
             words: format!("{}: {words}{when}", p.name),
         };
+        if !s.restarts.is_empty() && !p.client_only {
+            // The database's process went away: whatever waited on it waited for its return.
+            let mut c = clue(
+                Cause::NodeRestart,
+                1.0,
+                format!("the database's process: {}", s.restarts.join("; ")),
+            );
+            c.upstream = true;
+            out.push(c);
+        }
         if writes && !s.stalls.is_empty() {
             // Writers held back by the database itself: nothing below it needs to be slow.
             let mut c = clue(
@@ -63,14 +73,18 @@ pub(super) fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64, writes: bool) -> V
                     Some(false) => ", a collection among them",
                     None => "",
                 };
-                let mut c = clue(
-                    Cause::JvmPause,
-                    x,
+                let words = if s.jvm_from_log {
+                    format!(
+                        "{pause:.0} ms of collections its log reported in this second (Cassandra's GCInspector; longest {:.0} ms; HotSpot's pause probes were not attached, so shorter pauses are not seen)",
+                        s.jvm_longest_ms
+                    )
+                } else {
                     format!(
                         "{pause:.0} ms of safepoints in this second (longest pause {:.0} ms{gc}; typically {:.0} ms)",
                         s.jvm_longest_ms, t.jvm_pause_ms
-                    ),
-                );
+                    )
+                };
+                let mut c = clue(Cause::JvmPause, x, words);
                 // Every Java thread stood still: the client waited at least that long.
                 c.upstream = s.jvm_longest_ms >= 0.5 * excess_ms;
                 out.push(c);

@@ -15,8 +15,13 @@ pub(super) struct Second {
     pub(super) jvm_pause_ms: Option<f64>,
     pub(super) jvm_longest_ms: f64,
     pub(super) jvm_gc: Option<bool>,
+    /// The pause time came from the database's log (Cassandra's GCInspector: collections over
+    /// its threshold only), not from HotSpot's probes.
+    pub(super) jvm_from_log: bool,
     /// The database's own write stalls logged in the second (RocksDB's words).
     pub(super) stalls: Vec<String>,
+    /// A watched process that exited or started again under a new pid in the second.
+    pub(super) restarts: Vec<String>,
     /// Run-queue wait of the watched processes' threads, ms, and the longest thread's.
     pub(super) run_queue_ms: Option<f64>,
     pub(super) run_queue_max_thread_ms: f64,
@@ -80,6 +85,20 @@ pub(super) fn place_seconds(step: &StepData, client_only: bool) -> PlaceSeconds 
     let mut watched = Vec::new();
     if let Some(sys) = &step.sys {
         watched = sys.processes.iter().map(|p| p.label.clone()).collect();
+        for p in &sys.processes {
+            // Noticed by the sample that ended at `ms`: it happened in that sample's second.
+            let at = |ms: u64| second_of_interval(ms, 1.0);
+            if let Some(ms) = p.exited_unix_ms {
+                let e = seconds.entry(at(ms)).or_default();
+                e.restarts
+                    .push(format!("{} (pid {}) exited", p.label, p.pid));
+            }
+            for r in &p.restarts {
+                let e = seconds.entry(at(r.unix_ms)).or_default();
+                e.restarts
+                    .push(format!("{} runs again as pid {}", p.label, r.pid));
+            }
+        }
         for s in &sys.samples {
             if s.secs < 0.5 {
                 continue;
@@ -168,6 +187,13 @@ pub(super) fn place_seconds(step: &StepData, client_only: bool) -> PlaceSeconds 
 /// window's seconds at 0 ms first, so a quiet JVM counts as looked at. Only the step's own
 /// seconds are looked at, whatever a file says of its window or of a pause's length.
 pub(super) fn jvm_seconds(step: &StepData, seconds: &mut BTreeMap<i64, Second>) {
+    let probed = step
+        .jvm_pauses
+        .as_ref()
+        .is_some_and(|d| d.processes.iter().any(|p| p.probed));
+    if !probed {
+        return logged_gc_seconds(step, seconds);
+    }
     let Some(doc) = &step.jvm_pauses else {
         return;
     };
@@ -203,6 +229,45 @@ pub(super) fn jvm_seconds(step: &StepData, seconds: &mut BTreeMap<i64, Second>) 
                 *e.jvm_pause_ms.get_or_insert(0.0) += hi.saturating_sub(lo) as f64 / 1000.0;
                 e.jvm_longest_ms = e.jvm_longest_ms.max(ms);
             }
+        }
+    }
+}
+
+/// Where no JVM was probed, the collections the database logged (Cassandra's GCInspector
+/// lines): every second of the step looked at once one is logged, since the log would have
+/// shown another (over its threshold) too.
+fn logged_gc_seconds(step: &StepData, seconds: &mut BTreeMap<i64, Second>) {
+    let gcs: Vec<_> = step.events.iter().filter(|e| e.kind == "gc").collect();
+    if gcs.is_empty() {
+        return;
+    }
+    let step_from = step.summary.started_unix_ms;
+    let step_to = step_from.saturating_add(step.summary.runtime_ms.min(7 * 86_400_000));
+    for k in step_from / 1000..step_to.div_ceil(1000) {
+        let e = seconds.entry(k as i64).or_default();
+        e.jvm_pause_ms.get_or_insert(0.0);
+        e.jvm_from_log = true;
+    }
+    for gc in gcs {
+        let (a, b) = (
+            gc.start_unix_ms.max(step_from),
+            gc.end_unix_ms.unwrap_or(gc.start_unix_ms).min(step_to),
+        );
+        let ms = gc
+            .end_unix_ms
+            .unwrap_or(gc.start_unix_ms)
+            .saturating_sub(gc.start_unix_ms) as f64;
+        for k in a / 1000..=b / 1000 {
+            let lo = a.max(k * 1000);
+            let hi = b.min((k + 1) * 1000);
+            if hi <= lo && a != b {
+                continue;
+            }
+            let e = seconds.entry(k as i64).or_default();
+            *e.jvm_pause_ms.get_or_insert(0.0) += hi.saturating_sub(lo) as f64;
+            e.jvm_longest_ms = e.jvm_longest_ms.max(ms);
+            e.jvm_gc = Some(e.jvm_gc.unwrap_or(false));
+            e.jvm_from_log = true;
         }
     }
 }

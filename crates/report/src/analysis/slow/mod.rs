@@ -70,13 +70,16 @@ pub enum Cause {
     ClientHost,
     /// A fault iodig injected was in effect.
     Fault,
+    /// The database's process exited or started again (not by iodig's fault): a node that
+    /// crashed, or was restarted by its service manager.
+    NodeRestart,
     /// Nothing measured stood out.
     Unexplained,
 }
 
 impl Cause {
     /// Every cause, in the order tables list them.
-    pub const ALL: [Cause; 9] = [
+    pub const ALL: [Cause; 10] = [
         Cause::JvmPause,
         Cause::CpuRunqueue,
         Cause::DeviceQueue,
@@ -85,6 +88,7 @@ impl Cause {
         Cause::DbStall,
         Cause::ClientHost,
         Cause::Fault,
+        Cause::NodeRestart,
         Cause::Unexplained,
     ];
 
@@ -99,6 +103,7 @@ impl Cause {
             Cause::DbStall => "db-stall",
             Cause::ClientHost => "client-host",
             Cause::Fault => "fault",
+            Cause::NodeRestart => "node-restart",
             Cause::Unexplained => "unexplained",
         }
     }
@@ -254,6 +259,15 @@ fn explain(
         .flat_map(|p| clues(p, k, excess, writes))
         .collect();
     clues.sort_by(|a, b| b.strength.total_cmp(&a.strength));
+    // The node that answered the slow requests, when one stands out of the others: its own
+    // evidence comes first (a stable sort keeps the strength order within).
+    let coordinator = coordinators(step, base, k);
+    if let Some(node) = coordinator.as_ref().and_then(|c| c.pinned.as_ref()) {
+        clues.sort_by_key(|c| c.place != *node);
+    }
+    let told = coordinator
+        .as_ref()
+        .map_or(String::new(), |c| format!("; {}", c.words));
     let others = |skip: usize, clues: &[Clue]| {
         let rest: Vec<&str> = clues.iter().skip(skip).map(|c| c.words.as_str()).collect();
         if rest.is_empty() {
@@ -277,10 +291,12 @@ fn explain(
     // of another process named doing IO on the drive, whose IO may be what kept the CPUs
     // busy (a loop device copying it).
     let other_io = clues.iter().any(|c| c.cause == Cause::OtherIo);
-    if let Some(i) = clues
-        .iter()
-        .position(|c| c.upstream && !(other_io && c.cause == Cause::CpuRunqueue))
-    {
+    let pinned = coordinator.as_ref().and_then(|c| c.pinned.clone());
+    if let Some(i) = clues.iter().position(|c| {
+        c.upstream
+            && !(other_io && c.cause == Cause::CpuRunqueue)
+            && pinned.as_ref().is_none_or(|n| c.place == *n)
+    }) {
         let c = clues.remove(i);
         clues.insert(0, c);
     }
@@ -288,10 +304,62 @@ fn explain(
         Some(c) => second(
             c.cause,
             c.place.clone(),
-            format!("{}{}", c.words, others(1, &clues)),
+            format!("{}{told}{}", c.words, others(1, &clues)),
         ),
-        None => second(Cause::Unexplained, String::new(), looked_at(places)),
+        None => second(
+            Cause::Unexplained,
+            pinned.unwrap_or_default(),
+            format!("{}{told}", looked_at(places)),
+        ),
     }
+}
+
+/// What the client's latency per coordinator says of one second of one op.
+struct Coordinators {
+    /// The node whose answers were slow while the others' were not.
+    pinned: Option<String>,
+    /// Its numbers, or every node's when they were slow alike.
+    words: String,
+}
+
+/// The coordinators of op `base`'s requests in second `k`, from `client-by-node.json`: none
+/// when the binding names no node or a single node answered (nothing to tell apart).
+fn coordinators(step: &StepData, base: &str, k: i64) -> Option<Coordinators> {
+    let doc = step.by_node.as_ref()?;
+    let mut rows: Vec<_> = doc
+        .seconds
+        .iter()
+        .filter(|r| r.op == base && r.count > 0 && second_of_interval(r.unix_ms, r.secs) == k)
+        .collect();
+    if rows.len() < 2 {
+        return None;
+    }
+    rows.sort_by_key(|r| std::cmp::Reverse(r.p99_us));
+    let ms = |us: u64| us as f64 / 1000.0;
+    let (worst, next) = (rows[0], rows[1]);
+    if ms(worst.p99_us) >= STANDS_OUT * ms(next.p99_us)
+        && ms(worst.p99_us) >= ms(next.p99_us) + FAR_ABOVE_MIN_MS
+    {
+        return Some(Coordinators {
+            pinned: Some(worst.node.clone()),
+            words: format!(
+                "its slow requests were coordinated by {}: {} requests at p99 {:.1} ms, max {:.1} ms (the other nodes' p99 at most {:.1} ms)",
+                worst.node,
+                worst.count,
+                ms(worst.p99_us),
+                ms(worst.max_us),
+                ms(next.p99_us)
+            ),
+        });
+    }
+    let each: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {:.1} ms", r.node, ms(r.p99_us)))
+        .collect();
+    Some(Coordinators {
+        pinned: None,
+        words: format!("every coordinator alike (p99 {})", each.join(", ")),
+    })
 }
 
 /// What was looked at when nothing stood out, so "unexplained" says how much was ruled out.
@@ -300,7 +368,11 @@ fn looked_at(places: &[PlaceSeconds]) -> String {
     let any = |f: &dyn Fn(&Second) -> bool| places.iter().any(|p| p.seconds.values().any(f));
     let jvm_probed = any(&|s| s.jvm_pause_ms.is_some());
     if jvm_probed {
-        what.push("JVM pauses");
+        what.push(if any(&|s| s.jvm_from_log) {
+            "the JVM collections its log reported"
+        } else {
+            "JVM pauses"
+        });
     }
     if any(&|s| s.run_queue_ms.is_some()) {
         what.push("run-queue wait");

@@ -177,6 +177,7 @@ fn step(
         events: Vec::new(),
         nodes: Vec::new(),
         jvm_pauses: None,
+        by_node: None,
     }
 }
 
@@ -428,4 +429,113 @@ fn a_logged_write_stall_explains_a_slow_update_second_not_a_read() {
     let cause = |op: &str| slow.iter().find(|x| x.op == op).unwrap().cause;
     assert_eq!(cause("UPDATE"), Cause::DbStall, "{slow:?}");
     assert_eq!(cause("READ"), Cause::Unexplained, "{slow:?}");
+}
+
+/// Two nodes answered every second at 1 ms p99; in second `slow`, `node`'s p99 is `p99_us`.
+fn by_node(slow: u64, node: &str, p99_us: u64) -> iodig_model::by_node::ClientByNodeDoc {
+    let mut seconds = Vec::new();
+    for i in 0..SECONDS {
+        for n in ["127.0.0.1", "127.0.0.2"] {
+            seconds.push(iodig_model::by_node::NodeSecondRow {
+                unix_ms: T0 + i * 1000 + 1000,
+                secs: 1.0,
+                node: n.into(),
+                op: "READ".into(),
+                count: 50,
+                p50_us: 500,
+                p99_us: if i == slow && n == node {
+                    p99_us
+                } else {
+                    1_000
+                },
+                max_us: 2_000,
+            });
+        }
+    }
+    iodig_model::by_node::ClientByNodeDoc {
+        latency: "service time".into(),
+        seconds,
+    }
+}
+
+#[test]
+fn the_coordinator_whose_answers_were_slow_is_named_and_taken_as_the_place() {
+    let mut s = step(&[25], |_, _, _, _| {});
+    s.by_node = Some(by_node(25, "127.0.0.2", 45_000));
+    let slow = only(&s);
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert_eq!(slow[0].cause, Cause::Unexplained, "{slow:?}");
+    assert_eq!(slow[0].place, "127.0.0.2", "{slow:?}");
+    assert!(
+        slow[0]
+            .evidence
+            .contains("coordinated by 127.0.0.2: 50 requests at p99 45.0 ms"),
+        "{}",
+        slow[0].evidence
+    );
+}
+
+#[test]
+fn coordinators_slow_alike_pin_no_node() {
+    let mut s = step(&[25], |_, _, _, _| {});
+    let mut doc = by_node(25, "127.0.0.2", 45_000);
+    for r in &mut doc.seconds {
+        if r.unix_ms == T0 + 26_000 {
+            r.p99_us = 40_000;
+        }
+    }
+    s.by_node = Some(doc);
+    let slow = only(&s);
+    assert_eq!(slow[0].place, "", "{slow:?}");
+    assert!(
+        slow[0]
+            .evidence
+            .contains("every coordinator alike (p99 127.0.0.1 40.0 ms, 127.0.0.2 40.0 ms)"),
+        "{}",
+        slow[0].evidence
+    );
+}
+
+#[test]
+fn without_probes_a_collection_the_log_reported_is_a_jvm_pause_saying_where_it_came_from() {
+    let mut s = step(&[33], |_, _, _, _| {});
+    let end = T0 + 33_000 + 700;
+    s.events.push(crate::data::DbEvent {
+        kind: "gc".into(),
+        start_unix_ms: end - 450,
+        end_unix_ms: Some(end),
+        bytes: None,
+        node: "127.0.0.1".into(),
+        detail: "G1 Young Generation GC in 450 ms (Cassandra's GCInspector)".into(),
+    });
+    let slow = only(&s);
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert_eq!(slow[0].cause, Cause::JvmPause, "{slow:?}");
+    assert!(
+        slow[0].evidence.contains(
+            "450 ms of collections its log reported in this second (Cassandra's GCInspector"
+        ),
+        "{}",
+        slow[0].evidence
+    );
+}
+
+#[test]
+fn a_database_process_that_started_again_is_node_restart() {
+    let mut s = step(&[44], |_, _, _, _| {});
+    let sys = s.sys.as_mut().unwrap();
+    sys.processes[0]
+        .restarts
+        .push(iodig_model::sys::ProcRestart {
+            unix_ms: T0 + 45_000,
+            pid: 777,
+        });
+    let slow = only(&s);
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert_eq!(slow[0].cause, Cause::NodeRestart, "{slow:?}");
+    assert!(
+        slow[0].evidence.contains("iodig runs again as pid 777"),
+        "{}",
+        slow[0].evidence
+    );
 }
