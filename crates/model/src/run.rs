@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The root document of a run directory (`run.json`), rewritten atomically after every step.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunDoc {
     /// The [`crate::SCHEMA_VERSION`] it was written in; readers refuse versions they do not read
     /// ([`crate::reading::check_schema`]).
@@ -42,7 +42,7 @@ pub struct RunDoc {
 }
 
 /// The program that wrote a run (`run.json`'s `tool`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ToolInfo {
     /// Always `iodig`.
     pub name: String,
@@ -56,7 +56,7 @@ pub struct ToolInfo {
 }
 
 /// Everything needed to repeat the run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunConfig {
     /// Binding name (`rocksdb`, `basic`, `cassandra`).
     pub db: String,

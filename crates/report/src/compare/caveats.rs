@@ -86,7 +86,7 @@ pub(super) fn run_targets(r: &RunData) -> String {
 }
 
 /// How the runs' configurations differ (database, target, workloads, properties).
-fn run_differences(runs: &[RunData]) -> Vec<String> {
+pub(super) fn run_differences(runs: &[RunData]) -> Vec<String> {
     let mut c = Vec::new();
     if let Some(d) = differing(runs, |r| r.doc.config.db.clone()) {
         c.push(format!("Databases differ: {d}."));
@@ -101,6 +101,15 @@ fn run_differences(runs: &[RunData]) -> Vec<String> {
     }) {
         c.push(format!(
             "Workloads differ: {d}; only the baseline's workloads are compared."
+        ));
+    }
+    if let Some(d) = differing(runs, |r| match &r.doc.cluster {
+        Some(c) if !c.nodes.is_empty() => format!("{} nodes", c.nodes.len()),
+        Some(c) if !c.observed.is_empty() => format!("{} observed nodes", c.observed.len()),
+        _ => "1 node".into(),
+    }) {
+        c.push(format!(
+            "Node counts differ: {d}. More nodes share the load and the data: the ratios compare clusters of different sizes, not only what the configuration table shows differing."
         ));
     }
     let dataset = property_differences(runs, DATASET_KEYS);

@@ -1,11 +1,14 @@
 //! The configurations side by side, as the briefs' test-configuration tables: one column per
 //! run, the rows that differ first (the database's devices leading, since a drive comparison
 //! is what the briefs make), the rows equal in every run folded below. Everything comes from
-//! run.json: the environment recorded at the start, the configuration, the cluster.
+//! run.json: the environment recorded at the start, the configuration, the cluster and each
+//! observed node's own description of its host and settings.
 
 use super::Runs;
 use crate::data::RunData;
 use crate::doc::{target_rate, thousands, Doc, Table};
+use iodig_model::cluster::HostNode;
+use iodig_model::run::Environment;
 
 /// Properties that only say where the data, the nodes or the files are (`rocksdb.dir`,
 /// `hosts`, `cassandra.storagedir`): what a drive or cluster comparison changes on purpose, so
@@ -55,7 +58,7 @@ const UNKNOWN: &str = "–";
 
 /// Values longer than this are cut in the table (an options file's content); rows are still
 /// compared on the whole value.
-const MAX_CELL: usize = 80;
+const MAX_CELL: usize = 240;
 
 fn or_unknown(v: Option<String>) -> String {
     v.filter(|v| !v.is_empty())
@@ -86,8 +89,76 @@ pub(super) fn binary_size(bytes: u64) -> String {
     }
 }
 
+/// One place the database ran, as a run recorded it: an observed node's host (its name and its
+/// agent's description), or the client host when the database ran there or was not observed.
+struct DbPlace<'a> {
+    /// How a per-node cell names it (`127.0.0.2`); empty for the client host alone.
+    name: String,
+    env: Option<&'a Environment>,
+    node: Option<&'a HostNode>,
+}
+
+/// Where each run's database ran: its observed hosts, else the client host.
+fn db_places(r: &RunData) -> Vec<DbPlace<'_>> {
+    match &r.doc.cluster {
+        Some(c) if !c.observed.is_empty() => c
+            .observed
+            .iter()
+            .map(|h| DbPlace {
+                name: h
+                    .node
+                    .as_ref()
+                    .and_then(|n| n.address.parse::<std::net::SocketAddr>().ok())
+                    .map_or_else(|| h.host.clone(), |a| a.ip().to_string()),
+                env: h.environment.as_ref(),
+                node: h.node.as_ref(),
+            })
+            .collect(),
+        _ => vec![DbPlace {
+            name: String::new(),
+            env: Some(&r.doc.environment),
+            node: None,
+        }],
+    }
+}
+
+/// One cell over a run's places: the value where every place agrees, else each place's own
+/// (`127.0.0.1: 4.0 GiB; 127.0.0.2: 8.0 GiB`), "unknown (…)" for a place that did not say; none
+/// when no place said anything.
+fn fold(places: &[DbPlace], f: &dyn Fn(&DbPlace) -> Option<String>) -> Option<String> {
+    let values: Vec<Option<String>> = places
+        .iter()
+        .map(|p| f(p).filter(|v| !v.is_empty()))
+        .collect();
+    if values.iter().all(Option::is_none) {
+        return None;
+    }
+    if values.iter().all(|v| *v == values[0]) {
+        return values[0].clone();
+    }
+    Some(
+        places
+            .iter()
+            .zip(&values)
+            .map(|(p, v)| {
+                let v = v.clone().unwrap_or_else(|| {
+                    if p.env.is_none() {
+                        "unknown (its agent sent no description)".into()
+                    } else {
+                        "unknown (not recorded there)".into()
+                    }
+                });
+                format!("{}: {v}", p.name)
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
 /// Builds every row over `runs`, grouped in the briefs' order: devices, file system, kernel,
-/// database, client, dataset, nodes, host. Rows no run recorded are left out.
+/// database, client, dataset, nodes, host. The devices, file system, kernel and machine are
+/// those the database ran on: each observed node's, as its agent described it, folded into one
+/// value where a run's nodes agree. Rows no run recorded are left out.
 pub(super) fn rows(runs: &[RunData]) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut add = |name: &str, f: &dyn Fn(&RunData) -> Option<String>| {
@@ -99,47 +170,100 @@ pub(super) fn rows(runs: &[RunData]) -> Vec<Row> {
             });
         }
     };
-    let st = |r: &RunData| r.doc.environment.storage.clone();
+    let places: Vec<Vec<DbPlace>> = runs.iter().map(db_places).collect();
+    let at = |r: &RunData| runs.iter().position(|x| std::ptr::eq(x, r)).unwrap_or(0);
+    // A row read from each place the database ran.
+    let on_db = |f: &dyn Fn(&DbPlace) -> Option<String>, r: &RunData| fold(&places[at(r)], f);
+    let st = |p: &DbPlace| p.env.and_then(|e| e.storage.clone());
     // The database's devices.
-    add("device", &|r| st(r).and_then(|s| s.device));
-    add("device model", &|r| st(r).and_then(|s| s.model));
-    add("device firmware", &|r| st(r).and_then(|s| s.firmware));
-    add("device capacity", &|r| {
-        st(r).and_then(|s| s.capacity_bytes).map(binary_size)
+    add("device", &|r| on_db(&|p| st(p).and_then(|s| s.device), r));
+    add("device model", &|r| {
+        on_db(&|p| st(p).and_then(|s| s.model), r)
     });
-    add("device members", &|r| st(r).map(|s| s.members.join(", ")));
+    add("device firmware", &|r| {
+        on_db(&|p| st(p).and_then(|s| s.firmware), r)
+    });
+    add("device capacity", &|r| {
+        on_db(
+            &|p| st(p).and_then(|s| s.capacity_bytes).map(binary_size),
+            r,
+        )
+    });
+    add("device members", &|r| {
+        on_db(&|p| st(p).map(|s| s.members.join(", ")), r)
+    });
     add("IO scheduler", &|r| {
-        st(r).and_then(|s| s.scheduler).map(|s| active(&s))
+        on_db(&|p| st(p).and_then(|s| s.scheduler).map(|s| active(&s)), r)
     });
     add("rotational", &|r| {
-        st(r)
-            .and_then(|s| s.rotational)
-            .map(|b| if b { "yes" } else { "no" }.to_string())
+        on_db(
+            &|p| {
+                st(p)
+                    .and_then(|s| s.rotational)
+                    .map(|b| if b { "yes" } else { "no" }.to_string())
+            },
+            r,
+        )
     });
     add("read-ahead", &|r| {
-        st(r)
-            .and_then(|s| s.read_ahead_kb)
-            .map(|k| format!("{k} KiB"))
+        on_db(
+            &|p| {
+                st(p)
+                    .and_then(|s| s.read_ahead_kb)
+                    .map(|k| format!("{k} KiB"))
+            },
+            r,
+        )
     });
     add("queue requests (nr_requests)", &|r| {
-        st(r).and_then(|s| s.nr_requests).map(|n| n.to_string())
+        on_db(
+            &|p| st(p).and_then(|s| s.nr_requests).map(|n| n.to_string()),
+            r,
+        )
     });
-    add("write cache", &|r| st(r).and_then(|s| s.write_cache));
+    add("write cache", &|r| {
+        on_db(&|p| st(p).and_then(|s| s.write_cache), r)
+    });
     // The file system.
-    add("data directory", &|r| r.doc.environment.data_dir.clone());
-    add("file system", &|r| st(r).map(|s| s.fs_type));
-    add("mount", &|r| {
-        st(r).map(|s| format!("{} on {}", s.source, s.mount_point))
+    add("data directory", &|r| {
+        on_db(
+            &|p| match p.node {
+                Some(n) => Some(n.data_dirs.join(", ")),
+                None => p.env.and_then(|e| e.data_dir.clone()),
+            },
+            r,
+        )
     });
-    add("mount options", &|r| st(r).and_then(|s| s.mount_options));
+    add("commit log directory", &|r| {
+        on_db(&|p| p.node.and_then(|n| n.commitlog_dir.clone()), r)
+    });
+    add("file system", &|r| on_db(&|p| st(p).map(|s| s.fs_type), r));
+    add("mount", &|r| {
+        on_db(
+            &|p| st(p).map(|s| format!("{} on {}", s.source, s.mount_point)),
+            r,
+        )
+    });
+    add("mount options", &|r| {
+        on_db(&|p| st(p).and_then(|s| s.mount_options), r)
+    });
     // The kernel.
-    add("kernel", &|r| Some(r.doc.environment.kernel.clone()));
-    for key in union(
-        runs.iter()
-            .map(|r| r.doc.environment.kernel_settings.keys()),
-    ) {
+    add("kernel", &|r| {
+        on_db(&|p| p.env.map(|e| e.kernel.clone()), r)
+    });
+    let settings = union(
+        places
+            .iter()
+            .flatten()
+            .filter_map(|p| p.env)
+            .map(|e| e.kernel_settings.keys()),
+    );
+    for key in settings {
         add(&key, &|r| {
-            r.doc.environment.kernel_settings.get(&key).cloned()
+            on_db(
+                &|p| p.env.and_then(|e| e.kernel_settings.get(&key).cloned()),
+                r,
+            )
         });
     }
     // The database.
@@ -151,6 +275,20 @@ pub(super) fn rows(runs: &[RunData]) -> Vec<Row> {
             })
         })
     });
+    // What shapes each node's IO as the node itself is configured (cassandra.yaml, its JVM's
+    // heap and collector, its limits), from the agents.
+    let node_settings = union(
+        places
+            .iter()
+            .flatten()
+            .filter_map(|p| p.node)
+            .map(|n| n.settings.keys()),
+    );
+    for key in node_settings {
+        add(&format!("node {key}"), &|r| {
+            on_db(&|p| p.node.and_then(|n| n.settings.get(&key).cloned()), r)
+        });
+    }
     for key in union(runs.iter().map(|r| r.doc.config.properties.keys()))
         .into_iter()
         .filter(|k| is_setting(k) || is_location(k))
@@ -209,16 +347,38 @@ pub(super) fn rows(runs: &[RunData]) -> Vec<Row> {
                 .join(", ")
         })
     });
-    // The machine.
-    add("host", &|r| Some(r.doc.environment.hostname.clone()));
+    // The machines the database ran on, then the load generator where that is another.
+    add("host", &|r| {
+        on_db(&|p| p.env.map(|e| e.hostname.clone()), r)
+    });
     add("CPU", &|r| {
-        let e = &r.doc.environment;
-        Some(format!("{} × {}", e.cpus, e.cpu_model))
+        on_db(
+            &|p| p.env.map(|e| format!("{} × {}", e.cpus, e.cpu_model)),
+            r,
+        )
     });
     add("memory", &|r| {
-        Some(r.doc.environment.memory_bytes)
-            .filter(|b| *b > 0)
-            .map(binary_size)
+        on_db(
+            &|p| {
+                p.env
+                    .map(|e| e.memory_bytes)
+                    .filter(|b| *b > 0)
+                    .map(binary_size)
+            },
+            r,
+        )
+    });
+    let observed = |r: &RunData| {
+        r.doc
+            .cluster
+            .as_ref()
+            .is_some_and(|c| !c.observed.is_empty())
+    };
+    add("load generator", &|r| {
+        observed(r).then(|| {
+            let e = &r.doc.environment;
+            format!("{} ({} × {})", e.hostname, e.cpus, e.cpu_model)
+        })
     });
     rows
 }
@@ -344,6 +504,119 @@ mod tests {
         }
     }
 
+    /// A run of `nodes` observed nodes whose data sits on `model` drives, node 2's memtable
+    /// setting `memtable` (the others `2048MiB`); node 3 sent no description when `mute`.
+    fn cluster_run(label: &str, model: &str, memtable: &str, mute: bool) -> RunData {
+        use iodig_model::cluster::{ClusterDoc, ObservedHost};
+        let observed = (1..=3)
+            .map(|i| {
+                let env = Environment {
+                    hostname: format!("node{i}"),
+                    kernel: "6.12.0".into(),
+                    storage: Some(iodig_model::run::StorageInfo {
+                        device: Some(format!("loop{i}")),
+                        model: Some(model.into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                };
+                let mut settings = std::collections::BTreeMap::new();
+                let m = if i == 2 { memtable } else { "2048MiB" };
+                settings.insert("memtable_heap_space".to_string(), m.to_string());
+                ObservedHost {
+                    host: format!("node{i}"),
+                    environment: (!(mute && i == 3)).then_some(env),
+                    node: Some(HostNode {
+                        address: format!("127.0.0.{i}:9042"),
+                        settings,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let mut doc = iodig_model::RunDoc::default();
+        doc.config.label = Some(label.into());
+        doc.config.db = "cassandra".into();
+        doc.environment.hostname = "loadgen".into();
+        doc.cluster = Some(ClusterDoc {
+            observed,
+            ..Default::default()
+        });
+        RunData {
+            path: label.into(),
+            doc,
+            steps: Vec::new(),
+            state: None,
+            step_views: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_nodes_drives_and_settings_are_the_runs_configuration_folded_where_they_agree() {
+        let runs = [
+            cluster_run("nvme", "NVMe 9300", "2048MiB", false),
+            cluster_run("sata", "SATA 5200", "512MiB", true),
+        ];
+        let rows = rows(&runs);
+        let row = |name: &str| {
+            rows.iter()
+                .find(|r| r.name == name)
+                .unwrap_or_else(|| panic!("{name}: {rows:#?}"))
+                .values
+                .clone()
+        };
+        // All three nodes agree in the first run; the second's third node did not say.
+        assert_eq!(
+            row("device model"),
+            vec![
+                "NVMe 9300".to_string(),
+                "127.0.0.1: SATA 5200; 127.0.0.2: SATA 5200; 127.0.0.3: unknown (its agent sent no description)".to_string()
+            ]
+        );
+        assert_eq!(
+            row("device")[0],
+            "127.0.0.1: loop1; 127.0.0.2: loop2; 127.0.0.3: loop3"
+        );
+        assert_eq!(
+            row("node memtable_heap_space"),
+            vec![
+                "2048MiB".to_string(),
+                "127.0.0.1: 2048MiB; 127.0.0.2: 512MiB; 127.0.0.3: 2048MiB".to_string()
+            ]
+        );
+        // The machines are the nodes', the load generator apart.
+        assert_eq!(
+            row("host")[0],
+            "127.0.0.1: node1; 127.0.0.2: node2; 127.0.0.3: node3"
+        );
+        assert!(
+            row("load generator")[0].starts_with("loadgen ("),
+            "{rows:#?}"
+        );
+        // The device rows lead the table, as the briefs' drive comparisons do.
+        assert_eq!(rows[0].name, "device");
+        assert!(!row("device model").is_empty() && !rows[1].equal());
+    }
+
+    #[test]
+    fn clusters_of_different_sizes_are_compared_with_a_caveat_naming_it() {
+        let mut small = cluster_run("small", "NVMe 9300", "2048MiB", false);
+        if let Some(c) = small.doc.cluster.as_mut() {
+            c.observed.truncate(2);
+        }
+        let runs = [cluster_run("big", "NVMe 9300", "2048MiB", false), small];
+        let caveats = super::super::caveats::run_differences(&runs);
+        assert!(
+            caveats.iter().any(|c| c.starts_with(
+                "Node counts differ: 3 observed nodes in big, 2 observed nodes in small."
+            )),
+            "{caveats:?}"
+        );
+        // Every row still has a cell per run.
+        assert!(rows(&runs).iter().all(|r| r.values.len() == 2));
+    }
+
     #[test]
     fn sizes_and_choices_read_as_the_briefs_write_them() {
         assert_eq!(binary_size(512), "512 B");
@@ -351,6 +624,6 @@ mod tests {
         assert_eq!(binary_size(15_362_991_415_296), "14.0 TiB");
         assert_eq!(active("none [mq-deadline] kyber"), "mq-deadline");
         assert_eq!(active("none"), "none");
-        assert_eq!(cell(&"x".repeat(100)).chars().count(), MAX_CELL);
+        assert_eq!(cell(&"x".repeat(300)).chars().count(), MAX_CELL);
     }
 }
