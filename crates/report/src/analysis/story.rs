@@ -60,7 +60,7 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
     let nodes = database_nodes(run, step);
     if nodes.is_empty() {
         let mut v = step_view(step);
-        v.slow_seconds = super::slow::slow_seconds(step, &[(step, false)]);
+        v.slow_seconds = super::slow::slow_seconds(step, &[(step, super::slow::Role::Database)]);
         return v;
     }
     let client = client_host_apart(run, step, &nodes);
@@ -74,12 +74,20 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
         .into_iter()
         .map(|(i, addr)| (i, addr.clone(), step.at_node(i, Some(addr))))
         .collect();
-    let places: Vec<(&StepData, bool)> = node_data
+    let client_role = match node_beside_client(run, step, &node_data) {
+        Some(node) => super::slow::Role::ClientBeside(node),
+        None => super::slow::Role::ClientApart,
+    };
+    let places: Vec<(&StepData, super::slow::Role)> = node_data
         .iter()
-        .map(|(_, _, d)| (d, false))
-        .chain(std::iter::once((&client, true)))
+        .map(|(_, _, d)| (d, super::slow::Role::Database))
+        .chain(std::iter::once((&client, client_role)))
         .collect();
     v.slow_seconds = super::slow::slow_seconds(step, &places);
+    let devices: Vec<Vec<NodeDevice>> = node_data
+        .iter()
+        .map(|(i, _, data)| node_devices(run, &step.nodes[*i].step.host, data))
+        .collect();
     v.node_views = node_data
         .into_iter()
         .map(|(i, addr, data)| {
@@ -104,7 +112,7 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
             nv
         })
         .collect();
-    let rollup = Rollup::of(&v.node_views);
+    let rollup = Rollup::of(&v.node_views, &devices);
     v.findings = v
         .node_views
         .iter()
@@ -113,6 +121,51 @@ pub(super) fn step_story(run: &RunData, step: &StepData) -> StepView {
         .collect();
     v.rollup = Some(rollup);
     v
+}
+
+/// The first database node on the client host's own kernel (the same boot id), when one is.
+fn node_beside_client(
+    run: &RunData,
+    step: &StepData,
+    nodes: &[(usize, String, StepData)],
+) -> Option<String> {
+    let here = run.doc.environment.boot_id.as_deref()?;
+    let observed = &run.doc.cluster.as_ref()?.observed;
+    nodes.iter().find_map(|(i, _, data)| {
+        let host = &step.nodes[*i].step.host;
+        observed
+            .iter()
+            .any(|h| h.host == *host && h.boot_id == here)
+            .then(|| data.place.name())
+    })
+}
+
+/// A node's traced devices as the roll-up counts them: each is its kernel's (the host's boot
+/// id, else the host) and its name, so nodes that share a kernel and a drive count it once.
+fn node_devices(run: &RunData, host: &str, data: &StepData) -> Vec<NodeDevice> {
+    let kernel = run
+        .doc
+        .cluster
+        .as_ref()
+        .and_then(|c| c.observed.iter().find(|h| h.host == host))
+        .map(|h| h.boot_id.clone())
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| format!("host {host}"));
+    let Some(t) = &data.trace else {
+        return Vec::new();
+    };
+    t.devices
+        .iter()
+        .map(|d| {
+            let bytes = |op: &str| d.ops.get(op).map_or(0, |o| o.bytes);
+            NodeDevice {
+                key: (kernel.clone(), d.name.clone()),
+                read: bytes("read"),
+                write: bytes("write"),
+                discard: bytes("discard"),
+            }
+        })
+        .collect()
 }
 
 /// The database's storage-bound figures of a step: the client host's when the database's IO
@@ -193,6 +246,19 @@ pub struct Peak {
     pub at_ms: Option<f64>,
 }
 
+/// One traced device of a node in a step: its kernel (boot id) and name, and the bytes moved.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeDevice {
+    /// (the host's boot id, the device's name): the same drive under two nodes of one kernel.
+    pub key: (String, String),
+    /// Bytes read in the node's traced window.
+    pub read: u64,
+    /// Bytes written.
+    pub write: u64,
+    /// Bytes discarded.
+    pub discard: u64,
+}
+
 /// The database's nodes in one step, summed, with the worst node for every peak.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Rollup {
@@ -200,6 +266,10 @@ pub struct Rollup {
     pub traced: usize,
     /// Nodes observed in the step.
     pub nodes: usize,
+    /// Distinct devices traced (a drive that nodes on one kernel share counts once).
+    pub devices: usize,
+    /// Traced devices of a node that another node of the same kernel had already counted.
+    pub shared: usize,
     /// Bytes read, written and discarded over all nodes.
     pub read_bytes: u64,
     /// Bytes written over all nodes.
@@ -216,24 +286,32 @@ pub struct Rollup {
 }
 
 impl Rollup {
-    /// Sums and peaks over the node views.
-    pub fn of(nodes: &[StepView]) -> Rollup {
+    /// Sums and peaks over the node views; `devices[i]` are node i's traced devices, each
+    /// summed once over all nodes (a drive nodes share is their one drive).
+    pub fn of(nodes: &[StepView], devices: &[Vec<NodeDevice>]) -> Rollup {
         let mut r = Rollup {
             nodes: nodes.len(),
             ..Default::default()
         };
-        for n in nodes {
+        let mut seen = BTreeSet::new();
+        for (i, n) in nodes.iter().enumerate() {
             let secs = (n.trace_window_ms as f64 / 1000.0).max(1e-3);
-            let bytes = |op: &str| n.io_rows.iter().find(|r| r.op == op).map_or(0, |r| r.bytes);
             if n.trace_mode != "off" && !n.io_rows.is_empty() {
                 r.traced += 1;
             }
-            r.read_bytes += bytes("read");
-            r.write_bytes += bytes("write");
-            r.discard_bytes += bytes("discard");
-            r.write_mb_s_mean += bytes("write") as f64 / 1e6 / secs;
-            r.read_mb_s_mean += bytes("read") as f64 / 1e6 / secs;
+            for d in devices.get(i).map_or(&[][..], Vec::as_slice) {
+                if !seen.insert(d.key.clone()) {
+                    r.shared += 1;
+                    continue;
+                }
+                r.read_bytes += d.read;
+                r.write_bytes += d.write;
+                r.discard_bytes += d.discard;
+                r.write_mb_s_mean += d.write as f64 / 1e6 / secs;
+                r.read_mb_s_mean += d.read as f64 / 1e6 / secs;
+            }
         }
+        r.devices = seen.len();
         type Pick = fn(&StepView) -> Option<(f64, f64)>;
         let picks: [(&'static str, Pick); 6] = [
             ("write MB/s in its busiest slot", |n| {
@@ -282,8 +360,16 @@ impl Rollup {
             return Vec::new();
         }
         let gb = |b: u64| b as f64 / 1e9;
+        let shared = if self.shared > 0 {
+            format!(
+                "; {} drives, as nodes on one kernel share some and each is counted once",
+                self.devices
+            )
+        } else {
+            String::new()
+        };
         let mut s = format!(
-            "The {} nodes together read {:.2} GB and wrote {:.2} GB ({} read, {} written on average)",
+            "The {} nodes together read {:.2} GB and wrote {:.2} GB ({} read, {} written on average{shared})",
             self.nodes,
             gb(self.read_bytes),
             gb(self.write_bytes),
@@ -291,9 +377,10 @@ impl Rollup {
             findings::rate(self.write_mb_s_mean),
         );
         if let Some(p) = self.peak("write MB/s in its busiest slot") {
-            let mean_per_node = self.write_mb_s_mean / self.nodes as f64;
-            let ratio = if mean_per_node > 0.0 {
-                format!(", {} a node's mean", times(p.value / mean_per_node))
+            // A node's busiest slot is its drive's: set against the mean per traced drive.
+            let mean_per_drive = self.write_mb_s_mean / self.devices.max(1) as f64;
+            let ratio = if mean_per_drive > 0.0 {
+                format!(", {} a drive's mean", times(p.value / mean_per_drive))
             } else {
                 String::new()
             };
@@ -399,7 +486,17 @@ mod tests {
             view("10.0.0.2", 5600.0, 12.0, 300_000_000),
             view("10.0.0.3", 700.0, 812.0, 200_000_000),
         ];
-        let r = Rollup::of(&nodes);
+        let devices: Vec<Vec<NodeDevice>> = nodes
+            .iter()
+            .map(|n| {
+                vec![NodeDevice {
+                    key: ("boot".into(), n.place.name()),
+                    write: n.io_rows[0].bytes,
+                    ..Default::default()
+                }]
+            })
+            .collect();
+        let r = Rollup::of(&nodes, &devices);
         assert_eq!(r.write_bytes, 600_000_000);
         assert!((r.write_mb_s_mean - 60.0).abs() < 1e-9, "{r:?}");
         let w = r.peak("write MB/s in its busiest slot").unwrap();
@@ -409,13 +506,45 @@ mod tests {
         let f = r.findings();
         assert_eq!(f.len(), 1);
         assert!(
-            f[0].contains("the worst write burst is 10.0.0.2's (5.6 GB/s, 280× a node's mean")
+            f[0].contains("the worst write burst is 10.0.0.2's (5.6 GB/s, 280× a drive's mean")
                 && f[0].contains("the deepest queue 10.0.0.3's (812"),
             "{f:?}"
         );
         assert!(
-            Rollup::of(&nodes[..1]).findings().is_empty(),
+            Rollup::of(&nodes[..1], &devices[..1]).findings().is_empty(),
             "one node is its own roll-up"
+        );
+    }
+
+    #[test]
+    fn nodes_sharing_a_kernel_and_a_drive_count_it_once() {
+        let nodes = [
+            view("10.0.0.1", 900.0, 40.0, 300_000_000),
+            view("10.0.0.2", 900.0, 40.0, 300_000_000),
+            view("10.0.0.3", 700.0, 12.0, 100_000_000),
+        ];
+        let drive = |boot: &str, name: &str, write: u64| {
+            vec![NodeDevice {
+                key: (boot.into(), name.into()),
+                write,
+                ..Default::default()
+            }]
+        };
+        // Nodes 1 and 2 on one kernel's vdb (each traced the whole drive); node 3 has a vdb
+        // of its own, on another kernel.
+        let devices = [
+            drive("A", "vdb", 300_000_000),
+            drive("A", "vdb", 300_000_000),
+            drive("B", "vdb", 100_000_000),
+        ];
+        let r = Rollup::of(&nodes, &devices);
+        assert_eq!((r.write_bytes, r.devices, r.shared), (400_000_000, 2, 1));
+        assert!((r.write_mb_s_mean - 40.0).abs() < 1e-9, "{r:?}");
+        let f = r.findings();
+        assert!(
+            f[0].contains("2 drives, as nodes on one kernel share some and each is counted once")
+                && f[0].contains("(900 MB/s, 45× a drive's mean"),
+            "{f:?}"
         );
     }
 }

@@ -92,7 +92,8 @@ pub(super) fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64, writes: bool) -> V
         }
         if let Some(rq) = s.run_queue_ms {
             if let Some(x) = stands_out(rq, t.run_queue_ms, RUN_QUEUE_FLOOR_MS) {
-                let cause = if p.client_only {
+                // The load generator's CPUs are the database's where they share a machine.
+                let cause = if p.client_only && p.beside.is_none() {
                     Cause::ClientHost
                 } else {
                     Cause::CpuRunqueue
@@ -101,21 +102,34 @@ pub(super) fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64, writes: bool) -> V
                     .cpu_pressure_ms
                     .map(|c| format!(", CPU pressure {c:.0} ms"))
                     .unwrap_or_default();
-                out.push(clue(
+                let shared = p
+                    .beside
+                    .as_ref()
+                    .map(|n| format!(" (the same machine as {n}, whose CPUs they share)"))
+                    .unwrap_or_default();
+                let mut c = clue(
                     cause,
                     x,
                     format!(
-                        "{} waited {rq:.0} ms for a CPU in this second (typically {:.0} ms; longest thread {:.0} ms){psi}, CPUs {:.0}% busy",
+                        "{} waited {rq:.0} ms for a CPU in this second{shared} (typically {:.0} ms; longest thread {:.0} ms){psi}, CPUs {:.0}% busy",
                         p.watched,
                         t.run_queue_ms,
                         s.run_queue_max_thread_ms,
                         s.cpu_busy_pct.unwrap_or(0.0)
                     ),
-                ));
+                );
+                if let Some(n) = &p.beside {
+                    c.place = n.clone();
+                }
+                out.push(c);
             }
         }
         if p.client_only {
-            if let Some(busy) = s.cpu_busy_pct.filter(|b| *b >= CLIENT_BUSY_PCT) {
+            // Busy CPUs on a machine the database shares are not the load generator's alone.
+            if let Some(busy) = s
+                .cpu_busy_pct
+                .filter(|b| *b >= CLIENT_BUSY_PCT && p.beside.is_none())
+            {
                 out.push(clue(
                     Cause::ClientHost,
                     busy / CLIENT_BUSY_PCT,

@@ -42,8 +42,10 @@ pub(super) struct Second {
 /// One place's seconds, keyed by the second's start in whole unix seconds.
 pub(super) struct PlaceSeconds {
     pub(super) name: String,
-    /// The client host while the database runs elsewhere: its evidence is `client-host`.
+    /// The client host while the database runs elsewhere: no IO evidence of its own disks.
     pub(super) client_only: bool,
+    /// The database node whose machine (kernel) the client host is, when it is one's.
+    pub(super) beside: Option<String>,
     pub(super) seconds: BTreeMap<i64, Second>,
     /// Each figure's typical (median) second in the step.
     pub(super) typical: Typical,
@@ -80,7 +82,7 @@ pub(super) fn second_of_start(start_ms: u64) -> i64 {
     (start_ms as f64 / 1000.0).round() as i64
 }
 
-pub(super) fn place_seconds(step: &StepData, client_only: bool) -> PlaceSeconds {
+pub(super) fn place_seconds(step: &StepData, role: &super::Role) -> PlaceSeconds {
     let mut seconds: BTreeMap<i64, Second> = BTreeMap::new();
     let mut watched = Vec::new();
     if let Some(sys) = &step.sys {
@@ -176,7 +178,11 @@ pub(super) fn place_seconds(step: &StepData, client_only: bool) -> PlaceSeconds 
     };
     PlaceSeconds {
         name: step.place.name(),
-        client_only,
+        client_only: *role != super::Role::Database,
+        beside: match role {
+            super::Role::ClientBeside(node) => Some(node.clone()),
+            _ => None,
+        },
         seconds,
         typical,
         watched: watched.join(", "),

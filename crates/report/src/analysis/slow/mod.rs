@@ -200,13 +200,26 @@ fn client_seconds(step: &StepData) -> BTreeMap<String, Vec<(i64, f64, f64)>> {
     out
 }
 
+/// What a place is to the database, for the rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// Where the database runs: a node, or the client host with the database embedded or its
+    /// nodes run here unobserved.
+    Database,
+    /// The load generator, on a machine of its own: its starved CPUs are `client-host`.
+    ClientApart,
+    /// The load generator on the same machine (kernel) as the named database node: its CPUs
+    /// are that node's too, so their starvation is `cpu-runqueue` there.
+    ClientBeside(String),
+}
+
 /// Every slow second of a step, explained. `places` are the database's (each node's view, or
 /// the client host when the database runs here) and, when it runs elsewhere, the client host
-/// apart (`client_only`).
-pub fn slow_seconds(step: &StepData, places: &[(&StepData, bool)]) -> Vec<SlowSecond> {
+/// with its [`Role`].
+pub fn slow_seconds(step: &StepData, places: &[(&StepData, Role)]) -> Vec<SlowSecond> {
     let places: Vec<PlaceSeconds> = places
         .iter()
-        .map(|(s, client_only)| place_seconds(s, *client_only))
+        .map(|(s, role)| place_seconds(s, role))
         .collect();
     let mut out = Vec::new();
     for (op, secs) in client_seconds(step) {

@@ -182,7 +182,7 @@ fn step(
 }
 
 fn only(step: &StepData) -> Vec<SlowSecond> {
-    slow_seconds(step, &[(step, false)])
+    slow_seconds(step, &[(step, Role::Database)])
         .into_iter()
         .filter(|s| s.p99_ms > 10.0)
         .collect()
@@ -304,11 +304,11 @@ fn the_slowest_seconds_are_listed_even_when_none_is_far_above() {
     for i in [5, 6, 7, 8] {
         s.timeseries[i].series.get_mut("READ").unwrap().p99_us = 2_000;
     }
-    let all = slow_seconds(&s, &[(&s, false)]);
+    let all = slow_seconds(&s, &[(&s, Role::Database)]);
     assert_eq!(all.len(), TOP_PER_OP, "{all:?}");
     assert!(all.iter().all(|x| x.cause == Cause::Unexplained));
     let flat = step(&[], |_, _, _, _| {});
-    assert!(slow_seconds(&flat, &[(&flat, false)]).is_empty());
+    assert!(slow_seconds(&flat, &[(&flat, Role::Database)]).is_empty());
 }
 
 #[test]
@@ -328,10 +328,13 @@ fn the_client_hosts_own_starvation_is_client_host_when_the_database_is_elsewhere
         }
     });
     client.trace = None;
-    let slow: Vec<_> = slow_seconds(&client, &[(&node, false), (&client, true)])
-        .into_iter()
-        .filter(|s| s.p99_ms > 10.0)
-        .collect();
+    let slow: Vec<_> = slow_seconds(
+        &client,
+        &[(&node, Role::Database), (&client, Role::ClientApart)],
+    )
+    .into_iter()
+    .filter(|s| s.p99_ms > 10.0)
+    .collect();
     assert_eq!(slow[0].cause, Cause::ClientHost, "{slow:?}");
     assert_eq!(slow[0].place, "the client host");
 }
@@ -537,5 +540,39 @@ fn a_database_process_that_started_again_is_node_restart() {
         slow[0].evidence.contains("iodig runs again as pid 777"),
         "{}",
         slow[0].evidence
+    );
+}
+
+#[test]
+fn a_starved_load_generator_is_client_host_apart_and_cpu_runqueue_beside_a_node() {
+    let s = step(&[20], |i, sys, _, _| {
+        if i == 20 {
+            let rq = sys.procs[0]
+                .stats
+                .as_mut()
+                .unwrap()
+                .run_queue
+                .as_mut()
+                .unwrap();
+            rq.wait_ms = 900.0;
+        }
+    });
+    let of = |role: Role| {
+        slow_seconds(&s, &[(&s, role)])
+            .into_iter()
+            .find(|x| x.p99_ms > 10.0)
+            .unwrap()
+    };
+    let apart = of(Role::ClientApart);
+    assert_eq!(apart.cause, Cause::ClientHost, "{apart:?}");
+    let beside = of(Role::ClientBeside("127.0.0.1".into()));
+    assert_eq!(beside.cause, Cause::CpuRunqueue, "{beside:?}");
+    assert_eq!(beside.place, "127.0.0.1");
+    assert!(
+        beside
+            .evidence
+            .contains("(the same machine as 127.0.0.1, whose CPUs they share)"),
+        "{}",
+        beside.evidence
     );
 }
