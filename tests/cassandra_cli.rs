@@ -432,6 +432,25 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
                 .entry(row["op"].as_str().unwrap().into())
                 .or_default() += row["count"].as_u64().unwrap();
         }
+        // Each node's own reads in the window, from its own counters: at QUORUM every client
+        // read is served by at least two replicas.
+        let client_reads: u64 = ["READ", "SCAN"]
+            .iter()
+            .filter_map(|op| step["series"][op]["count"].as_u64())
+            .sum();
+        let node_reads = step["node_reads"].as_object().unwrap_or_else(|| {
+            panic!(
+                "node_reads in {}: {}",
+                step["dir"], step["node_reads_notes"]
+            )
+        });
+        assert_eq!(node_reads.len(), 3, "{node_reads:?}");
+        let served: u64 = node_reads.values().map(|v| v.as_u64().unwrap()).sum();
+        assert!(
+            served >= 2 * client_reads
+                && (client_reads == 0 || node_reads.values().all(|v| v.as_u64() > Some(0))),
+            "{served} reads served for {client_reads} client reads: {node_reads:?}"
+        );
         for (op, series) in step["series"].as_object().unwrap() {
             if ["READ", "UPDATE", "INSERT", "SCAN", "DELETE"].contains(&op.as_str()) {
                 assert_eq!(

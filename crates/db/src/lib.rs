@@ -112,6 +112,9 @@ pub trait Db: Send + 'static {
     }
 }
 
+/// Each node's running count of reads it served, by node IP, or why it could not be read.
+pub type NodeReads = std::collections::BTreeMap<String, Result<u64, String>>;
+
 /// A binding: opened once per process, it hands out one [`Db`] per worker.
 pub trait DbFactory: Send + Sync + 'static {
     /// The per-worker connection it hands out.
@@ -146,6 +149,15 @@ pub trait DbFactory: Send + Sync + 'static {
     /// The cluster's nodes as the database describes them (ownership, versions), for bindings
     /// of distributed databases; read once per run.
     fn cluster_facts(&self) -> Option<iodig_model::cluster::ClusterDoc> {
+        None
+    }
+
+    /// Reads each node of the cluster has served from its own storage engine so far for
+    /// `table` (Cassandra's per-node `system_views.local_read_latency` and `local_scan_latency`
+    /// counts), by node IP, or why a node's could not be read; none for a database without
+    /// nodes. Two readings around a step give the reads each node served in it, against which
+    /// its device reads are set.
+    fn node_reads(&self, _table: &str) -> Option<NodeReads> {
         None
     }
 

@@ -105,7 +105,8 @@ pub struct HostNode {
     /// given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_dir: Option<String>,
-    /// Bytes under the data directories when the run started (the node's load).
+    /// Bytes under the data and commit-log directories when the run started (the node's load,
+    /// with what still sits in its memtables, which only the commit log holds on disk).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_bytes: Option<u64>,
     /// What shapes the node's IO, as the briefs tabulate it: its configuration's memtable,

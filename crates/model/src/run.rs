@@ -243,6 +243,16 @@ pub struct StepSummary {
     /// failing for `unusableafter` seconds); the run goes on with the next step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_early: Option<String>,
+    /// Reads each database node served from its own storage engine in the measured window,
+    /// by node IP (Cassandra's per-node `system_views.local_read_latency` and
+    /// `local_scan_latency` counts for the benchmark's table, read at the window's start and
+    /// end): what a node's device reads are set against. Empty for a database without nodes;
+    /// a node whose count could not be read is left out, with why in `node_reads_notes`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_reads: BTreeMap<String, u64>,
+    /// See `node_reads`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_reads_notes: Vec<String>,
 }
 
 /// Why a workload's thread sweep ended at a step, and what it left out, as the briefs stop

@@ -97,7 +97,13 @@ pub struct Observer<'r> {
     live_forwarder: Option<JoinHandle<()>>,
     /// Set once the trace has stopped: the forwarder ends when nothing is left to hand over.
     live_done: Arc<AtomicBool>,
+    /// Reads each database node's count of reads it served (the binding's
+    /// [`iodig_db::DbFactory::node_reads`]), and the reading taken as measurement started.
+    node_reads: Option<(NodeReadsProbe<'r>, Option<iodig_db::NodeReads>)>,
 }
+
+/// A reading of each database node's served reads so far.
+pub type NodeReadsProbe<'r> = Box<dyn FnMut() -> Option<iodig_db::NodeReads> + 'r>;
 
 /// What the observers measured over one step.
 pub struct Observed {
@@ -117,6 +123,11 @@ pub struct Observed {
     /// The JVMs' pauses (`jvm-pauses.json`); none when no sampled process is a JVM or the
     /// step was not traced.
     pub jvm_pauses: Option<iodig_model::jvm::JvmPausesDoc>,
+    /// Reads each database node served in the measured window, by node IP, and why a node's
+    /// could not be read; empty for a database without nodes.
+    pub node_reads: std::collections::BTreeMap<String, u64>,
+    /// See `node_reads`.
+    pub node_reads_notes: Vec<String>,
 }
 
 impl<'r> Observer<'r> {
@@ -145,6 +156,7 @@ impl<'r> Observer<'r> {
             live_seconds: None,
             live_forwarder: None,
             live_done: Arc::new(AtomicBool::new(false)),
+            node_reads: None,
         };
         o.prepare();
         o
@@ -201,6 +213,12 @@ impl<'r> Observer<'r> {
         self
     }
 
+    /// Reads each database node's served reads as measurement starts and after it ends.
+    pub fn with_node_reads(mut self, probe: NodeReadsProbe<'r>) -> Self {
+        self.node_reads = Some((probe, None));
+        self
+    }
+
     /// Injects these faults at their offsets from the start of measurement.
     pub fn with_faults(mut self, faults: Vec<Fault>, handler: FaultHandler) -> Self {
         if !faults.is_empty() {
@@ -248,6 +266,12 @@ impl<'r> Observer<'r> {
             .device_stats
             .take()
             .map(|d| d.into_doc(traced.as_deref()));
+        let (node_reads, node_reads_notes) = match self.node_reads.take() {
+            Some((mut probe, Some(before))) => {
+                served_between(&before, &probe().unwrap_or_default())
+            }
+            _ => Default::default(),
+        };
         Observed {
             trace,
             sys: self.sys.take().map(Sampler::stop),
@@ -256,8 +280,37 @@ impl<'r> Observer<'r> {
             nodes,
             fault_events,
             jvm_pauses: self.jvm.take().and_then(iodig_jvm::JvmWatch::stop),
+            node_reads,
+            node_reads_notes,
         }
     }
+}
+
+/// Each node's reads between two readings, and why a node has none: a failed reading, or a
+/// count that went back (the node restarted and its counters with it).
+fn served_between(
+    before: &iodig_db::NodeReads,
+    after: &iodig_db::NodeReads,
+) -> (std::collections::BTreeMap<String, u64>, Vec<String>) {
+    let mut served = std::collections::BTreeMap::new();
+    let mut notes = Vec::new();
+    for (node, a) in after {
+        match (before.get(node), a) {
+            (Some(Ok(b)), Ok(a)) if a >= b => {
+                served.insert(node.clone(), a - b);
+            }
+            (Some(Ok(_)), Ok(_)) => notes.push(format!(
+                "{node}: its read count went back in the step (the node restarted): its reads are not known"
+            )),
+            (Some(Err(e)), _) | (_, Err(e)) => {
+                notes.push(format!("{node}: its read count could not be read: {e}"));
+            }
+            (None, Ok(_)) => notes.push(format!(
+                "{node}: not in the ring when the step started: its reads are not known"
+            )),
+        }
+    }
+    (served, notes)
 }
 
 impl StepObserver for Observer<'_> {
@@ -308,6 +361,10 @@ impl StepObserver for Observer<'_> {
         }
         if let Some((faults, handler)) = self.faults.take() {
             self.fault_runner = Some(FaultRunner::start(&faults, handler, Arc::clone(&self.live)));
+        }
+        // Once the traces run, so every read counted lies inside the nodes' traced windows.
+        if let Some((probe, before)) = self.node_reads.as_mut() {
+            *before = probe();
         }
     }
 }

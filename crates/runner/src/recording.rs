@@ -66,6 +66,8 @@ pub fn record_step(run: &mut RunDir, percentiles: &[f64], rec: StepRecord<'_>) -
         move_io_events(t, &dir)?;
     }
     let mut summary = summarize(index, &rel, workload, plan, result, observed.trace.as_ref());
+    summary.node_reads = std::mem::take(&mut observed.node_reads);
+    summary.node_reads_notes = std::mem::take(&mut observed.node_reads_notes);
     let text = ycsb::step_text(&summary, percentiles);
     {
         let mut out = std::io::stdout().lock();
@@ -204,5 +206,8 @@ fn summarize(
         nodes: Vec::new(),
         // The sweep sets it when this step meets its stop rule.
         sweep_stop: None,
+        // Set from the observation, beside the nodes' parts.
+        node_reads: Default::default(),
+        node_reads_notes: Vec::new(),
     }
 }

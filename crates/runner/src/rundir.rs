@@ -445,6 +445,8 @@ mod tests {
             client_cpu_s: None,
             nodes: vec![],
             sweep_stop: None,
+            node_reads: Default::default(),
+            node_reads_notes: Vec::new(),
             ended_early: None,
         }
     }

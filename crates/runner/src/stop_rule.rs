@@ -337,6 +337,8 @@ mod tests {
             client_cpu_s: None,
             nodes: Vec::new(),
             sweep_stop: None,
+            node_reads: Default::default(),
+            node_reads_notes: Vec::new(),
             ended_early: None,
         }
     }

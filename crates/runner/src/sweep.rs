@@ -363,6 +363,10 @@ impl<F: DbFactory, D: Deployment<F>> Sweep<'_, F, D> {
                 observer = observer.with_faults(self.plan.faults.clone(), handler);
             }
         }
+        // Each node's own reads, against which its device reads are set.
+        let factory = self.factory;
+        let table = w.spec.table.clone();
+        observer = observer.with_node_reads(Box::new(move || factory.node_reads(&table)));
         let live_step = LiveStep {
             step: name.to_string(),
             workload: if step.phase == Phase::Load {

@@ -149,6 +149,15 @@ impl DbFactory for CassandraFactory {
         )
     }
 
+    fn node_reads(&self, table: &str) -> Option<crate::NodeReads> {
+        let keyspace = self.shared.config.keyspace.clone();
+        Some(self.runtime.handle().block_on(topology::local_reads(
+            &self.shared.session,
+            &keyspace,
+            table,
+        )))
+    }
+
     /// "Apache Cassandra 5.0.2" from the versions the ring's nodes report (all of them when
     /// they differ, as in a rolling upgrade).
     fn version(&self) -> Option<String> {

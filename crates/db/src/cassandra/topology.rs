@@ -102,6 +102,48 @@ pub async fn read(session: &Session, keyspace: &str) -> ClusterDoc {
     }
 }
 
+/// Each node's reads of `keyspace.table` served by its own storage engine so far: the counts of
+/// its `system_views.local_read_latency` and `local_scan_latency` rows (Cassandra 4.0+), asked
+/// of that node alone, as virtual tables answer for the node that holds them.
+pub async fn local_reads(
+    session: &Session,
+    keyspace: &str,
+    table: &str,
+) -> BTreeMap<String, Result<u64, String>> {
+    let state = session.get_cluster_state();
+    let mut out = BTreeMap::new();
+    for node in state.get_nodes_info() {
+        let mut total = Ok(0u64);
+        for view in ["local_read_latency", "local_scan_latency"] {
+            let mut q = Statement::new(format!(
+                "SELECT count FROM system_views.{view} WHERE keyspace_name = ? AND table_name = ?"
+            ));
+            q.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+                NodeIdentifier::Node(node.clone()),
+                None,
+            )));
+            let count = match session.query_unpaged(q, (keyspace, table)).await {
+                Ok(r) => r
+                    .into_rows_result()
+                    .map_err(|e| e.to_string())
+                    .and_then(|rows| {
+                        rows.maybe_first_row::<(Option<i64>,)>()
+                            .map_err(|e| e.to_string())
+                    })
+                    // No row: the node has no such table yet, so it served none.
+                    .map(|row| row.and_then(|(c,)| c).unwrap_or(0)),
+                Err(e) => Err(e.to_string()),
+            };
+            total = match (total, count) {
+                (Ok(t), Ok(c)) => Ok(t + u64::try_from(c).unwrap_or(0)),
+                (Err(e), _) | (_, Err(e)) => Err(format!("system_views.{view}: {e}")),
+            };
+        }
+        out.insert(node.address.ip().to_string(), total);
+    }
+    out
+}
+
 /// Each node's version from its own `system.local`: the statement is sent to that node alone
 /// (a coordinator answers `system.local` with its own row, whichever node it is).
 async fn read_versions(

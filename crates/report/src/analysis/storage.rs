@@ -6,8 +6,11 @@ use crate::data::StepData;
 /// One step's reads against the device's, with the memory that could have served them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StorageBound {
-    /// The client's READ and SCAN operations in the step.
+    /// The database reads the device reads are set against: the client's READ and SCAN
+    /// operations, or on a node the reads that node served itself (see `reads_of`).
     pub db_reads: u64,
+    /// Whose reads `db_reads` counts.
+    pub reads_of: ReadsOf,
     /// Read IOs the block-IO trace saw complete (all traced devices).
     pub device_reads: u64,
     /// Bytes of those reads.
@@ -22,6 +25,20 @@ pub struct StorageBound {
     /// On a database node: its share of the dataset and how it is known; none on the client
     /// host, whose memory is not the database's when the database runs elsewhere.
     pub node_share: Option<NodeShare>,
+}
+
+/// Whose database reads a storage-bound figure counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadsOf {
+    /// The client's READ and SCAN operations: where the database is embedded, or the nodes
+    /// summed (each client read served by at least one node).
+    Client,
+    /// The reads one node served from its own storage engine (its replica reads, from the
+    /// node's own counters, `node_reads` in run.json).
+    Node,
+    /// A node whose own reads are not known (an older run, a count that could not be read):
+    /// only the client's are, which are the whole cluster's, so no per-node ratio is told.
+    NodeUnknown,
 }
 
 /// A node's share of the dataset.
@@ -66,12 +83,23 @@ pub(super) fn node_share_finding(s: &StorageBound) -> Option<String> {
             100.0 * ratio
         )
     };
+    let reads = match s.reads_of {
+        ReadsOf::NodeUnknown => {
+            "; its own reads were not counted, so no device reads per read are told for it"
+                .to_string()
+        }
+        _ => format!(
+            "; {:.3} device reads per read it served ({} device reads for {} reads)",
+            s.ratio(),
+            crate::doc::thousands(s.device_reads as f64),
+            crate::doc::thousands(s.db_reads as f64)
+        ),
+    };
     Some(format!(
-        "Holds {:.3} GB of the dataset ({}) against {:.1} GiB of memory, {verdict}; {:.3} device reads per database read on this node.",
+        "Holds {:.3} GB of the dataset ({}) against {:.1} GiB of memory, {verdict}{reads}.",
         share.bytes as f64 / 1e9,
         share.how,
         mem as f64 / (1u64 << 30) as f64,
-        s.ratio()
     ))
 }
 
@@ -84,20 +112,22 @@ impl StorageBound {
     /// With 1,000 database reads or more, fewer than 0.1 device reads per database read: the
     /// reads were served from memory (page cache or the database's own cache).
     pub fn served_from_memory(&self) -> bool {
-        self.db_reads >= 1000 && self.ratio() < 0.1
+        self.reads_of != ReadsOf::NodeUnknown && self.db_reads >= 1000 && self.ratio() < 0.1
     }
 }
 
 /// The nodes' figures as one: their device reads summed against the client's database reads
-/// (every database read is served by at least one node), their page caches and memory summed;
-/// none without a node. A node's own share of the dataset is its own, so none is kept.
-pub fn summed(nodes: &[StorageBound]) -> Option<StorageBound> {
-    let first = nodes.first()?;
+/// `client_reads` (every database read is served by at least one node), their page caches and
+/// memory summed; none without a node. A node's own share of the dataset is its own, so none
+/// is kept.
+pub fn summed(nodes: &[StorageBound], client_reads: u64) -> Option<StorageBound> {
+    nodes.first()?;
     let sum_opt = |f: &dyn Fn(&StorageBound) -> Option<f64>| -> Option<f64> {
         nodes.iter().map(f).sum::<Option<f64>>()
     };
     Some(StorageBound {
-        db_reads: first.db_reads,
+        db_reads: client_reads,
+        reads_of: ReadsOf::Client,
         device_reads: nodes.iter().map(|n| n.device_reads).sum(),
         device_read_bytes: nodes.iter().map(|n| n.device_read_bytes).sum(),
         page_cache_mean_bytes: sum_opt(&|n| n.page_cache_mean_bytes),
@@ -115,14 +145,18 @@ pub const NOT_STORAGE_BOUND: &str = "Not storage-bound";
 /// Only for a traced step whose client read.
 pub(crate) fn storage_bound(step: &StepData) -> Option<StorageBound> {
     let trace = step.trace.as_ref()?;
-    let db_reads: u64 = ["READ", "SCAN"]
-        .iter()
-        .filter_map(|s| step.summary.series.get(*s))
-        .map(|s| s.count)
-        .sum();
-    if db_reads == 0 {
+    let client_reads = client_reads(step);
+    if client_reads == 0 {
         return None;
     }
+    // On a node: the reads it served itself, as its own counters say.
+    let (db_reads, reads_of) = match &step.place {
+        crate::data::Place::Node { .. } => match step.summary.node_reads.get(&step.place.name()) {
+            Some(n) => (*n, ReadsOf::Node),
+            None => (client_reads, ReadsOf::NodeUnknown),
+        },
+        crate::data::Place::ClientHost => (client_reads, ReadsOf::Client),
+    };
     let (device_reads, device_read_bytes) = trace.op_totals("read");
     let samples = step
         .sys
@@ -132,6 +166,7 @@ pub(crate) fn storage_bound(step: &StepData) -> Option<StorageBound> {
     let cached: Vec<u64> = samples.iter().map(|s| s.mem.cached_bytes).collect();
     Some(StorageBound {
         db_reads,
+        reads_of,
         device_reads,
         device_read_bytes,
         page_cache_mean_bytes: (!cached.is_empty())
@@ -144,6 +179,15 @@ pub(crate) fn storage_bound(step: &StepData) -> Option<StorageBound> {
             .filter(|m| *m > 0),
         node_share: None,
     })
+}
+
+/// The client's READ and SCAN operations in the step.
+pub(crate) fn client_reads(step: &StepData) -> u64 {
+    ["READ", "SCAN"]
+        .iter()
+        .filter_map(|s| step.summary.series.get(*s))
+        .map(|s| s.count)
+        .sum()
 }
 
 /// The finding: with ≥ 1,000 database reads, fewer than 0.1 device reads per database read
@@ -161,9 +205,13 @@ pub(super) fn findings(s: &StorageBound) -> Vec<String> {
         ),
         _ => String::new(),
     };
+    let reads = match s.reads_of {
+        ReadsOf::Node => "reads it served",
+        _ => "database reads",
+    };
     vec![format!(
         "{NOT_STORAGE_BOUND}: {:.3} device reads per database read ({} device reads for {} \
-         database reads): the reads were mostly served from memory{memory}. To test storage, \
+         {reads}): the reads were mostly served from memory{memory}. To test storage, \
          make the dataset larger than memory, or read directly with a small database cache.",
         s.ratio(),
         crate::doc::thousands(s.device_reads as f64),
@@ -178,6 +226,7 @@ mod tests {
     fn sb(db_reads: u64, device_reads: u64) -> StorageBound {
         StorageBound {
             db_reads,
+            reads_of: ReadsOf::Client,
             device_reads,
             device_read_bytes: device_reads * 4096,
             page_cache_mean_bytes: Some(3.0 * (1u64 << 30) as f64),
@@ -209,9 +258,20 @@ mod tests {
         });
         let f = node_share_finding(&s).unwrap();
         assert!(
-            f.starts_with("Holds 34.360 GB of the dataset (its data directories at the start) against 16.0 GiB of memory, 2.0× its memory: its reads must reach the device; 0.500 device reads"),
+            f.starts_with("Holds 34.360 GB of the dataset (its data directories at the start) against 16.0 GiB of memory, 2.0× its memory: its reads must reach the device; 0.500 device reads per read it served (50,000 device reads for 100,000 reads)"),
             "{f}"
         );
+        // A node whose own reads are unknown gets no ratio, and no memory verdict of its reads.
+        s.reads_of = ReadsOf::NodeUnknown;
+        let f = node_share_finding(&s).unwrap();
+        assert!(
+            f.ends_with(
+                "its own reads were not counted, so no device reads per read are told for it."
+            ),
+            "{f}"
+        );
+        s.device_reads = 0;
+        assert!(!s.served_from_memory());
         s.node_share.as_mut().unwrap().bytes = 4 << 30;
         assert!(node_share_finding(&s)
             .unwrap()
@@ -230,11 +290,15 @@ mod tests {
 
     #[test]
     fn nodes_are_summed_against_the_clients_reads() {
-        let (a, b) = (sb(90_000, 300), sb(90_000, 600));
-        let s = summed(&[a, b]).unwrap();
+        // Each node against the reads it served; the cluster against the client's.
+        let (mut a, mut b) = (sb(40_000, 300), sb(50_000, 600));
+        a.reads_of = ReadsOf::Node;
+        b.reads_of = ReadsOf::Node;
+        let s = summed(&[a, b], 90_000).unwrap();
         assert_eq!((s.db_reads, s.device_reads), (90_000, 900));
+        assert_eq!(s.reads_of, ReadsOf::Client);
         assert!((s.ratio() - 0.01).abs() < 1e-12);
         assert_eq!(s.memory_bytes, Some(32 << 30));
-        assert!(summed(&[]).is_none());
+        assert!(summed(&[], 1).is_none());
     }
 }

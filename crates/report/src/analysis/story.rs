@@ -183,7 +183,7 @@ pub fn database_storage_bound(
         .into_iter()
         .filter_map(|(i, addr)| super::storage::storage_bound(&step.at_node(i, Some(addr))))
         .collect();
-    super::storage::summed(&per_node)
+    super::storage::summed(&per_node, super::storage::client_reads(step))
 }
 
 /// A node's share of the dataset: the bytes under its data directories at the start (measured
@@ -200,7 +200,7 @@ fn node_share(run: &RunData, addr: &str) -> Option<super::storage::NodeShare> {
     if let Some(bytes) = measured.filter(|b| *b > 0) {
         return Some(super::storage::NodeShare {
             bytes,
-            how: "its data directories at the start".into(),
+            how: "its data and commit-log directories at the start".into(),
         });
     }
     let owns = c

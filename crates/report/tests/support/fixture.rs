@@ -475,6 +475,8 @@ fn step(
         client_cpu_s: Some(total_ops as f64 * 12e-6),
         nodes: Vec::new(),
         sweep_stop: None,
+        node_reads: Default::default(),
+        node_reads_notes: Vec::new(),
         ended_early: None,
     };
     write_json_atomic(&dir.join(files::STEP_SUMMARY), &summary)?;

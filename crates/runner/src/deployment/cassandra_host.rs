@@ -27,7 +27,9 @@ impl NodeOnHost for HostCassandra {
             data_dirs: n.data_dirs.iter().map(|d| path(d)).collect(),
             commitlog_dir: n.commitlog_dir.as_deref().map(path),
             log_dir: n.log_dir.as_deref().map(path),
-            data_bytes: Some(iodig_cassandra::local::bytes_under(&n.data_dirs)),
+            // The commit log too: what a node just loaded holds sits in its memtables, on
+            // disk only there until flushed.
+            data_bytes: Some(iodig_cassandra::local::bytes_under(&self.dirs())),
             settings: n.settings.clone(),
         }
     }
