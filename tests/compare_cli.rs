@@ -554,4 +554,58 @@ fn repeated_real_runs_give_ratios_with_their_intervals() {
         "ops ratio inside its interval: {line}"
     );
     assert!(f[4] > 0.0 && f[4] <= f[5], "p99 interval: {line}");
+    // Every ratio and its interval come from one estimator: each point lies inside its own
+    // interval, in the CSV and in every "(95% CI lo–hi)" the document prints.
+    assert!(
+        f[4] <= f[3] && f[3] <= f[5],
+        "p99 ratio inside its interval: {line}"
+    );
+    let mut printed = 0;
+    for (i, _) in md.match_indices(" (95% CI ") {
+        let words: String = md[..i]
+            .chars()
+            .rev()
+            .take_while(|c| *c != ' ' && *c != '|')
+            .collect();
+        let before: String = md[..i - words.len() - 1]
+            .chars()
+            .rev()
+            .take_while(|c| *c != ' ' && *c != '|')
+            .collect();
+        let x: f64 = before
+            .chars()
+            .rev()
+            .collect::<String>()
+            .trim_end_matches('X')
+            .parse()
+            .unwrap_or_else(|e| panic!("{before:?}: {e}"));
+        let rest = &md[i + " (95% CI ".len()..];
+        let ci = &rest[..rest.find(')').unwrap()];
+        let (lo, hi) = ci.split_once('–').unwrap();
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        assert!(lo <= x && x <= hi, "{x} outside {lo}–{hi}");
+        printed += 1;
+    }
+    assert!(printed >= 2, "{md}");
+    // A point of a sweep with repetitions is their mean: its ops/s is the mean of the
+    // three steps' own.
+    for (r, name) in [(&a, "9300 NVMe"), (&b, "Enterprise SATA")] {
+        let steps = r.run_json()["steps"].as_array().unwrap().clone();
+        let reps: Vec<f64> = steps
+            .iter()
+            .filter(|s| s["phase"] == "run")
+            .map(|s| s["throughput_ops_per_sec"].as_f64().unwrap())
+            .collect();
+        assert_eq!(reps.len(), 3);
+        let mean = reps.iter().sum::<f64>() / 3.0;
+        let line = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("workloadb,1,{name},")))
+            .unwrap();
+        let point: f64 = line.split(',').nth(4).unwrap().parse().unwrap();
+        assert!(
+            (point - mean).abs() <= 0.001 + 1e-9 * mean,
+            "{point} vs {mean}: {line}"
+        );
+    }
 }

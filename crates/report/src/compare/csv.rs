@@ -41,9 +41,10 @@ pub(super) fn ops(runs: &Runs) -> String {
                         Err(e) => why.push(e),
                     }
                     if has_lat && b.lat.count > 0 && b.lat.p99_us > 0 {
-                        ratios[3] = Some(p.lat.p99_us as f64 / b.lat.p99_us as f64);
+                        let l = runs.latency_ratio(b, ri, p, &w.op, |s| s.p99_us as f64);
+                        ratios[3] = l.new_over_base();
                         // The interval is of baseline ÷ new, as the tables read it: inverted.
-                        match runs.latency_interval(b, ri, p, &w.op, |s| s.p99_us as f64) {
+                        match l.ci {
                             Ok((lo, hi)) => {
                                 (ratios[4], ratios[5]) = (Some(1.0 / hi), Some(1.0 / lo));
                             }

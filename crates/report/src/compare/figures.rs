@@ -48,7 +48,7 @@ fn slot_chart(
     y_label: String,
     unit: &str,
     reference: Option<f64>,
-    value: impl Fn(&Point, &Point) -> Option<f64>,
+    value: impl Fn(usize, &str, &Point, &Point) -> Option<f64>,
 ) -> BarChart {
     let slots = slots(runs);
     let mut groups = Vec::new();
@@ -59,7 +59,9 @@ fn slot_chart(
             let b = runs.point(0, s.workload, s.threads);
             let p = runs.point(ri, s.workload, s.threads);
             let (v, t) = match (b, p) {
-                (Some(b), Some(p)) if comparable(b, p) => (value(b, p).unwrap_or(0.0), ""),
+                (Some(b), Some(p)) if comparable(b, p) => {
+                    (value(ri, s.workload, b, p).unwrap_or(0.0), "")
+                }
                 (Some(_), Some(_)) => (0.0, ""),
                 // The run ran it; only the baseline to divide by is missing.
                 (None, Some(_)) => (f64::NAN, "no baseline"),
@@ -84,8 +86,18 @@ fn slot_chart(
 }
 
 /// `f` of two latencies as new ÷ baseline, when both measured the op.
-fn lat_ratio(b: &Point, p: &Point, f: fn(&SeriesSummary) -> f64) -> Option<f64> {
-    (b.lat.count > 0 && p.lat.count > 0 && f(&b.lat) > 0.0).then(|| f(&p.lat) / f(&b.lat))
+fn lat_ratio(
+    runs: &Runs,
+    (ri, workload): (usize, &str),
+    b: &Point,
+    p: &Point,
+    f: fn(&SeriesSummary) -> f64,
+) -> Option<f64> {
+    let op = &runs.sweep(0, workload)?.op;
+    // As the tables give it: the repetitions' means when there are some.
+    (b.lat.count > 0 && p.lat.count > 0)
+        .then(|| runs.latency_ratio(b, ri, p, op, f).new_over_base())
+        .flatten()
 }
 
 /// The relative charts and p99.9 by workload × workers, under their own heading.
@@ -105,7 +117,7 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs) {
         "ops/s ÷ baseline (X)".into(),
         "X",
         Some(1.0),
-        |b, p| Some(p.ops_per_sec / b.ops_per_sec),
+        |_, _, b, p| Some(p.ops_per_sec / b.ops_per_sec),
     ));
     doc.bar_chart(slot_chart(
         runs,
@@ -113,7 +125,7 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs) {
         format!("p99 {words} latency ÷ baseline (X)"),
         "X",
         Some(1.0),
-        |b, p| lat_ratio(b, p, |s| s.p99_us as f64),
+        |ri, w, b, p| lat_ratio(runs, (ri, w), b, p, |s| s.p99_us as f64),
     ));
     doc.bar_chart(slot_chart(
         runs,
@@ -121,7 +133,7 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs) {
         format!("p99.99 {words} latency ÷ baseline (X)"),
         "X",
         Some(1.0),
-        |b, p| lat_ratio(b, p, |s| s.p9999_us as f64),
+        |ri, w, b, p| lat_ratio(runs, (ri, w), b, p, |s| s.p9999_us as f64),
     ));
     doc.bar_chart(p999_chart(runs));
 }

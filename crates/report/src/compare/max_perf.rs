@@ -2,7 +2,7 @@
 //! compared, READ by default), with their ratios to the baseline's and, over repetitions, their
 //! 95% intervals.
 
-use super::ratio::{better_with, lower_with, note, pair_note};
+use super::ratio::{better_with, lower, lower_with, note, pair_note};
 use super::Runs;
 use crate::analysis::Point;
 use crate::doc::{thousands, us_as_ms, Doc, Table};
@@ -46,9 +46,9 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, summary: &mut String) {
             let intervals = match (bp, o.peak_point()) {
                 (Some(b), Some(p)) => (
                     runs.ops_interval(b, p),
-                    runs.latency_interval(b, ri, p, &w.op, |s| s.p9999_us as f64),
+                    Some(runs.latency_ratio(b, ri, p, &w.op, |s| s.p9999_us as f64)),
                 ),
-                _ => (Err(String::new()), Err(String::new())),
+                _ => (Err(String::new()), None),
             };
             let row = later_row(bp, o.peak_point(), &intervals);
             let mut cells = vec![w.workload.clone(), r.name()];
@@ -61,8 +61,9 @@ pub(super) fn section(doc: &mut Doc, runs: &Runs, summary: &mut String) {
     doc.table(t);
 }
 
-/// The 95% intervals of a later run's peak ratios (ops/s, p99.99), or why there are none.
-type Intervals = (Result<(f64, f64), String>, Result<(f64, f64), String>);
+/// The 95% interval of a later run's peak ops/s ratio, or why there is none, and its p99.99
+/// ratio with its interval.
+type Intervals = (Result<(f64, f64), String>, Option<super::LatencyRatio>);
 
 /// A later run's cells after its name: its peak against the baseline's, when both have one,
 /// each ratio with its interval when the repetitions give one.
@@ -75,7 +76,10 @@ fn later_row(base: Option<&Point>, new: Option<&Point>, ci: &Intervals) -> Vec<S
             p.threads.to_string(),
             better_with(p.ops_per_sec / b.ops_per_sec, &ci.0),
             us_as_ms(p.lat.p9999_us as f64),
-            lower_with(b.lat.p9999_us as f64, p.lat.p9999_us as f64, &ci.1),
+            match &ci.1 {
+                Some(l) => lower_with(l.base_us, l.new_us, &l.ci),
+                None => lower(b.lat.p9999_us as f64, p.lat.p9999_us as f64),
+            },
             pair_note(b, p),
         ],
         (None, Some(p)) => vec![

@@ -124,19 +124,26 @@ impl<'a> Runs<'a> {
         ratio::ratio_interval(&base.rep_ops, &new.rep_ops)
     }
 
-    /// The 95% interval of baseline ÷ new (as latency ratios read) of `f` of the latency
-    /// compared, over the repetitions of the baseline's point `base` and run `ri`'s point `new`,
-    /// or why there is none.
-    fn latency_interval(
+    /// A latency ratio of `f` (p99, p99.99) between the baseline's point `base` and run `ri`'s
+    /// point `new`, its two sides and its 95% interval from one estimator: with two or more
+    /// repetitions on each side, the means of the repetitions' figures and the interval of
+    /// their ratio (so the ratio always lies inside it); else each point's figure from its
+    /// merged histograms, and why there is no interval.
+    fn latency_ratio(
         &self,
         base: &Point,
         ri: usize,
         new: &Point,
         op: &LatencyOp,
         f: fn(&SeriesSummary) -> f64,
-    ) -> Result<(f64, f64), String> {
+    ) -> LatencyRatio {
+        let merged = |why: String| LatencyRatio {
+            base_us: f(&base.lat),
+            new_us: f(&new.lat),
+            ci: Err(why),
+        };
         let Some(series) = op.series() else {
-            return Err("no interval: all-ops latency is not kept per repetition".into());
+            return merged("no interval: all-ops latency is not kept per repetition".into());
         };
         let reps = |ri: usize, p: &Point| -> Vec<f64> {
             p.steps
@@ -148,7 +155,15 @@ impl<'a> Runs<'a> {
                 .map(f)
                 .collect()
         };
-        ratio::ratio_interval(&reps(0, base), &reps(ri, new)).map(|(lo, hi)| (1.0 / hi, 1.0 / lo))
+        let (b, n) = (reps(0, base), reps(ri, new));
+        match ratio::ratio_interval(&b, &n) {
+            Ok((lo, hi)) => LatencyRatio {
+                base_us: crate::stat::mean_var(&b).0,
+                new_us: crate::stat::mean_var(&n).0,
+                ci: Ok((1.0 / hi, 1.0 / lo)),
+            },
+            Err(why) => merged(why),
+        }
     }
 
     /// Each later run with its point at `threads` of `workload` (none when it has no such step).
@@ -163,6 +178,22 @@ impl<'a> Runs<'a> {
                 .and_then(|o| o.points.iter().find(|p| p.threads == threads));
             (r, point)
         })
+    }
+}
+
+/// A latency ratio as compare prints it ([`Runs::latency_ratio`]): its two sides in µs and the
+/// 95% interval of baseline ÷ new (as latency ratios read), or why there is none.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct LatencyRatio {
+    pub base_us: f64,
+    pub new_us: f64,
+    pub ci: Result<(f64, f64), String>,
+}
+
+impl LatencyRatio {
+    /// New ÷ baseline, none when a side measured nothing.
+    pub fn new_over_base(&self) -> Option<f64> {
+        (self.base_us > 0.0 && self.new_us > 0.0).then(|| self.new_us / self.base_us)
     }
 }
 

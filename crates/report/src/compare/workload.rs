@@ -186,11 +186,8 @@ fn wide_table(runs: &Runs, w: &WorkloadSweep) -> Table {
                     (Some(b), Some(p)) if comparable(b, p) => (
                         better_with(p.ops_per_sec / b.ops_per_sec, &runs.ops_interval(b, p)),
                         if b.lat.count > 0 && p.lat.count > 0 {
-                            lower_with(
-                                b.lat.p99_us as f64,
-                                p.lat.p99_us as f64,
-                                &runs.latency_interval(b, ri, p, &w.op, p99),
-                            )
+                            let l = runs.latency_ratio(b, ri, p, &w.op, p99);
+                            lower_with(l.base_us, l.new_us, &l.ci)
                         } else {
                             NO_RATIO.into()
                         },
@@ -347,18 +344,23 @@ fn latency_table(runs: &Runs, w: &WorkloadSweep) -> Table {
                 Some(bp) => ratio(bp, op, || lower(f(&bp.lat), f(n))),
                 None => NO_RATIO.into(),
             };
-            let interval = match bp {
-                Some(bp) if comparable(bp, op) && bp.lat.count > 0 && n.count > 0 => interval_cell(
-                    &runs.latency_interval(bp, ri, op, &w.op, p99),
-                    bp.lat.p99_us < n.p99_us,
-                ),
-                _ => String::new(),
+            // The p99 ratio and its interval from one estimator (the repetitions' means when
+            // there are some).
+            let (p99_ratio, interval) = match bp {
+                Some(bp) if comparable(bp, op) && bp.lat.count > 0 && n.count > 0 => {
+                    let l = runs.latency_ratio(bp, ri, op, &w.op, p99);
+                    (
+                        lower(l.base_us, l.new_us),
+                        interval_cell(&l.ci, l.base_us < l.new_us),
+                    )
+                }
+                _ => (r(&|s| s.p99_us as f64), String::new()),
             };
             vec![
                 us_as_ms(n.mean_us),
                 r(&|s| s.mean_us),
                 us_as_ms(n.p99_us as f64),
-                r(&|s| s.p99_us as f64),
+                p99_ratio,
                 interval,
                 us_as_ms(n.p9999_us as f64),
                 r(&|s| s.p9999_us as f64),
