@@ -154,9 +154,10 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_load: bool,
 
-    /// Restore the loaded dataset's snapshot before every run step (managed Cassandra nodes, or
-    /// Cassandra nodes on --observe hosts through iodig's agent there), as the briefs restore
-    /// from a backup before every test.
+    /// Restore the loaded dataset before every run step, as the 4-node brief restores from a
+    /// backup before every test: RocksDB from a checkpoint beside its data directory, managed
+    /// Cassandra nodes from a snapshot, Cassandra nodes on --observe hosts through iodig's
+    /// agent there.
     #[arg(long)]
     pub restore_each_step: bool,
 

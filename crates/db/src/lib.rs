@@ -9,6 +9,8 @@ mod record;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
 pub mod rocks_log;
+#[cfg(feature = "rocksdb")]
+mod rocks_restore;
 mod status;
 
 pub use basic::BasicFactory;
@@ -159,6 +161,24 @@ pub trait DbFactory: Send + Sync + 'static {
     /// its device reads are set.
     fn node_reads(&self, _table: &str) -> Option<NodeReads> {
         None
+    }
+
+    /// `--restore-each-step` for a database in this process: keeps the database as it stands
+    /// now in `to` (a new directory on the same file system), for [`DbFactory::restore`].
+    fn checkpoint(&self, _to: &std::path::Path) -> Result<(), DbError> {
+        Err(DbError::Config(format!(
+            "--restore-each-step: --db {} keeps no checkpoint; leave out --restore-each-step",
+            Self::NAME
+        )))
+    }
+
+    /// Puts the database back as [`DbFactory::checkpoint`] kept it in `from`, between steps
+    /// (no worker holds it).
+    fn restore(&self, _from: &std::path::Path) -> Result<(), DbError> {
+        Err(DbError::Config(format!(
+            "--restore-each-step: --db {} cannot restore; leave out --restore-each-step",
+            Self::NAME
+        )))
     }
 
     /// Waits until the binding serves operations again after its database restarted (a

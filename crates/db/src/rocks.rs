@@ -8,7 +8,7 @@ use rocksdb::{
     Options, WriteOptions, DB,
 };
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 /// How long closing waits for RocksDB's memtable flush.
@@ -38,7 +38,11 @@ pub const DEFAULT_BLOCK_CACHE: u64 = 8 << 20;
 
 /// The open database, shared by all workers of this process.
 pub struct RocksFactory {
-    db: Arc<DB>,
+    /// Swapped for the database reopened after a restore (between steps, when no worker holds
+    /// it); none when a restore could not open it again.
+    db: RwLock<Option<Arc<DB>>>,
+    /// The properties it was opened with, to open it again the same way.
+    props: Properties,
     dir: PathBuf,
     table: String,
     /// Column family holding the table (the table's name, or `default` with an options file
@@ -71,7 +75,7 @@ impl KeyLocks {
         });
         self.0[(h % Self::STRIPES as u64) as usize]
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -109,23 +113,13 @@ impl RocksFactory {
                 dir.display()
             ))
         })?;
-        let (db_opts, cfs, cf_name) = match props.get("rocksdb.optionsfile") {
-            Some(file) => options_from_file(Path::new(file), &table)?,
-            None => {
-                let (db_opts, cf_opts) = default_options(props)?;
-                (
-                    db_opts,
-                    vec![ColumnFamilyDescriptor::new(table.clone(), cf_opts)],
-                    table.clone(),
-                )
-            }
-        };
-        let db = DB::open_cf_descriptors(&db_opts, &dir, cfs).map_err(|e| open_error(&dir, e))?;
+        let (db, cf_name) = open_db(props, &dir, &table)?;
         let mut write_opts = WriteOptions::default();
         write_opts.set_sync(props.get_bool("rocksdb.sync", false).map_err(cfg)?);
         write_opts.disable_wal(props.get_bool("rocksdb.disablewal", false).map_err(cfg)?);
         Ok(Self {
-            db: Arc::new(db),
+            db: RwLock::new(Some(Arc::new(db))),
+            props: props.clone(),
             dir,
             table,
             cf_name,
@@ -133,6 +127,38 @@ impl RocksFactory {
             update_locks: Arc::new(KeyLocks::new()),
         })
     }
+
+    /// The database as it is now.
+    fn current(&self) -> Result<Arc<DB>, DbError> {
+        self.db
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| {
+                DbError::Unavailable(format!(
+                    "the database in {} is closed: a restore could not open it again",
+                    self.dir.display()
+                ))
+            })
+    }
+}
+
+/// Opens the database in `dir` as `props` configure it: the database and the column family
+/// holding `table`.
+fn open_db(props: &Properties, dir: &Path, table: &str) -> Result<(DB, String), DbError> {
+    let (db_opts, cfs, cf_name) = match props.get("rocksdb.optionsfile") {
+        Some(file) => options_from_file(Path::new(file), table)?,
+        None => {
+            let (db_opts, cf_opts) = default_options(props)?;
+            (
+                db_opts,
+                vec![ColumnFamilyDescriptor::new(table.to_string(), cf_opts)],
+                table.to_string(),
+            )
+        }
+    };
+    let db = DB::open_cf_descriptors(&db_opts, dir, cfs).map_err(|e| open_error(dir, e))?;
+    Ok((db, cf_name))
 }
 
 fn open_error(dir: &Path, e: rocksdb::Error) -> DbError {
@@ -257,8 +283,8 @@ fn options_from_file(
 
 impl RocksFactory {
     /// The open database, for benchmarks that compare the harness with bare RocksDB calls.
-    pub fn db(&self) -> &Arc<DB> {
-        &self.db
+    pub fn db(&self) -> Arc<DB> {
+        self.current().expect("the database is open")
     }
 
     /// The column family holding the workload's table.
@@ -274,7 +300,7 @@ impl DbFactory for RocksFactory {
 
     fn worker(&self) -> Result<RocksDb, DbError> {
         Ok(RocksDb {
-            db: Arc::clone(&self.db),
+            db: self.current()?,
             table: self.table.clone(),
             cf_name: self.cf_name.clone(),
             write_opts: Arc::clone(&self.write_opts),
@@ -299,11 +325,53 @@ impl DbFactory for RocksFactory {
     fn close(&self) -> Result<(), DbError> {
         // Flush memtables so the next invocation starts from the same on-disk state and the
         // WAL replay does not distort its first step.
-        let cf = self
-            .db
+        let Ok(db) = self.current() else {
+            return Ok(());
+        };
+        let cf = db
             .cf_handle(&self.cf_name)
             .expect("column family opened with the database");
-        close_flush(&self.db, &cf)
+        close_flush(&db, &cf)
+    }
+
+    fn checkpoint(&self, to: &Path) -> Result<(), DbError> {
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            DbError::Unavailable(format!(
+                "--restore-each-step: cannot {what} {}: {e}",
+                to.display()
+            ))
+        };
+        if to.exists() {
+            std::fs::remove_dir_all(to).map_err(|e| failed("replace the checkpoint", &e))?;
+        }
+        // Memtables are flushed into it first (RocksDB's own checkpoint, hard links of the
+        // immutable files on the same file system).
+        let db = self.current()?;
+        rocksdb::checkpoint::Checkpoint::new(&db)
+            .and_then(|c| c.create_checkpoint(to))
+            .map_err(|e| failed("make the checkpoint", &e))
+    }
+
+    fn restore(&self, from: &Path) -> Result<(), DbError> {
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            DbError::Unavailable(format!(
+                "--restore-each-step: cannot {what} (from {} into {}): {e}",
+                from.display(),
+                self.dir.display()
+            ))
+        };
+        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        // Closed before its files are replaced: every worker of the last step is gone, so
+        // this is the last handle.
+        if slot.as_ref().is_some_and(|db| Arc::strong_count(db) > 1) {
+            return Err(failed("close the database", &"a worker still holds it"));
+        }
+        drop(slot.take());
+        crate::rocks_restore::replace_state(&self.dir, from).map_err(|e| failed("put back", &e))?;
+        let (db, _) = open_db(&self.props, &self.dir, &self.table)
+            .map_err(|e| failed("open the restored database", &e))?;
+        *slot = Some(Arc::new(db));
+        Ok(())
     }
 }
 
@@ -517,57 +585,5 @@ impl Db for RocksDb {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layout_round_trips_and_filters() {
-        let mut r = Record::new();
-        r.push("field0", b"abc");
-        r.push("field1", b"");
-        let mut buf = Vec::new();
-        encode(&r, &mut buf);
-        assert_eq!(&buf[..4], &6i32.to_be_bytes());
-        let mut back = Record::new();
-        assert!(decode(&buf, None, &mut back));
-        assert_eq!(back, r);
-        let only = ["field1".to_string()];
-        assert!(decode(&buf, Some(&only), &mut back));
-        assert_eq!(back.len(), 1);
-        assert!(!decode(&buf[..buf.len() - 1], None, &mut back));
-    }
-
-    #[test]
-    fn closing_flushes_every_memtable_despite_the_merge_threshold() {
-        // Small memtables and YCSB's merge threshold of 2: after these writes one immutable
-        // memtable is typically left below the threshold, which no background flush takes.
-        let dir = tempfile::tempdir().unwrap();
-        let mut props = Properties::new();
-        props.set("rocksdb.dir", dir.path().to_string_lossy());
-        props.set("rocksdb.writebuffersize", "64K");
-        let factory = RocksFactory::open(&props).unwrap();
-        let db = factory.db();
-        let cf = db.cf_handle(factory.column_family()).unwrap();
-        for i in 0..3_000u32 {
-            db.put_cf(&cf, format!("user{i:08}"), [b'x'; 100]).unwrap();
-        }
-        let int = |name: &str| db.property_int_value_cf(&cf, name).unwrap().unwrap();
-        assert!(int("rocksdb.num-entries-active-mem-table") > 0);
-        factory.close().unwrap();
-        assert_eq!(int("rocksdb.num-immutable-mem-table"), 0);
-        assert_eq!(int("rocksdb.num-entries-active-mem-table"), 0);
-        assert!(int("rocksdb.num-live-versions") >= 1);
-        assert_eq!(
-            db.get_cf(&cf, "user00002999").unwrap().as_deref(),
-            Some(&[b'x'; 100][..])
-        );
-    }
-
-    #[test]
-    fn sizes_parse_with_suffixes() {
-        assert_eq!(parse_size("k", "8M").unwrap(), 8 << 20);
-        assert_eq!(parse_size("k", "64kb").unwrap(), 64 << 10);
-        assert_eq!(parse_size("k", "123").unwrap(), 123);
-        assert!(parse_size("k", "lots").unwrap_err().0.contains("k=lots"));
-    }
-}
+#[path = "rocks_tests.rs"]
+mod tests;

@@ -24,7 +24,7 @@ fn main() {
     let mut props = Properties::new();
     props.set("rocksdb.dir", dir.as_str());
     let factory = RocksFactory::open(&props).expect("open rocksdb");
-    let db = factory.db();
+    let db = &factory.db();
     let cf = db
         .cf_handle(factory.column_family())
         .expect("usertable column family");

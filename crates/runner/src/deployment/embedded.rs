@@ -2,7 +2,7 @@
 //! (on a faulty disk of iodig's own when the fault schedule makes the device slow, failing or
 //! full), and the no-op `basic` binding, which has no data to keep.
 
-use super::{mount_faulty_disk, on_faulty_disk, sweep, Deployment, Sweeper};
+use super::{mount_faulty_disk, on_faulty_disk, sweep, Deployment, Restore, Sweeper};
 use crate::dataset::{self, MarkerState};
 use crate::errors::db_error;
 use crate::errors::UsageError;
@@ -26,11 +26,80 @@ pub struct DataDir {
     cap: Arc<Mutex<Option<DeviceCap>>>,
     /// The disk mounted on the data directory for slow, failing and full device faults.
     disk: Option<Arc<FaultyDisk>>,
+    /// `--restore-each-step`: whether this process has its checkpoint (taken, or found from
+    /// the run's earlier invocation when resumed).
+    checkpointed: Mutex<bool>,
 }
+
+/// Where `--restore-each-step` keeps the data directory's checkpoint: beside it, on the same
+/// file system, so the table files are hard links, not copies.
+fn checkpoint_dir(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".iodig-checkpoint");
+    dir.with_file_name(name)
+}
+
+/// Written into a checkpoint once it is whole: one without it (a crash while taking it) is
+/// taken again.
+const CHECKPOINT_DONE: &str = "iodig-checkpoint-done";
 
 impl<F: DbFactory> Deployment<F> for DataDir {
     fn marker_dir(&self) -> Option<&Path> {
         self.dir.as_deref()
+    }
+
+    fn after_load(&self, plan: &Plan) -> Result<()> {
+        let Some(dir) = self.dir.as_deref() else {
+            return Ok(());
+        };
+        dataset::mark_loaded(dir, &plan.props)?;
+        // A load makes a new dataset: an earlier run's checkpoint is not of it.
+        let kept = checkpoint_dir(dir);
+        if kept.exists() {
+            std::fs::remove_dir_all(&kept)
+                .with_context(|| format!("cannot remove the old checkpoint {}", kept.display()))?;
+        }
+        Ok(())
+    }
+
+    /// `--restore-each-step`: the dataset as the run's first run step finds it (right after
+    /// the load) is kept in a RocksDB checkpoint, and put back before every later run step.
+    fn before_run_step(&self, plan: &Plan, factory: &F) -> Result<Restore> {
+        if !plan.req.restore_each_step {
+            return Ok(Restore::NotAsked);
+        }
+        let dir = self
+            .dir
+            .as_deref()
+            .context("--restore-each-step needs the data directory (-p rocksdb.dir)")?;
+        let kept = checkpoint_dir(dir);
+        let whole = kept.join(CHECKPOINT_DONE).exists();
+        let mut have = lock(&self.checkpointed);
+        // The checkpoint the run's earlier invocation took, when resumed.
+        let earlier = plan.req.resume.is_some() && whole;
+        if !(*have || earlier) {
+            // A new run (or one resumed before its first run step): the restore point is now.
+            factory.checkpoint(&kept).map_err(db_error)?;
+            std::fs::write(kept.join(CHECKPOINT_DONE), b"")
+                .with_context(|| format!("cannot finish the checkpoint {}", kept.display()))?;
+            *have = true;
+            iodig_model::eprintln_lossy!(
+                "note: --restore-each-step: the dataset kept in {} (a RocksDB checkpoint) to be put back before each run step",
+                kept.display()
+            );
+            return Ok(Restore::Done);
+        }
+        *have = true;
+        let started = std::time::Instant::now();
+        factory.restore(&kept).map_err(db_error)?;
+        // The data directory holds the dataset as loaded again.
+        dataset::mark_loaded(dir, &plan.props)?;
+        iodig_model::eprintln_lossy!(
+            "note: --restore-each-step: the dataset put back from {} in {:.1} s",
+            kept.display(),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(Restore::Done)
     }
 
     fn after_run_step(&self, plan: &Plan, step: &str, workload: &ResolvedWorkload) -> Result<()> {
@@ -129,6 +198,7 @@ pub fn run_rocksdb(plan: &Plan, sweeper: &impl Sweeper, stop: &AtomicBool) -> Re
         disk: faulty_disk(plan, dir.as_deref())?.map(Arc::new),
         dir,
         cap: Arc::default(),
+        checkpointed: Mutex::new(false),
     };
     let load = deployment.prepare(plan)?;
     let factory = iodig_db::rocks::RocksFactory::open(&plan.props).map_err(db_error)?;

@@ -91,12 +91,19 @@ pub struct Plan {
     pub metrics_linger: Duration,
 }
 
-/// `--restore-each-step` where iodig cannot restore: on observed hosts only Cassandra's nodes
-/// are restored (through each host's agent), and nodes iodig did not start only when their
-/// hosts are observed.
+/// `--restore-each-step` where iodig cannot restore: the basic binding stores nothing, on
+/// observed hosts only Cassandra's nodes are restored (through each host's agent), and nodes
+/// iodig did not start only when their hosts are observed.
 fn check_restore(req: &RunRequest, props: &Properties) -> Result<()> {
     if !req.restore_each_step {
         return Ok(());
+    }
+    if req.db == "basic" {
+        return Err(UsageError(
+            "--restore-each-step with --db basic: the basic binding stores nothing, so there is no dataset to put back; leave out --restore-each-step"
+                .into(),
+        )
+        .into());
     }
     if req.db != "cassandra" && !req.observe.is_empty() {
         return Err(UsageError(format!(
