@@ -10,6 +10,8 @@ mod observed_restore;
 mod observed_slow;
 #[path = "cassandra/observed_story.rs"]
 mod observed_story;
+#[path = "cassandra/per_node.rs"]
+mod per_node;
 
 use common::*;
 use std::path::Path;
@@ -412,55 +414,7 @@ fn run_with_nodes_3_runs_the_cluster_example_end_to_end() {
             let returns = returns.as_object().unwrap();
             assert!(returns.keys().all(|k| k == "OK"), "{op}: {step}");
         }
-        // The client's latency per coordinator: every request of an op is counted under the
-        // node that answered it, once.
-        let by_node = read_json(
-            &r.run_dir()
-                .join(step["dir"].as_str().unwrap())
-                .join("client-by-node.json"),
-        );
-        let mut counted = std::collections::BTreeMap::<String, u64>::new();
-        for row in by_node["seconds"].as_array().unwrap() {
-            let node = row["node"].as_str().unwrap();
-            assert!(
-                ["127.0.0.1", "127.0.0.2", "127.0.0.3"].contains(&node),
-                "{row}"
-            );
-            assert!(row["p99_us"].as_u64().unwrap() <= row["max_us"].as_u64().unwrap());
-            coordinators.insert(node.to_string());
-            *counted
-                .entry(row["op"].as_str().unwrap().into())
-                .or_default() += row["count"].as_u64().unwrap();
-        }
-        // Each node's own reads in the window, from its own counters: at QUORUM every client
-        // read is served by at least two replicas.
-        let client_reads: u64 = ["READ", "SCAN"]
-            .iter()
-            .filter_map(|op| step["series"][op]["count"].as_u64())
-            .sum();
-        let node_reads = step["node_reads"].as_object().unwrap_or_else(|| {
-            panic!(
-                "node_reads in {}: {}",
-                step["dir"], step["node_reads_notes"]
-            )
-        });
-        assert_eq!(node_reads.len(), 3, "{node_reads:?}");
-        let served: u64 = node_reads.values().map(|v| v.as_u64().unwrap()).sum();
-        assert!(
-            served >= 2 * client_reads
-                && (client_reads == 0 || node_reads.values().all(|v| v.as_u64() > Some(0))),
-            "{served} reads served for {client_reads} client reads: {node_reads:?}"
-        );
-        for (op, series) in step["series"].as_object().unwrap() {
-            if ["READ", "UPDATE", "INSERT", "SCAN", "DELETE"].contains(&op.as_str()) {
-                assert_eq!(
-                    counted.get(op).copied().unwrap_or(0),
-                    series["count"].as_u64().unwrap(),
-                    "{op} in {}",
-                    step["dir"]
-                );
-            }
-        }
+        per_node::every_request_and_read_is_counted_by_node(&r.run_dir(), step, &mut coordinators);
         // Every node's JVM is sampled beside iodig.
         let sys = read_json(
             &r.run_dir()

@@ -560,32 +560,7 @@ fn repeated_real_runs_give_ratios_with_their_intervals() {
         f[4] <= f[3] && f[3] <= f[5],
         "p99 ratio inside its interval: {line}"
     );
-    let mut printed = 0;
-    for (i, _) in md.match_indices(" (95% CI ") {
-        let words: String = md[..i]
-            .chars()
-            .rev()
-            .take_while(|c| *c != ' ' && *c != '|')
-            .collect();
-        let before: String = md[..i - words.len() - 1]
-            .chars()
-            .rev()
-            .take_while(|c| *c != ' ' && *c != '|')
-            .collect();
-        let x: f64 = before
-            .chars()
-            .rev()
-            .collect::<String>()
-            .trim_end_matches('X')
-            .parse()
-            .unwrap_or_else(|e| panic!("{before:?}: {e}"));
-        let rest = &md[i + " (95% CI ".len()..];
-        let ci = &rest[..rest.find(')').unwrap()];
-        let (lo, hi) = ci.split_once('–').unwrap();
-        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
-        assert!(lo <= x && x <= hi, "{x} outside {lo}–{hi}");
-        printed += 1;
-    }
+    let printed = findings::ratios_inside_their_intervals(&md);
     assert!(printed >= 2, "{md}");
     // A point of a sweep with repetitions is their mean: its ops/s is the mean of the
     // three steps' own.

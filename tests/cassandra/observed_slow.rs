@@ -1,7 +1,7 @@
 //! Why the slowest seconds were slow, on a real Cassandra node observed over a real sshd:
 //! its CPUs taken by real-time spinners, its JVM made to stop the world (full collections
-//! asked for with `jcmd`) and its drive flooded by another process, at moments iodig is not
-//! told about. Part of the test that has
+//! asked for with `jcmd`), its drive flooded by another process and its process stopped
+//! (SIGSTOP), at moments iodig is not told about. Part of the test that has
 //! a node running (`cassandra_cli::workloads_a_to_f_run_against_a_real_node`).
 
 use crate::common::*;
@@ -26,7 +26,7 @@ pub fn a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
         .props(&["operationcount=100000000", &sshd.property()])
         .observe("127.0.0.1")
         .threads("8")
-        .duration("26s")
+        .duration("30s")
         .warmup("0s")
         .trace("ebpf");
     let child = on_the_node(run)
@@ -82,6 +82,17 @@ pub fn a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
         .status();
     let io_to = now_ms();
     let _ = std::fs::remove_file(mnt.join("flood"));
+    // The process stopped for 2 s: no safepoint, no CPU, every request waits.
+    sleep_until(started, 25);
+    let stop_from = now_ms();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap();
+        assert!(ok.success(), "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    signal("-CONT");
+    let stop_to = now_ms();
     let r = Run::of(child.wait_with_output().unwrap());
     assert_eq!(r.code(), 0, "{}", r.stderr);
     let run = r.run_json();
@@ -152,6 +163,15 @@ pub fn a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
     for r in flood {
         assert!(r[11].contains("dd (pid "), "{r:?}");
     }
+    // A second of the stopped process is the node standing still.
+    assert!(
+        rows.iter().any(|r| second(r) + 1000 > stop_from
+            && second(r) <= stop_to + 1000
+            && r[10] == "jvm-pause"
+            && r[9] == "127.0.0.1"
+            && r[11].contains("the process stood still")),
+        "a second of the stop ({stop_from}..{stop_to}) is the node standing still:\n{csv}"
+    );
     // The front page says it too.
     let md = std::fs::read_to_string(r.run_dir().join("report.md")).unwrap();
     assert!(md.contains("## Why the slowest seconds were slow") && md.contains("jvm-pause"));

@@ -155,3 +155,32 @@ pub fn burst_and_queue_depth_findings_match(section: &str, trace: &Value) -> boo
         false
     }
 }
+
+/// Every "1.5X better (95% CI 1.3–1.8)" a compare document prints: asserts the ratio lies
+/// inside its interval, and returns how many there are.
+pub fn ratios_inside_their_intervals(md: &str) -> usize {
+    let token_before = |end: usize| -> String {
+        let t: String = md[..end]
+            .chars()
+            .rev()
+            .take_while(|c| *c != ' ' && *c != '|')
+            .collect();
+        t.chars().rev().collect()
+    };
+    let mut printed = 0;
+    for (i, _) in md.match_indices(" (95% CI ") {
+        // "1.5X better": the words, then the figure before them.
+        let words = token_before(i);
+        let figure = token_before(i - words.len() - 1);
+        let x: f64 = figure
+            .trim_end_matches('X')
+            .parse()
+            .unwrap_or_else(|e| panic!("{figure:?}: {e}"));
+        let rest = &md[i + " (95% CI ".len()..];
+        let (lo, hi) = rest[..rest.find(')').unwrap()].split_once('–').unwrap();
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        assert!(lo <= x && x <= hi, "{x} outside {lo}–{hi}");
+        printed += 1;
+    }
+    printed
+}

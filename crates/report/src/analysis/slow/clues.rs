@@ -56,6 +56,23 @@ pub(super) fn clues(p: &PlaceSeconds, k: i64, excess_ms: f64, writes: bool) -> V
             c.upstream = true;
             out.push(c);
         }
+        for (label, cpu) in &s.proc_cpu_pct {
+            let typical = p.typical_cpu.get(label).copied().unwrap_or(0.0);
+            if *cpu >= STILL_CPU_PCT || typical < BUSY_CPU_PCT || p.client_only {
+                continue;
+            }
+            // Busy in a typical second, idle in this one while the client waited on it: the
+            // process was stopped (a signal, a debugger) or frozen, which no safepoint shows.
+            let mut c = clue(
+                Cause::JvmPause,
+                typical / BUSY_CPU_PCT,
+                format!(
+                    "{label} used {cpu:.1}% of a CPU in this second (typically {typical:.0}%): the process stood still (stopped or frozen, outside any safepoint HotSpot reported)"
+                ),
+            );
+            c.upstream = true;
+            out.push(c);
+        }
         if writes && !s.stalls.is_empty() {
             // Writers held back by the database itself: nothing below it needs to be slow.
             let mut c = clue(

@@ -22,6 +22,9 @@ pub(super) struct Second {
     pub(super) stalls: Vec<String>,
     /// A watched process that exited or started again under a new pid in the second.
     pub(super) restarts: Vec<String>,
+    /// CPU of each watched database process (every one but iodig), percent of one CPU: near
+    /// 0 in a second where it is typically busy, the process stood still.
+    pub(super) proc_cpu_pct: BTreeMap<String, f64>,
     /// Run-queue wait of the watched processes' threads, ms, and the longest thread's.
     pub(super) run_queue_ms: Option<f64>,
     pub(super) run_queue_max_thread_ms: f64,
@@ -51,6 +54,8 @@ pub(super) struct PlaceSeconds {
     pub(super) typical: Typical,
     /// Whose run-queue wait is measured (`iodig`, `node 127.0.0.2:9042`).
     pub(super) watched: String,
+    /// Each watched database process's typical (median) CPU percent in the step.
+    pub(super) typical_cpu: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -110,6 +115,11 @@ pub(super) fn place_seconds(step: &StepData, role: &super::Role) -> PlaceSeconds
                 .or_default();
             e.cpu_busy_pct = Some(s.cpu.busy());
             e.cpu_pressure_ms = s.pressure.map(|p| p.cpu_some_ms);
+            for p in s.procs.iter().filter(|p| p.label != "iodig") {
+                if let Some(st) = &p.stats {
+                    e.proc_cpu_pct.insert(p.label.clone(), st.cpu_pct());
+                }
+            }
             let waits: Vec<_> = s
                 .procs
                 .iter()
@@ -176,7 +186,26 @@ pub(super) fn place_seconds(step: &StepData, role: &super::Role) -> PlaceSeconds
             other_bytes: all(&|s| Some(s.other_bytes.values().sum::<u64>() as f64)),
         }
     };
+    let mut labels: Vec<&String> = seconds
+        .values()
+        .flat_map(|s| s.proc_cpu_pct.keys())
+        .collect();
+    labels.sort();
+    labels.dedup();
+    let typical_cpu: BTreeMap<String, f64> = labels
+        .into_iter()
+        .map(|l| {
+            let v = median(
+                seconds
+                    .values()
+                    .filter_map(|s| s.proc_cpu_pct.get(l).copied())
+                    .collect(),
+            );
+            (l.clone(), v)
+        })
+        .collect();
     PlaceSeconds {
+        typical_cpu,
         name: step.place.name(),
         client_only: *role != super::Role::Database,
         beside: match role {

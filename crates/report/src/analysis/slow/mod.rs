@@ -24,7 +24,7 @@ pub const FAR_ABOVE: f64 = 3.0;
 /// …and at least this much higher, in ms, so a 40 µs → 130 µs wobble is no story.
 pub const FAR_ABOVE_MIN_MS: f64 = 1.0;
 /// The highest seconds of each op, listed whether or not they are far above…
-pub const TOP_PER_OP: usize = 3;
+pub const TOP_PER_OP: usize = 5;
 /// …when they stand at least this many times over the typical second: in a step whose seconds
 /// are all alike there is nothing to explain.
 pub const TOP_MIN_FACTOR: f64 = 1.25;
@@ -33,6 +33,10 @@ pub const TOP_MIN_FACTOR: f64 = 1.25;
 pub const STANDS_OUT: f64 = 3.0;
 /// Stop-the-world time of the database's JVM, ms in a second.
 pub const JVM_PAUSE_FLOOR_MS: f64 = 20.0;
+/// A database process that typically uses at least this much CPU (percent of one)…
+pub const BUSY_CPU_PCT: f64 = 20.0;
+/// …and less than this in a second stood still in it (stopped or frozen).
+pub const STILL_CPU_PCT: f64 = 2.0;
 /// Run-queue wait of the watched process's threads, summed, ms in a second.
 pub const RUN_QUEUE_FLOOR_MS: f64 = 100.0;
 /// A device's p99 latency (device time or OS-queue time), ms.

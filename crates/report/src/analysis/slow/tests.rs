@@ -300,10 +300,10 @@ fn an_injected_fault_wins_and_lasts_until_its_heal() {
 
 #[test]
 fn the_slowest_seconds_are_listed_even_when_none_is_far_above() {
-    // Four seconds at 2 ms (2× the typical second, under the 3× of "far above"): the
-    // three highest are listed; a step whose seconds are all alike lists none.
+    // Seven seconds at 2 ms (2× the typical second, under the 3× of "far above"): the
+    // five highest are listed; a step whose seconds are all alike lists none.
     let mut s = step(&[], |_, _, _, _| {});
-    for i in [5, 6, 7, 8] {
+    for i in 5..12 {
         s.timeseries[i].series.get_mut("READ").unwrap().p99_us = 2_000;
     }
     let all = slow_seconds(&s, &[(&s, Role::Database)]);
@@ -576,5 +576,33 @@ fn a_starved_load_generator_is_client_host_apart_and_cpu_runqueue_beside_a_node(
             .contains("(the same machine as 127.0.0.1, whose CPUs they share)"),
         "{}",
         beside.evidence
+    );
+}
+
+#[test]
+fn a_busy_database_process_that_used_no_cpu_stood_still() {
+    // A node that typically uses 80 % of a CPU, stopped (SIGSTOP) in second 15.
+    let mut s = step(&[15], |i, sys, _, _| {
+        let mut node = sys.procs[0].clone();
+        node.label = "node 127.0.0.1:9042".into();
+        if let Some(st) = node.stats.as_mut() {
+            st.cpu_user_pct = if i == 15 { 0.0 } else { 80.0 };
+        }
+        sys.procs.push(node);
+    });
+    s.sys.as_mut().unwrap().processes.push(ProcInfo {
+        label: "node 127.0.0.1:9042".into(),
+        pid: 2,
+        ..Default::default()
+    });
+    let slow = only(&s);
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert_eq!(slow[0].cause, Cause::JvmPause, "{slow:?}");
+    assert!(
+        slow[0]
+            .evidence
+            .contains("node 127.0.0.1:9042 used 0.0% of a CPU in this second (typically 80%): the process stood still"),
+        "{}",
+        slow[0].evidence
     );
 }
