@@ -400,9 +400,16 @@ fn versioned_writes_that_cannot_be_kept_or_verified_are_refused_up_front() {
 #[test]
 fn a_restore_iodig_cannot_do_is_refused_before_anything_starts() {
     let (_d, out) = out_dir();
-    // Observed hosts are restored only for Cassandra; refused before any host is reached.
+    // The basic binding stores nothing to put back.
     IodigArgs::run()
         .db("basic")
+        .arg("--restore-each-step")
+        .trace("off")
+        .out(&out)
+        .usage_error(&["--restore-each-step with --db basic", "stores nothing"]);
+    // Observed hosts are restored only for Cassandra; refused before any host is reached.
+    IodigArgs::run()
+        .db("rocksdb")
         .observe("db1")
         .arg("--restore-each-step")
         .trace("off")
