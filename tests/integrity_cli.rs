@@ -183,9 +183,13 @@ fn a_kill_at_any_moment_of_the_ledger_saves_never_reads_as_a_lost_write() {
 #[test]
 fn each_step_starts_from_the_loaded_dataset_and_verify_agrees() {
     let tmp = tempfile::tempdir().unwrap();
-    let r = rocksdb_run(tmp.path())
+    let r = IodigArgs::run()
+        .p("versionedwrites=true")
         .p("recordcount=1000")
         .threads("1,2")
+        .warmup("0s")
+        .trace("off")
+        .out(tmp.path())
         .duration("2s")
         .arg("--restore-each-step")
         .verify()
@@ -226,8 +230,5 @@ fn each_step_starts_from_the_loaded_dataset_and_verify_agrees() {
         .unwrap()
         .to_string();
     let kept = format!("{data}.iodig-checkpoint");
-    assert!(
-        Path::new(&kept).join("CURRENT").is_file(),
-        "{kept}"
-    );
+    assert!(Path::new(&kept).join("CURRENT").is_file(), "{kept}");
 }

@@ -54,7 +54,10 @@ pub fn a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
         let _ = s.wait();
     }
     let cpu_to = now_ms();
-    // The world stopped: three full collections asked for one after another.
+    // The world stopped: three full collections asked for one after another, then a heap
+    // dump, a safepoint long enough to hold most of a second's requests (a collection of a
+    // small heap stops eight closed-loop clients for too short a share of the second to
+    // move its p99: each waits once).
     sleep_until(started, 13);
     let gc_from = now_ms();
     for _ in 0..3 {
@@ -64,24 +67,48 @@ pub fn a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
             .unwrap();
         assert!(out.status.success(), "jcmd: {out:?}");
     }
+    let dump = tempfile::Builder::new()
+        .suffix(".hprof")
+        .tempfile_in("/dev/shm")
+        .unwrap()
+        .into_temp_path();
+    std::fs::remove_file(&dump).unwrap();
+    let out = Command::new("jcmd")
+        .args([&pid, "GC.heap_dump", "-all"])
+        .arg(&dump)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "jcmd GC.heap_dump: {out:?}");
+    drop(dump);
     let gc_to = now_ms();
-    // The drive flooded by another process for 3 s.
+    // The drive flooded for 3 s by four processes' direct 16 MiB writes (as in
+    // tests/slow_seconds_cli.rs), so the node's own IO waits behind them.
     sleep_until(started, 19);
     let io_from = now_ms();
-    let _ = Command::new("timeout")
-        .args([
-            "3",
-            "dd",
-            "if=/dev/zero",
-            "bs=1M",
-            "count=600",
-            "oflag=direct",
-        ])
-        .arg(format!("of={}", mnt.join("flood").display()))
-        .stderr(std::process::Stdio::null())
-        .status();
+    let flood: Vec<std::process::Child> = (0..4)
+        .map(|i| {
+            Command::new("timeout")
+                .args([
+                    "3",
+                    "dd",
+                    "if=/dev/zero",
+                    "bs=16M",
+                    "count=24",
+                    "oflag=direct",
+                ])
+                .arg(format!("of={}", mnt.join(format!("flood{i}")).display()))
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut d in flood {
+        let _ = d.wait();
+    }
     let io_to = now_ms();
-    let _ = std::fs::remove_file(mnt.join("flood"));
+    for i in 0..4 {
+        let _ = std::fs::remove_file(mnt.join(format!("flood{i}")));
+    }
     // The process stopped for 2 s: no safepoint, no CPU, every request waits.
     sleep_until(started, 25);
     let stop_from = now_ms();
