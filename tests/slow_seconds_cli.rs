@@ -96,25 +96,7 @@ fn a_starved_cpu_and_a_flooded_drive_are_named_in_their_own_seconds() {
     // dozens of megabytes in the loop device's queue.
     sleep_until(started, 22);
     let io_from = now_ms();
-    let flood = Reaped(
-        (0..4)
-            .map(|i| {
-                Command::new("timeout")
-                    .args([
-                        "3",
-                        "dd",
-                        "if=/dev/zero",
-                        "bs=16M",
-                        "count=40",
-                        "oflag=direct",
-                    ])
-                    .arg(format!("of={}", fs.mnt.join(format!("flood{i}")).display()))
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect(),
-    );
+    let flood = Reaped(flood_drive(&fs.mnt, 4, 3, 40));
     std::thread::sleep(Duration::from_secs(3));
     drop(flood);
     let io_to = now_ms();

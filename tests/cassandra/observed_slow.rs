@@ -85,23 +85,8 @@ pub fn a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
     // tests/slow_seconds_cli.rs), so the node's own IO waits behind them.
     sleep_until(started, 19);
     let io_from = now_ms();
-    let flood: Vec<std::process::Child> = (0..4)
-        .map(|i| {
-            Command::new("timeout")
-                .args([
-                    "3",
-                    "dd",
-                    "if=/dev/zero",
-                    "bs=16M",
-                    "count=24",
-                    "oflag=direct",
-                ])
-                .arg(format!("of={}", mnt.join(format!("flood{i}")).display()))
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    // 1.5 GB at most: the node's file system is 3 GB.
+    let flood = flood_drive(mnt, 4, 3, 24);
     for mut d in flood {
         let _ = d.wait();
     }

@@ -9,6 +9,24 @@ pub mod findings;
 pub mod loopfs;
 pub mod sshd;
 
+/// Floods the drive under `dir` for at most `secs` seconds: `writers` processes of `blocks`
+/// direct 16 MiB writes each (`dd oflag=direct`, under `timeout`), each into a file
+/// `flood<i>` of its own, which the caller removes. Returns the running processes.
+pub fn flood_drive(dir: &Path, writers: usize, secs: u64, blocks: u32) -> Vec<std::process::Child> {
+    (0..writers)
+        .map(|i| {
+            Command::new("timeout")
+                .arg(secs.to_string())
+                .args(["dd", "if=/dev/zero", "bs=16M", "oflag=direct"])
+                .arg(format!("count={blocks}"))
+                .arg(format!("of={}", dir.join(format!("flood{i}")).display()))
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("dd runs")
+        })
+        .collect()
+}
+
 pub use args::IodigArgs;
 
 use std::path::{Path, PathBuf};

@@ -115,13 +115,12 @@ pub async fn local_reads(
     for node in state.get_nodes_info() {
         let mut total = Ok(0u64);
         for view in ["local_read_latency", "local_scan_latency"] {
-            let mut q = Statement::new(format!(
-                "SELECT count FROM system_views.{view} WHERE keyspace_name = ? AND table_name = ?"
-            ));
-            q.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
-                NodeIdentifier::Node(node.clone()),
-                None,
-            )));
+            let q = on_node(
+                format!(
+                    "SELECT count FROM system_views.{view} WHERE keyspace_name = ? AND table_name = ?"
+                ),
+                node,
+            );
             let count = match session.query_unpaged(q, (keyspace, table)).await {
                 Ok(r) => r
                     .into_rows_result()
@@ -144,6 +143,17 @@ pub async fn local_reads(
     out
 }
 
+/// `cql` sent to `node` alone: node-local tables (`system.local`, `system_views`) answer for
+/// the node that holds them, whichever coordinates.
+fn on_node(cql: impl Into<String>, node: &std::sync::Arc<scylla::cluster::Node>) -> Statement {
+    let mut q = Statement::new(cql.into());
+    q.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
+        NodeIdentifier::Node(node.clone()),
+        None,
+    )));
+    q
+}
+
 /// Each node's version from its own `system.local`: the statement is sent to that node alone
 /// (a coordinator answers `system.local` with its own row, whichever node it is).
 async fn read_versions(
@@ -154,11 +164,7 @@ async fn read_versions(
     let state = session.get_cluster_state();
     for node in state.get_nodes_info() {
         let address = node.address.ip().to_string();
-        let mut q = Statement::new("SELECT release_version FROM system.local");
-        q.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(
-            NodeIdentifier::Node(node.clone()),
-            None,
-        )));
+        let q = on_node("SELECT release_version FROM system.local", node);
         let version = match session.query_unpaged(q, ()).await {
             Ok(r) => r
                 .into_rows_result()

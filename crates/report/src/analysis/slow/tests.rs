@@ -183,6 +183,17 @@ fn step(
     }
 }
 
+/// The first sampled process's run-queue wait in a sample, to edit.
+fn run_queue(sys: &mut SysSample) -> &mut RunQueueWait {
+    sys.procs[0]
+        .stats
+        .as_mut()
+        .unwrap()
+        .run_queue
+        .as_mut()
+        .unwrap()
+}
+
 fn only(step: &StepData) -> Vec<SlowSecond> {
     slow_seconds(step, &[(step, Role::Database)])
         .into_iter()
@@ -194,13 +205,7 @@ fn only(step: &StepData) -> Vec<SlowSecond> {
 fn a_starved_second_is_cpu_runqueue_with_its_numbers() {
     let s = step(&[20], |i, sys, _, _| {
         if i == 20 {
-            let rq = sys.procs[0]
-                .stats
-                .as_mut()
-                .unwrap()
-                .run_queue
-                .as_mut()
-                .unwrap();
+            let rq = run_queue(sys);
             rq.wait_ms = 900.0;
             rq.max_thread_ms = 300.0;
         }
@@ -319,13 +324,7 @@ fn the_client_hosts_own_starvation_is_client_host_when_the_database_is_elsewhere
     let mut client = step(&[50], |i, sys, _, _| {
         if i == 50 {
             sys.cpu.idle = 1.0;
-            let rq = sys.procs[0]
-                .stats
-                .as_mut()
-                .unwrap()
-                .run_queue
-                .as_mut()
-                .unwrap();
+            let rq = run_queue(sys);
             rq.wait_ms = 800.0;
         }
     });
@@ -392,13 +391,7 @@ fn a_contended_cpu_is_upstream_of_the_slow_device_it_shows() {
     let s = step(&[15], |i, sys, d, _| {
         if i == 15 {
             d.ops.get_mut("write").unwrap().lat_p99_ns = Some(400_000_000);
-            let rq = sys.procs[0]
-                .stats
-                .as_mut()
-                .unwrap()
-                .run_queue
-                .as_mut()
-                .unwrap();
+            let rq = run_queue(sys);
             rq.wait_ms = 400.0;
             sys.pressure = Some(iodig_model::sys::Pressure {
                 cpu_some_ms: 900.0,
@@ -549,13 +542,7 @@ fn a_database_process_that_started_again_is_node_restart() {
 fn a_starved_load_generator_is_client_host_apart_and_cpu_runqueue_beside_a_node() {
     let s = step(&[20], |i, sys, _, _| {
         if i == 20 {
-            let rq = sys.procs[0]
-                .stats
-                .as_mut()
-                .unwrap()
-                .run_queue
-                .as_mut()
-                .unwrap();
+            let rq = run_queue(sys);
             rq.wait_ms = 900.0;
         }
     });
