@@ -178,28 +178,81 @@ fn faults_in_effect(step: &StepData, k: i64) -> Vec<String> {
         .collect()
 }
 
+/// One second of one op series at the client.
+#[derive(Debug, Clone, Copy)]
+struct ClientSecond {
+    k: i64,
+    p99_ms: f64,
+    max_ms: f64,
+    /// No operation of the series completed in the second, while a typical second completes
+    /// this many: the operations in flight waited through it (their p99 and max above are the
+    /// slowest latency of the next second that completed some).
+    stalled: Option<f64>,
+}
+
+/// A second in which no operation of a series completed is a stall when a typical second of
+/// the step completes at least this many.
+pub const STALL_MIN_OPS: f64 = 10.0;
+
 /// The client's per-second p99 and max per op series (`READ`, and `Intended-READ` under
-/// `--target`): `(second, p99 ms, max ms)` in time order.
-fn client_seconds(step: &StepData) -> BTreeMap<String, Vec<(i64, f64, f64)>> {
-    let mut out: BTreeMap<String, Vec<(i64, f64, f64)>> = BTreeMap::new();
-    for s in &step.timeseries {
-        if s.secs < 0.5 {
-            continue;
+/// `--target`) in time order, with the seconds in which none completed (stalls).
+fn client_seconds(step: &StepData) -> BTreeMap<String, Vec<ClientSecond>> {
+    let whole: Vec<_> = step.timeseries.iter().filter(|s| s.secs >= 0.5).collect();
+    let mut names: Vec<&String> = whole
+        .iter()
+        .flat_map(|s| s.series.iter())
+        // Under --target, `Intended-<OP>` holds what a user waited from each operation's
+        // scheduled start: a starved worker that starts late shows there, not in the op's
+        // own service time.
+        .filter(|(name, v)| {
+            v.count > 0 && super::is_primary_series(name.strip_prefix("Intended-").unwrap_or(name))
+        })
+        .map(|(name, _)| name)
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut out = BTreeMap::new();
+    for name in names {
+        fn at<'s>(
+            s: &'s iodig_model::Sample,
+            name: &str,
+        ) -> Option<&'s iodig_model::SeriesSummary> {
+            s.series.get(name).filter(|v| v.count > 0)
         }
-        for (name, v) in &s.series {
-            // Under --target, `Intended-<OP>` holds what a user waited from each operation's
-            // scheduled start: a starved worker that starts late shows there, not in the op's
-            // own service time.
-            let op = name.strip_prefix("Intended-").unwrap_or(name);
-            if !super::is_primary_series(op) || v.count == 0 {
-                continue;
+        let typical_count = median(
+            whole
+                .iter()
+                .map(|s| at(s, name).map_or(0.0, |v| v.count as f64))
+                .collect(),
+        );
+        let mut secs = Vec::new();
+        for (i, s) in whole.iter().enumerate() {
+            let k = second_of_interval(s.unix_ms, s.secs);
+            match at(s, name) {
+                Some(v) => secs.push(ClientSecond {
+                    k,
+                    p99_ms: v.p99_us as f64 / 1000.0,
+                    max_ms: v.max_us as f64 / 1000.0,
+                    stalled: None,
+                }),
+                None if typical_count >= STALL_MIN_OPS => {
+                    // The requests in flight completed later, having waited through it.
+                    let waited = whole[i + 1..]
+                        .iter()
+                        .find_map(|n| at(n, name))
+                        .map_or(1000.0, |v| v.max_us as f64 / 1000.0)
+                        .max(1000.0);
+                    secs.push(ClientSecond {
+                        k,
+                        p99_ms: waited,
+                        max_ms: waited,
+                        stalled: Some(typical_count),
+                    });
+                }
+                None => {}
             }
-            out.entry(name.clone()).or_default().push((
-                second_of_interval(s.unix_ms, s.secs),
-                v.p99_us as f64 / 1000.0,
-                v.max_us as f64 / 1000.0,
-            ));
         }
+        out.insert(name.clone(), secs);
     }
     out
 }
@@ -227,17 +280,30 @@ pub fn slow_seconds(step: &StepData, places: &[(&StepData, Role)]) -> Vec<SlowSe
         .collect();
     let mut out = Vec::new();
     for (op, secs) in client_seconds(step) {
-        let typical = median(secs.iter().map(|s| s.1).collect());
+        // The typical second is of the seconds that completed operations.
+        let typical = median(
+            secs.iter()
+                .filter(|s| s.stalled.is_none())
+                .map(|s| s.p99_ms)
+                .collect(),
+        );
         let mut by_p99: Vec<usize> = (0..secs.len()).collect();
-        by_p99.sort_by(|a, b| secs[*b].1.total_cmp(&secs[*a].1));
+        by_p99.sort_by(|a, b| secs[*b].p99_ms.total_cmp(&secs[*a].p99_ms));
         let top: Vec<usize> = by_p99.iter().copied().take(TOP_PER_OP).collect();
-        for (i, &(k, p99, max)) in secs.iter().enumerate() {
-            let far = p99 >= typical * FAR_ABOVE && p99 >= typical + FAR_ABOVE_MIN_MS;
-            let high = top.contains(&i) && p99 >= typical * TOP_MIN_FACTOR;
-            if !far && !high {
+        for (i, c) in secs.iter().enumerate() {
+            let far = c.p99_ms >= typical * FAR_ABOVE && c.p99_ms >= typical + FAR_ABOVE_MIN_MS;
+            let high = top.contains(&i) && c.p99_ms >= typical * TOP_MIN_FACTOR;
+            if !far && !high && c.stalled.is_none() {
                 continue;
             }
-            out.push(explain(step, &places, &op, k, p99, max, typical));
+            let mut second = explain(step, &places, &op, c.k, c.p99_ms, c.max_ms, typical);
+            if let Some(n) = c.stalled {
+                second.evidence = format!(
+                    "no {op} completed in this second (typically {n:.0} a second): the requests in flight waited through it, up to {:.0} ms; {}",
+                    c.max_ms, second.evidence
+                );
+            }
+            out.push(second);
         }
     }
     out.sort_by(|a, b| {

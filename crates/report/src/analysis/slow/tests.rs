@@ -593,3 +593,42 @@ fn a_busy_database_process_that_used_no_cpu_stood_still() {
         slow[0].evidence
     );
 }
+
+#[test]
+fn a_second_in_which_no_operation_completed_is_a_stall_with_its_cause() {
+    // The node stood still in second 33: nothing completed; its requests came back in 34.
+    let mut s = step(&[], |i, sys, _, _| {
+        let mut node = sys.procs[0].clone();
+        node.label = "node 127.0.0.1:9042".into();
+        if let Some(st) = node.stats.as_mut() {
+            st.cpu_user_pct = if i == 33 { 0.0 } else { 80.0 };
+        }
+        sys.procs.push(node);
+    });
+    s.sys.as_mut().unwrap().processes.push(ProcInfo {
+        label: "node 127.0.0.1:9042".into(),
+        pid: 2,
+        ..Default::default()
+    });
+    s.timeseries[33].series.clear();
+    s.timeseries[34].series.get_mut("READ").unwrap().max_us = 1_800_000;
+    let slow = slow_seconds(&s, &[(&s, Role::Database)]);
+    let stall = slow
+        .iter()
+        .find(|x| x.start_unix_ms == T0 + 33_000)
+        .unwrap_or_else(|| panic!("{slow:?}"));
+    assert_eq!(stall.cause, Cause::JvmPause, "{stall:?}");
+    assert_eq!((stall.p99_ms, stall.max_ms), (1800.0, 1800.0));
+    assert!(
+        stall
+            .evidence
+            .starts_with("no READ completed in this second (typically 100 a second): the requests in flight waited through it, up to 1800 ms; "),
+        "{}",
+        stall.evidence
+    );
+    assert!(
+        stall.evidence.contains("the process stood still"),
+        "{}",
+        stall.evidence
+    );
+}
