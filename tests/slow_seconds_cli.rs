@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 /// Ends the children even when an assertion fails, so no spinner outlives the test.
@@ -72,25 +72,10 @@ fn a_starved_cpu_and_a_flooded_drive_are_named_in_their_own_seconds() {
         .spawn()
         .unwrap();
     let started = Instant::now();
-    // The CPU taken: a real-time spinner on each CPU for 2 s. A fair-share spinner, even at
-    // nice -20, does not do it: the scheduler runs a thread that slept (a worker between
-    // operations) first when it wakes. The kernel's real-time throttling still leaves the
-    // others 5 % of each second, so the machine stays usable.
+    // The CPU taken: a real-time spinner on each CPU for 2 s.
     sleep_until(started, 12);
     let cpu_from = now_ms();
-    let spinners = Reaped(
-        (0..2)
-            .map(|cpu| {
-                Command::new("taskset")
-                    .args(["-c", &cpu.to_string(), "chrt", "-f", "10", "sh", "-c"])
-                    .arg("while :; do :; done")
-                    .spawn()
-                    .unwrap()
-            })
-            .collect(),
-    );
-    std::thread::sleep(Duration::from_secs(2));
-    drop(spinners);
+    starve_cpus(2);
     let cpu_to = now_ms();
     // The drive flooded: four processes' direct 16 MiB writes for 3 s, so a read waits behind
     // dozens of megabytes in the loop device's queue.

@@ -36,23 +36,10 @@ pub fn a_starved_cpu_a_jvm_pause_and_a_flooded_drive_are_named_on_the_node(
         .spawn()
         .unwrap();
     let started = Instant::now();
-    // The CPUs taken: a real-time spinner on each for 2 s (as in tests/slow_seconds_cli.rs).
+    // The CPUs taken by real-time spinners for 2 s.
     sleep_until(started, 6);
     let cpu_from = now_ms();
-    let mut spinners: Vec<std::process::Child> = (0..2)
-        .map(|cpu| {
-            Command::new("taskset")
-                .args(["-c", &cpu.to_string(), "chrt", "-f", "10", "sh", "-c"])
-                .arg("while :; do :; done")
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    for s in &mut spinners {
-        let _ = s.kill();
-        let _ = s.wait();
-    }
+    starve_cpus(2);
     let cpu_to = now_ms();
     // The world stopped: three full collections asked for one after another, then a heap
     // dump, a safepoint long enough to hold most of a second's requests (a collection of a

@@ -9,6 +9,28 @@ pub mod findings;
 pub mod loopfs;
 pub mod sshd;
 
+/// Takes every CPU for `secs` seconds: a real-time spinner pinned to each of CPUs 0 and 1
+/// (`chrt -f 10`). A fair-share spinner, even at nice -20, does not do it: the scheduler runs a
+/// thread that slept (a worker between operations) first when it wakes. The kernel's real-time
+/// throttling still leaves the others 5 % of each second, so the machine stays usable. The
+/// spinners are ended before it returns.
+pub fn starve_cpus(secs: u64) {
+    let mut spinners: Vec<std::process::Child> = (0..2)
+        .map(|cpu| {
+            Command::new("taskset")
+                .args(["-c", &cpu.to_string(), "chrt", "-f", "10", "sh", "-c"])
+                .arg("while :; do :; done")
+                .spawn()
+                .expect("taskset and chrt run")
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(secs));
+    for s in &mut spinners {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+}
+
 /// Floods the drive under `dir` for at most `secs` seconds: `writers` processes of `blocks`
 /// direct 16 MiB writes each (`dd oflag=direct`, under `timeout`), each into a file
 /// `flood<i>` of its own, which the caller removes. Returns the running processes.

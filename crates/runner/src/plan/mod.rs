@@ -3,6 +3,7 @@
 //! deployments and the recorder all read this one [`Plan`].
 
 mod faults;
+mod restore;
 mod resume;
 mod steps;
 
@@ -91,37 +92,6 @@ pub struct Plan {
     pub metrics_linger: Duration,
 }
 
-/// `--restore-each-step` where iodig cannot restore: the basic binding stores nothing, on
-/// observed hosts only Cassandra's nodes are restored (through each host's agent), and nodes
-/// iodig did not start only when their hosts are observed.
-fn check_restore(req: &RunRequest, props: &Properties) -> Result<()> {
-    if !req.restore_each_step {
-        return Ok(());
-    }
-    if req.db == "basic" {
-        return Err(UsageError(
-            "--restore-each-step with --db basic: the basic binding stores nothing, so there is no dataset to put back; leave out --restore-each-step"
-                .into(),
-        )
-        .into());
-    }
-    if req.db != "cassandra" && !req.observe.is_empty() {
-        return Err(UsageError(format!(
-            "--restore-each-step with --observe: iodig restores a dataset on observed hosts only for --db cassandra (a snapshot of its keyspace on each node); --db {} has no restore there, so leave out --restore-each-step",
-            req.db
-        ))
-        .into());
-    }
-    if req.db == "cassandra" && props.contains("hosts") && req.observe.is_empty() {
-        return Err(UsageError(
-            "--restore-each-step on hosts iodig did not start (the hosts property) restores each node through iodig's agent on its host: add --observe with every node's host (reached over ssh), or leave out the hosts property so iodig starts nodes of its own and restores them"
-                .into(),
-        )
-        .into());
-    }
-    Ok(())
-}
-
 impl Plan {
     /// Resolves and checks the request: every bad flag or property is refused here, before
     /// a node starts or a load begins.
@@ -178,7 +148,7 @@ impl Plan {
         check_versioned_writes(&req, &workloads)?;
         let verify_each_node = verify_each_node(&req, &workloads)?;
         check_nodes(&req, &props)?;
-        check_restore(&req, &props)?;
+        restore::check_restore(&req, &props)?;
         let observe = remote::parse_hosts("--observe", &req.observe)?;
         let faults = faults::check_faults(&req, &props, &workloads)?;
         let metrics_linger = Duration::from_secs(
