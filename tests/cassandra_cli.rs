@@ -46,7 +46,7 @@ fn workloads_a_to_f_run_against_a_real_node() {
         is_root(),
         "the node's own device is a loop device: run the tests as root"
     );
-    let disk = loopfs::LoopFs::new(tmp.path(), "3G");
+    let disk = loopfs::LoopFs::direct(tmp.path(), "3G");
     let nodes = disk.mnt.join("nodes");
     let out = tmp.path().join("runs");
     let _guard = Nodes(&nodes);

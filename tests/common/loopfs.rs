@@ -13,6 +13,18 @@ impl LoopFs {
     /// reads and writes; in a tmpfs the loop device runs at memory speed, so the only
     /// waits its requests meet are the requests ahead of them in the loop's own worker.
     pub fn new(dir: &std::path::Path, size: &str) -> LoopFs {
+        LoopFs::with(dir, size, false)
+    }
+
+    /// On the VM's disk, the loop device writing straight to its image (direct IO), as a drive
+    /// of its own would: a buffered loop device's writes land in the host's page cache and
+    /// meet the disk seconds later, when the host writes them back, so another process's
+    /// flood would slow the node's requests only after it has ended.
+    pub fn direct(dir: &std::path::Path, size: &str) -> LoopFs {
+        LoopFs::with(dir, size, true)
+    }
+
+    fn with(dir: &std::path::Path, size: &str, direct_io: bool) -> LoopFs {
         let sh = |cmd: &mut std::process::Command| {
             let out = cmd.output().expect("util-linux and e2fsprogs run");
             assert!(out.status.success(), "{cmd:?}: {out:?}");
@@ -25,6 +37,11 @@ impl LoopFs {
             .arg(&img));
         let dev = sh(std::process::Command::new("losetup")
             .args(["--find", "--show"])
+            .arg(if direct_io {
+                "--direct-io=on"
+            } else {
+                "--direct-io=off"
+            })
             .arg(&img));
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
