@@ -13,7 +13,9 @@
 #       and copied into STEPS steps (default 40: 8 thread counts × 5 workloads), because
 #       generating each takes over a minute here; prints its size, then `iodig report` and
 #       `iodig compare` (the run against itself) under GNU time: wall seconds and peak RSS.
-#       Goals at 40 steps: <= 2 GB, <= 60 s, <= 1 GB RSS.
+#       Then report.html's size, its detail pages, and how long headless Chromium takes to
+#       show report.html and the largest page. Goals at 40 steps: <= 2 GB, <= 60 s, <= 1 GB
+#       RSS; report.html <= 25 MB, shown in <= 5 s.
 #
 # WORK_DIR defaults to a temporary directory, removed after.
 set -euo pipefail
@@ -102,6 +104,33 @@ PY
     /usr/bin/time -f '%e %M' -o "$work/report.time" "$bin/report" "$run" >/dev/null
     read -r s k <"$work/report.time"
     echo "report:  ${s} s, $((k / 1024)) MiB max RSS"
+    pages=0
+    [[ -d "$run/report-pages" ]] && pages=$(find "$run/report-pages" -type f | wc -l)
+    shown=("$run/report.html")
+    if ((pages)); then
+        echo "report.html: $(stat -c %s "$run/report.html") bytes; $pages detail pages beside it ($(du -sb "$run/report-pages" | cut -f1) bytes)"
+        shown+=("$(find "$run/report-pages" -type f -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)")
+    else
+        echo "report.html: $(stat -c %s "$run/report.html") bytes, one file"
+    fi
+    # How long a browser takes to show it: headless Chromium's whole run (start, layout of the
+    # whole page, paint, screenshot), three times; the median.
+    if command -v chromium >/dev/null; then
+        shot() {
+            local t0 t1
+            t0=$(date +%s.%N)
+            chromium --headless --no-sandbox --disable-gpu --user-data-dir="$work/chromium" \
+                --window-size=1000,2000 --screenshot="$work/shot.png" "file://$1" >/dev/null 2>&1
+            t1=$(date +%s.%N)
+            awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", b - a }'
+        }
+        for page in "${shown[@]}"; do
+            times=("$(shot "$page")" "$(shot "$page")" "$(shot "$page")")
+            echo "chromium shows $(basename "$page") ($(stat -c %s "$page") bytes): ${times[*]} s, median $(printf '%s\n' "${times[@]}" | sort -g | sed -n 2p) s"
+        done
+    else
+        echo "chromium: not installed (apt-get install chromium), the page's display time not measured"
+    fi
     /usr/bin/time -f '%e %M' -o "$work/compare.time" "$bin/compare" "$work/compare" "A=$run" "B=$run" >/dev/null
     read -r s k <"$work/compare.time"
     echo "compare: ${s} s, $((k / 1024)) MiB max RSS"

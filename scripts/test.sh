@@ -11,17 +11,19 @@ cd "$(dirname "$0")/.."
 # of them runs a "host" whose clock is off through libfaketime. Only the server binary and the
 # library are needed: policy-rc.d keeps the package from starting a system sshd on port 22.
 # The tracer's device tests make a btrfs on a loop device (mkfs.btrfs). The live metrics test
-# scrapes a run with a Prometheus it starts itself (the package's service stays off).
+# scrapes a run with a Prometheus it starts itself (the package's service stays off). The report
+# test takes a real screenshot of report.html with headless Chromium.
 test_packages=()
 [[ -x /usr/sbin/sshd ]] || test_packages+=(openssh-server)
 dpkg-query -W -f='${Status}' libfaketime 2>/dev/null | grep -q "install ok installed" || test_packages+=(libfaketime)
 command -v mkfs.btrfs >/dev/null || test_packages+=(btrfs-progs)
 command -v prometheus >/dev/null || test_packages+=(prometheus)
+command -v chromium >/dev/null || test_packages+=(chromium)
 # The agent build for hosts with an older glibc (scripts/build-agent.sh) puts zig and
 # cargo-zigbuild from PyPI in a venv of its own.
 python3 -c 'import ensurepip' 2>/dev/null || test_packages+=(python3-venv)
 if ((${#test_packages[@]})); then
-  echo "test: installing ${test_packages[*]} for the SSH and device tests (no system service is started)" >&2
+  echo "test: installing ${test_packages[*]} for the SSH, device and report tests (no system service is started)" >&2
   sudo_cmd=()
   [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
   made_policy=0

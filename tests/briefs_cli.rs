@@ -283,6 +283,22 @@ fn rocksdb_run_reports_size_bands_system_vs_device_and_configuration() {
             .any(|c| c.0 <= slowest_ms && slowest_ms < c.1 && c.1 == top),
         "the slowest write ({slowest_ms} ms) sits in the top cell: {cells:?}"
     );
+
+    // The page as a browser shows it: headless Chromium lays out report.html and draws its
+    // first charts (the summary's curves in the palette's first blue, #0072B2) and its text.
+    let shot = screenshot::screenshot(&r.run_dir().join("report.html"), 1000, 2400);
+    assert_eq!((shot.width, shot.height), (1000, 2400));
+    let (blue, ink, white) = (
+        shot.count([0x00, 0x72, 0xB2], 12),
+        shot.count([0x22, 0x22, 0x22], 40),
+        shot.count([0xff, 0xff, 0xff], 0),
+    );
+    assert!(blue > 300, "a chart's line drawn: {blue} blue pixels");
+    assert!(ink > 2_000, "the text drawn: {ink} dark pixels");
+    assert!(
+        white > shot.rgb.len() / 2,
+        "a white page: {white} white pixels"
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ pub mod args;
 pub mod faultydisk;
 pub mod findings;
 pub mod loopfs;
+pub mod screenshot;
 pub mod sshd;
 
 /// Takes every CPU for `secs` seconds: a real-time spinner pinned to each of CPUs 0 and 1

@@ -110,6 +110,19 @@ pub enum Block {
     Folded(String, Table),
     /// A chart (boxed: charts are much larger than the other blocks).
     Chart(Box<Chart>),
+    /// One place's detail inside a step (a node's or the client host's IO sections): inline
+    /// in a report of ordinary size, a page of its own in one too large to open as one file
+    /// (see [`crate::html`]).
+    Detail(Detail),
+}
+
+/// The blocks of one place's detail, and the title a link to its page shows.
+#[derive(Debug, Clone)]
+pub struct Detail {
+    /// "step 3 (workloada × 64 threads), node 127.0.0.2": what the page is about.
+    pub title: String,
+    /// The content, in reading order.
+    pub blocks: Vec<Block>,
 }
 
 /// A document built once and rendered by [`crate::html`] and [`crate::markdown`].
@@ -140,6 +153,19 @@ impl Doc {
         self.nesting.push(place.to_string());
         f(self);
         self.nesting.pop();
+    }
+    /// [`Doc::nested`], with what `f` adds kept together as one [`Block::Detail`] titled
+    /// `title`, so the HTML can give it a page of its own.
+    pub fn detail(&mut self, place: &str, title: impl Into<String>, f: impl FnOnce(&mut Doc)) {
+        let outer = std::mem::take(&mut self.blocks);
+        self.nested(place, f);
+        let blocks = std::mem::replace(&mut self.blocks, outer);
+        if !blocks.is_empty() {
+            self.blocks.push(Block::Detail(Detail {
+                title: title.into(),
+                blocks,
+            }));
+        }
     }
     /// Adds a heading of `level` (2 for a section, 3 and 4 below).
     pub fn h(&mut self, level: u8, text: impl Into<String>) {
@@ -206,12 +232,20 @@ impl Doc {
         }
     }
 
-    /// The charts in document order.
+    /// The charts in document order, those of every detail included.
     pub fn charts(&self) -> impl Iterator<Item = &Chart> {
-        self.blocks.iter().filter_map(|b| match b {
-            Block::Chart(c) => Some(c.as_ref()),
-            _ => None,
-        })
+        fn walk<'a>(blocks: &'a [Block], out: &mut Vec<&'a Chart>) {
+            for b in blocks {
+                match b {
+                    Block::Chart(c) => out.push(c.as_ref()),
+                    Block::Detail(d) => walk(&d.blocks, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.blocks, &mut out);
+        out.into_iter()
     }
 }
 

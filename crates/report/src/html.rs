@@ -14,13 +14,129 @@ figure{margin:.8em 0}summary{cursor:pointer;margin:.6em 0}svg{max-width:100%;hei
 /// The document as one self-contained HTML page: inline SVG charts, an embedded stylesheet, no
 /// script and no network access.
 pub fn render(doc: &Doc) -> String {
+    let mut o = open(&doc.title);
+    blocks(&mut o, &doc.blocks);
+    o.push_str(CLOSE);
+    o
+}
+
+/// Above this many bytes of HTML a report is split: a browser takes seconds to lay out tens of
+/// MB of inline SVG, and a brief-scale run (4 nodes × 40 step-hours) draws hundreds.
+pub const ONE_FILE_BUDGET: usize = 20 << 20;
+
+/// What [`render_pages`] made: the main page, and whether each detail went to a page of its own.
+pub struct Pages {
+    /// The main page's HTML.
+    pub main: String,
+    /// Pages written through the sink (0 when every detail is inline).
+    pub pages: usize,
+}
+
+/// The document as HTML, one file while it stays within `budget` bytes. Beyond it, each
+/// [`Block::Detail`] (a node's or the client host's part of a step) becomes a page of its own,
+/// handed to `page` as `(file name, HTML)` as soon as it is made, and the main page links to it
+/// where it stood: the front page, the tables, the sweeps and each step's client and cluster
+/// charts stay in the main page. Details are held only until the budget is reached, so memory
+/// stays near `budget` whatever the run's size.
+pub fn render_pages<E>(
+    doc: &Doc,
+    budget: usize,
+    dir: &str,
+    mut page: impl FnMut(&str, &str) -> Result<(), E>,
+) -> Result<Pages, E> {
+    enum Part {
+        Text(String),
+        Detail(usize),
+    }
+    let head = open(&doc.title);
+    let (mut size, mut split) = (head.len(), false);
+    let mut parts = vec![Part::Text(head)];
+    // Each detail's title, and its HTML while it is held for the main page.
+    let mut held: Vec<(String, Option<String>)> = Vec::new();
+    let file = |i: usize| format!("{dir}/detail-{:04}.html", i + 1);
+    for b in &doc.blocks {
+        let Block::Detail(d) = b else {
+            let mut o = String::new();
+            blocks(&mut o, std::slice::from_ref(b));
+            size += o.len();
+            parts.push(Part::Text(o));
+            continue;
+        };
+        let i = held.len();
+        let mut body = String::new();
+        blocks(&mut body, &d.blocks);
+        size += body.len();
+        if !split && size > budget {
+            // From here on every detail is a page: the ones held so far first.
+            split = true;
+            for (j, (title, body)) in held.iter_mut().enumerate() {
+                if let Some(body) = body.take() {
+                    page(&file(j), &detail_page(doc, title, &body))?;
+                }
+            }
+        }
+        if split {
+            page(&file(i), &detail_page(doc, &d.title, &body))?;
+            held.push((d.title.clone(), None));
+        } else {
+            held.push((d.title.clone(), Some(body)));
+        }
+        parts.push(Part::Detail(i));
+    }
+    let mut main = String::with_capacity(if split { 1 << 20 } else { size + 64 });
+    for p in parts {
+        match p {
+            Part::Text(t) => main.push_str(&t),
+            Part::Detail(i) => match held[i].1.take() {
+                Some(body) => main.push_str(&body),
+                None => {
+                    let _ = writeln!(
+                        main,
+                        "<p class=\"detail\"><a href=\"{}\">{} →</a> (a page of its own: this report is too large to open as one file)</p>",
+                        esc(&file(i)),
+                        esc(&held[i].0)
+                    );
+                }
+            },
+        }
+    }
+    main.push_str(CLOSE);
+    Ok(Pages {
+        main,
+        pages: if split { held.len() } else { 0 },
+    })
+}
+
+/// A detail's own page: its title, a link back to the report, and its blocks.
+fn detail_page(doc: &Doc, title: &str, body: &str) -> String {
+    let mut o = open(&format!("{} — {title}", doc.title));
+    let _ = writeln!(
+        o,
+        "<p><a href=\"../{}\">← the report</a></p>",
+        esc(MAIN_PAGE)
+    );
+    o.push_str(body);
+    o.push_str(CLOSE);
+    o
+}
+
+/// The main page's file name, for the detail pages' link back.
+const MAIN_PAGE: &str = "report.html";
+
+const CLOSE: &str = "</body></html>\n";
+
+fn open(title: &str) -> String {
     let mut o = String::with_capacity(256 * 1024);
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{0}</title><style>{STYLE}</style></head><body><h1>{0}</h1>\n",
-        esc(&doc.title)
+        esc(title)
     );
-    for b in &doc.blocks {
+    o
+}
+
+fn blocks(o: &mut String, bs: &[Block]) {
+    for b in bs {
         match b {
             Block::Heading(l, t) => {
                 let _ = writeln!(o, "<h{l}>{}</h{l}>", esc(t));
@@ -42,10 +158,10 @@ pub fn render(doc: &Doc) -> String {
                 }
                 o.push_str("</table>\n");
             }
-            Block::Table(t) => table(&mut o, t),
+            Block::Table(t) => table(o, t),
             Block::Folded(summary, t) => {
                 let _ = write!(o, "<details><summary>{}</summary>", esc(summary));
-                table(&mut o, t);
+                table(o, t);
                 o.push_str("</details>\n");
             }
             Block::Chart(c) => {
@@ -53,10 +169,9 @@ pub fn render(doc: &Doc) -> String {
                 o.push_str(&c.svg());
                 o.push_str("</figure>\n");
             }
+            Block::Detail(d) => blocks(o, &d.blocks),
         }
     }
-    o.push_str("</body></html>\n");
-    o
 }
 
 /// A table, numeric columns right-aligned.
@@ -79,4 +194,65 @@ fn table(o: &mut String, t: &Table) {
         o.push_str("</tr>");
     }
     o.push_str("</table>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> Doc {
+        let mut d = Doc::new("run");
+        d.h(2, "step 0");
+        for node in ["127.0.0.1", "127.0.0.2"] {
+            d.detail(node, format!("step 0: node {node}"), |d| {
+                d.h(3, "Block IO");
+                d.p(format!("{node} wrote {}", "x".repeat(1000)));
+            });
+        }
+        d.p("the end");
+        d
+    }
+
+    fn pages(budget: usize) -> (Pages, Vec<(String, String)>) {
+        let mut written = Vec::new();
+        let p = render_pages::<()>(&doc(), budget, "report-pages", |name, html| {
+            written.push((name.to_string(), html.to_string()));
+            Ok(())
+        })
+        .unwrap();
+        (p, written)
+    }
+
+    #[test]
+    fn a_report_within_its_budget_is_one_file() {
+        let (p, written) = pages(ONE_FILE_BUDGET);
+        assert_eq!(p.main, render(&doc()));
+        assert_eq!((p.pages, written.len()), (0, 0));
+        assert!(p.main.contains("127.0.0.2 wrote"));
+    }
+
+    #[test]
+    fn over_its_budget_every_detail_is_a_page_linked_where_it_stood() {
+        let (p, written) = pages(1500);
+        assert_eq!(p.pages, 2);
+        let names: Vec<&str> = written.iter().map(|w| w.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "report-pages/detail-0001.html",
+                "report-pages/detail-0002.html"
+            ]
+        );
+        assert!(!p.main.contains("wrote"), "no detail left inline");
+        let first = p.main.find("detail-0001.html").unwrap();
+        let second = p.main.find("detail-0002.html").unwrap();
+        let end = p.main.find("the end").unwrap();
+        assert!(first < second && second < end, "in reading order");
+        assert!(p.main.contains("step 0: node 127.0.0.2 →"));
+        let (_, html) = &written[1];
+        assert!(html.contains("127.0.0.2 wrote") && !html.contains("127.0.0.1 wrote"));
+        assert!(html.contains("<title>run — step 0: node 127.0.0.2</title>"));
+        assert!(html.contains(r#"href="../report.html""#) && html.ends_with(CLOSE));
+        assert!(html.contains("<h3>Block IO</h3>") || html.contains("<h4>Block IO</h4>"));
+    }
 }

@@ -45,9 +45,14 @@ pub fn render(doc: &Doc) -> String {
 /// [`render`], with the charts that were also written as files (`files[i]` for the i-th chart)
 /// shown as images.
 pub fn render_linked(doc: &Doc, files: &[String]) -> String {
-    let mut charts = 0;
     let mut o = format!("# {}\n\n", doc.title);
-    for b in &doc.blocks {
+    blocks(&mut o, &doc.blocks, files, &mut 0);
+    o
+}
+
+/// `bs` in order; `charts` counts the charts written so far, to find each one's file.
+fn blocks(o: &mut String, bs: &[Block], files: &[String], charts: &mut usize) {
+    for b in bs {
         match b {
             Block::Heading(l, t) => {
                 let _ = writeln!(o, "{} {t}\n", "#".repeat(usize::from(*l)));
@@ -81,7 +86,7 @@ pub fn render_linked(doc: &Doc, files: &[String]) -> String {
             }
             Block::Chart(c) => {
                 let title = c.title();
-                match files.get(charts) {
+                match files.get(*charts) {
                     Some(f) => {
                         let _ = writeln!(o, "![{title}]({f})\n");
                     }
@@ -89,9 +94,10 @@ pub fn render_linked(doc: &Doc, files: &[String]) -> String {
                         let _ = writeln!(o, "*Chart in the HTML report: {title}.*\n");
                     }
                 }
-                charts += 1;
+                *charts += 1;
             }
+            // The text is small at any scale: a place's detail stays in line.
+            Block::Detail(d) => blocks(o, &d.blocks, files, charts),
         }
     }
-    o
 }

@@ -33,6 +33,10 @@ use std::path::{Path, PathBuf};
 /// `iodig report`'s files, all written into the run directory. This one: the report as one
 /// self-contained HTML page (inline SVG charts, no script).
 pub const HTML: &str = "report.html";
+/// Beside a report too large for one file (a brief-scale run): each step's per-place detail
+/// (a node's or the client host's charts and tables) as a page of its own, linked from
+/// `report.html` where it would have stood.
+pub const HTML_PAGES: &str = "report-pages";
 /// The same tables and findings as Markdown (charts named, not drawn).
 pub const MARKDOWN: &str = "report.md";
 /// One row per workload × threads × latency series: ops/s with its 95 % interval, latency in
@@ -123,12 +127,43 @@ pub fn write_report_with(
     )?;
     let findings = report.findings.clone();
     let doc = report_doc_consuming(&run, report);
-    let html = write(HTML, crate::html::render(&doc).as_bytes())?;
+    let html = write_html(run_dir, &doc)?;
     let markdown = write(MARKDOWN, crate::markdown::render(&doc).as_bytes())?;
-    Ok(ReportOutput {
-        files: vec![html, markdown, steps, ops, client, io, slow],
-        findings,
-    })
+    let mut files = vec![html, markdown, steps, ops, client, io, slow];
+    let pages = run_dir.join(HTML_PAGES);
+    if pages.is_dir() {
+        files.push(pages);
+    }
+    Ok(ReportOutput { files, findings })
+}
+
+/// report.html, and the detail pages beside it when it is too large for one file. A page
+/// left by an earlier report of this run is removed first, so the pages are always this
+/// report's.
+fn write_html(run_dir: &Path, doc: &Doc) -> Result<PathBuf, ReportError> {
+    let pages = run_dir.join(HTML_PAGES);
+    let out = |e: std::io::Error, what: &Path| {
+        ReportError::Output(anyhow::Error::new(e).context(format!("{}", what.display())))
+    };
+    match std::fs::remove_dir_all(&pages) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(out(e, &pages)),
+        _ => {}
+    }
+    let rendered = crate::html::render_pages(
+        doc,
+        crate::html::ONE_FILE_BUDGET,
+        HTML_PAGES,
+        |name, html| {
+            let p = run_dir.join(name);
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| out(e, dir))?;
+            }
+            write_atomic(&p, html.as_bytes()).map_err(ReportError::Output)
+        },
+    )?;
+    let p = run_dir.join(HTML);
+    write_atomic(&p, rendered.main.as_bytes()).map_err(ReportError::Output)?;
+    Ok(p)
 }
 
 /// "READ, UPDATE" or "no operation".

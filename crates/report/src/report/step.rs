@@ -33,7 +33,8 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
         doc.h(3, format!("Node {name}{host}"));
         doc.list(place_facts(n));
         let nt = Timeline::of(n);
-        doc.nested(&name, |doc| io_sections(doc, n, &nt));
+        let title = format!("{}: node {name}{host}", s.title);
+        doc.detail(&name, title, |doc| io_sections(doc, n, &nt));
     }
     doc.h(3, "The client host (not the database's IO)");
     let mut facts = vec![
@@ -43,7 +44,8 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
     facts.extend(place_facts(s));
     facts.extend(s.host_findings.iter().cloned());
     doc.list(facts);
-    doc.nested("client host", |doc| io_sections(doc, s, &t));
+    let title = format!("{}: the client host", s.title);
+    doc.detail("client host", title, |doc| io_sections(doc, s, &t));
 }
 
 /// Every IO section of one place: block-IO charts, the drive's own statistics, every IO by
