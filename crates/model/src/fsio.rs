@@ -52,6 +52,67 @@ pub fn write_atomic_with(
     })
 }
 
+/// A file written piece by piece (a report's per-second CSV, one step at a time) under
+/// [`write_atomic`]'s temporary name, and renamed into place by [`AtomicFile::commit`]; dropped
+/// uncommitted (an error on the way), the temporary file is removed and the old file stays.
+pub struct AtomicFile {
+    path: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    out: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file beside `path`.
+    pub fn create(path: &Path) -> Result<AtomicFile> {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .context("atomic write target has no file name")?;
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let file = std::fs::File::create(&tmp).map_err(|e| write_error(path, e))?;
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            tmp,
+            out: Some(std::io::BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    /// Appends `bytes`.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        let out = self.out.as_mut().expect("written before commit");
+        out.write_all(bytes)
+            .map_err(|e| anyhow::Error::new(write_error(&self.path, e)))
+    }
+
+    /// Flushes, syncs and renames the file into place; returns its path.
+    pub fn commit(mut self) -> Result<std::path::PathBuf> {
+        let out = self.out.take().expect("committed once");
+        let done = out
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)
+            .and_then(|f| f.sync_all())
+            .and_then(|()| std::fs::rename(&self.tmp, &self.path));
+        done.map_err(|e| anyhow::Error::new(write_error(&self.path, e)))?;
+        Ok(std::mem::take(&mut self.path))
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.out.is_some() {
+            self.out = None;
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// The error of a failed write, naming the path; a full file system or quota says so and how
 /// to go on, since "os error 28" alone does not.
 fn write_error(path: &Path, e: std::io::Error) -> std::io::Error {
@@ -114,6 +175,35 @@ mod tests {
             .collect();
         assert!(!names.iter().any(|n| is_temp_name(n)), "{names:?}");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_written_in_pieces_appears_whole_on_commit_and_not_at_all_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("report-io.csv");
+        write_atomic(&target, b"old\n").unwrap();
+        let names = || -> Vec<String> {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        };
+        let mut f = AtomicFile::create(&target).unwrap();
+        f.write(b"a,").unwrap();
+        f.write(b"b\n").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"old\n", "not yet");
+        assert!(names().iter().any(|n| is_temp_name(n)), "{:?}", names());
+        assert_eq!(f.commit().unwrap(), target);
+        assert_eq!(std::fs::read(&target).unwrap(), b"a,b\n");
+        let mut f = AtomicFile::create(&target).unwrap();
+        f.write(b"torn").unwrap();
+        drop(f);
+        assert_eq!(
+            std::fs::read(&target).unwrap(),
+            b"a,b\n",
+            "the old file stays"
+        );
+        assert_eq!(names(), ["report-io.csv"]);
     }
 
     #[test]

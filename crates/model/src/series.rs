@@ -150,6 +150,48 @@ pub fn for_each_line<T: DeserializeOwned>(path: &Path, mut f: impl FnMut(T)) -> 
     Ok(())
 }
 
+/// [`for_each_line`] for lines whose record is a head (what names it: a device, a row) beside a
+/// second's fields: each line is read once as the head and once as the second, each ignoring
+/// the other's fields. Serde's `flatten` would buffer every value of every line first, which
+/// made reading a step's seconds a fifth of the report's time at brief scale.
+fn for_each_headed_line<H: DeserializeOwned, S: DeserializeOwned>(
+    path: &Path,
+    mut f: impl FnMut(H, S),
+) -> Result<()> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let reader = BufReader::with_capacity(1 << 16, MultiGzDecoder::new(file));
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        if line.is_empty() {
+            continue;
+        }
+        let parsed = serde_json::from_str::<H>(&line)
+            .and_then(|h| Ok((h, serde_json::from_str::<S>(&line)?)));
+        let (head, second) = parsed.with_context(|| {
+            format!(
+                "{} line {}: not a record iodig wrote; the file is damaged (restore it, or remove it to report the step without it)",
+                path.display(),
+                i + 1
+            )
+        })?;
+        f(head, second);
+    }
+    Ok(())
+}
+
+/// What names a line of `trace-seconds.jsonl.gz`.
+#[derive(Deserialize)]
+struct DeviceHead {
+    device: String,
+}
+
+/// What places a line of `trace-class-seconds.jsonl.gz`.
+#[derive(Deserialize)]
+struct RowHead {
+    row: usize,
+}
+
 fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
     let mut all = Vec::new();
     for_each_line(path, |r| all.push(r))?;
@@ -306,10 +348,10 @@ pub fn read_trace(dir: &Path) -> Result<Option<TraceDoc>> {
             .map(|(i, d)| (d.name.clone(), i))
             .collect();
         let mut unknown = None;
-        for_each_line(
+        for_each_headed_line(
             &seconds,
-            |l: DeviceSecondLine<DeviceSecond>| match by_device.get_mut(&l.device) {
-                Some(&mut i) => doc.devices[i].seconds.push(l.second),
+            |l: DeviceHead, second: DeviceSecond| match by_device.get_mut(&l.device) {
+                Some(&mut i) => doc.devices[i].seconds.push(second),
                 None => {
                     unknown.get_or_insert(l.device);
                 }
@@ -332,15 +374,14 @@ pub fn read_trace(dir: &Path) -> Result<Option<TraceDoc>> {
             .map_or(&mut [][..], |a| &mut a.rows[..]);
         let n = rows.len();
         let mut beyond = None;
-        for_each_line(
-            &class_seconds,
-            |l: ClassSecondLine<AttrSecond>| match rows.get_mut(l.row) {
-                Some(r) => r.seconds.push(l.second),
-                None => {
-                    beyond.get_or_insert(l.row);
-                }
-            },
-        )?;
+        for_each_headed_line(&class_seconds, |l: RowHead, second: AttrSecond| match rows
+            .get_mut(l.row)
+        {
+            Some(r) => r.seconds.push(second),
+            None => {
+                beyond.get_or_insert(l.row);
+            }
+        })?;
         if let Some(row) = beyond {
             anyhow::bail!(
                 "{}: a second of attribution row {row}, but {} has {n} rows; the two files are from different steps (restore both from the same step)",

@@ -42,8 +42,7 @@ fn client_host_apart(run: &RunData, step: &StepData, nodes: &[(usize, String)]) 
         .filter_map(|n| n.trace.as_ref())
         .flat_map(|t| t.devices.iter().map(|d| d.name.clone()))
         .collect();
-    let mut apart = step.clone();
-    apart.nodes = Vec::new();
+    let mut apart = step.without_nodes();
     if let Some(t) = &step.trace {
         apart.trace = Some(t.without_devices(&|d| nodes_devices.contains(d)));
     }

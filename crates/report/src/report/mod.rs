@@ -27,7 +27,7 @@ use crate::analysis::{self, LatencyOp, Report};
 use crate::data::{load_run_streaming, RunData};
 use crate::doc::Doc;
 use crate::error::ReportError;
-use iodig_model::fsio::write_atomic;
+use iodig_model::fsio::{write_atomic, AtomicFile};
 use std::path::{Path, PathBuf};
 
 /// `iodig report`'s files, all written into the run directory. This one: the report as one
@@ -83,18 +83,31 @@ pub fn write_report_with(
 ) -> Result<ReportOutput, ReportError> {
     // Step by step: each step's views and per-second CSV rows are made while its series are
     // in memory, then the series are dropped, so memory does not grow with every step's.
+    // The per-second CSVs (100 MB at brief scale) go to their files a step at a time, the
+    // files made once the run directory has proved to be one.
     let (mut client_csv, mut io_csv) = (crate::csv::client_header(), crate::csv::io_header());
+    let mut files: Option<(AtomicFile, AtomicFile)> = None;
     let mut views = Vec::new();
+    let mut written = Ok(());
     let run = load_run_streaming(
         run_dir,
         |run, step| {
             views.push(analysis::step_view_of(run, step));
             crate::csv::client_rows(step, &mut client_csv);
             crate::csv::io_rows(step, &mut io_csv);
+            if written.is_ok() {
+                written = csv_files(run_dir, &mut files).and_then(|(client, io)| {
+                    client.write(client_csv.as_bytes())?;
+                    io.write(io_csv.as_bytes())
+                });
+            }
+            client_csv.clear();
+            io_csv.clear();
         },
         true,
     )
     .map_err(ReportError::RunDir)?;
+    written.map_err(ReportError::Output)?;
     if let Some(op) = &opts.op {
         let points: Vec<_> = analysis::sweeps_of(&run, op);
         let all_points = points.iter().flat_map(|s| s.points.iter());
@@ -114,10 +127,15 @@ pub fn write_report_with(
         write_atomic(&p, bytes).map_err(ReportError::Output)?;
         Ok(p)
     };
-    let client = write(CSV_CLIENT, client_csv.as_bytes())?;
-    drop(client_csv);
-    let io = write(CSV_IO, io_csv.as_bytes())?;
-    drop(io_csv);
+    // A run without steps still gets both files, with their header lines.
+    let finish = |mut files| -> anyhow::Result<(PathBuf, PathBuf)> {
+        let (client, io) = csv_files(run_dir, &mut files)?;
+        client.write(client_csv.as_bytes())?;
+        io.write(io_csv.as_bytes())?;
+        let (client, io) = files.expect("made above");
+        Ok((client.commit()?, io.commit()?))
+    };
+    let (client, io) = finish(files).map_err(ReportError::Output)?;
     let report = analysis::analyse_views(&run, &opts.op.clone().unwrap_or_default(), views);
     let steps = write(CSV_STEPS, crate::csv::steps(&report).as_bytes())?;
     let ops = write(CSV_OPS, crate::csv::ops(&report).as_bytes())?;
@@ -135,6 +153,21 @@ pub fn write_report_with(
         files.push(pages);
     }
     Ok(ReportOutput { files, findings })
+}
+
+/// The per-second CSV files being written, made on first use.
+fn csv_files<'a>(
+    run_dir: &Path,
+    files: &'a mut Option<(AtomicFile, AtomicFile)>,
+) -> anyhow::Result<(&'a mut AtomicFile, &'a mut AtomicFile)> {
+    if files.is_none() {
+        *files = Some((
+            AtomicFile::create(&run_dir.join(CSV_CLIENT))?,
+            AtomicFile::create(&run_dir.join(CSV_IO))?,
+        ));
+    }
+    let (client, io) = files.as_mut().expect("made above");
+    Ok((client, io))
 }
 
 /// report.html, and the detail pages beside it when it is too large for one file. A page
