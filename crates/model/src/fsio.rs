@@ -19,12 +19,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, |w| w.write_all(bytes))
 }
 
-/// [`write_atomic`] for content written as it is produced (through a 1 MiB buffer), so a large
-/// file is never held in memory whole.
-pub fn write_atomic_with(
-    path: &Path,
-    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<()> {
+/// The temporary file an atomic write of `path` goes through: `.NAME.PID.tmp` beside it (the
+/// pid, so two processes writing the same file never share one).
+fn temp_sibling(path: &Path) -> Result<std::path::PathBuf> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -32,11 +29,20 @@ pub fn write_atomic_with(
     let name = path
         .file_name()
         .context("atomic write target has no file name")?;
-    let tmp = dir.join(format!(
+    Ok(dir.join(format!(
         ".{}.{}.tmp",
         name.to_string_lossy(),
         std::process::id()
-    ));
+    )))
+}
+
+/// [`write_atomic`] for content written as it is produced (through a 1 MiB buffer), so a large
+/// file is never held in memory whole.
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let tmp = temp_sibling(path)?;
     let write = || -> std::io::Result<()> {
         let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
         fill(&mut out)?;
@@ -64,18 +70,7 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Creates the temporary file beside `path`.
     pub fn create(path: &Path) -> Result<AtomicFile> {
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = path
-            .file_name()
-            .context("atomic write target has no file name")?;
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+        let tmp = temp_sibling(path)?;
         let file = std::fs::File::create(&tmp).map_err(|e| write_error(path, e))?;
         Ok(AtomicFile {
             path: path.to_path_buf(),

@@ -130,24 +130,10 @@ fn write_lines<T: Serialize>(path: &Path, records: impl Iterator<Item = T>) -> R
 
 /// Reads a file of gzip-compressed JSON lines record by record; `f` sees each in order.
 pub fn for_each_line<T: DeserializeOwned>(path: &Path, mut f: impl FnMut(T)) -> Result<()> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let reader = BufReader::with_capacity(1 << 16, MultiGzDecoder::new(file));
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-        if line.is_empty() {
-            continue;
-        }
-        let record = serde_json::from_str(&line).with_context(|| {
-            format!(
-                "{} line {}: not a record iodig wrote; the file is damaged (restore it, or remove it to report the step without it)",
-                path.display(),
-                i + 1
-            )
-        })?;
-        f(record);
-    }
-    Ok(())
+    each_line(path, |line| {
+        f(serde_json::from_str(line)?);
+        Ok(())
+    })
 }
 
 /// [`for_each_line`] for lines whose record is a head (what names it: a device, a row) beside a
@@ -158,6 +144,15 @@ fn for_each_headed_line<H: DeserializeOwned, S: DeserializeOwned>(
     path: &Path,
     mut f: impl FnMut(H, S),
 ) -> Result<()> {
+    each_line(path, |line| {
+        f(serde_json::from_str(line)?, serde_json::from_str(line)?);
+        Ok(())
+    })
+}
+
+/// Each non-empty line of a gzip-compressed file, to `parse`; a line it cannot parse is an
+/// error naming the file and the line.
+fn each_line(path: &Path, mut parse: impl FnMut(&str) -> serde_json::Result<()>) -> Result<()> {
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let reader = BufReader::with_capacity(1 << 16, MultiGzDecoder::new(file));
@@ -166,16 +161,13 @@ fn for_each_headed_line<H: DeserializeOwned, S: DeserializeOwned>(
         if line.is_empty() {
             continue;
         }
-        let parsed = serde_json::from_str::<H>(&line)
-            .and_then(|h| Ok((h, serde_json::from_str::<S>(&line)?)));
-        let (head, second) = parsed.with_context(|| {
+        parse(&line).with_context(|| {
             format!(
                 "{} line {}: not a record iodig wrote; the file is damaged (restore it, or remove it to report the step without it)",
                 path.display(),
                 i + 1
             )
         })?;
-        f(head, second);
     }
     Ok(())
 }
