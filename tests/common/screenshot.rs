@@ -40,7 +40,7 @@ pub fn screenshot(page: &Path, width: u32, height: u32) -> Shot {
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!("file://{}", page.display()))
         .output()
-        .expect("chromium runs (scripts/setup.sh installs it)");
+        .expect("chromium runs (scripts/test.sh installs it: apt-get install chromium)");
     assert!(
         png.is_file(),
         "chromium wrote no screenshot: {out:?}\n{}",

@@ -94,7 +94,11 @@ impl AtomicFile {
             .map_err(std::io::IntoInnerError::into_error)
             .and_then(|f| f.sync_all())
             .and_then(|()| std::fs::rename(&self.tmp, &self.path));
-        done.map_err(|e| anyhow::Error::new(write_error(&self.path, e)))?;
+        if let Err(e) = done {
+            // A full disk keeps no half file, as in `write_atomic`.
+            let _ = std::fs::remove_file(&self.tmp);
+            return Err(anyhow::Error::new(write_error(&self.path, e)));
+        }
         Ok(std::mem::take(&mut self.path))
     }
 }

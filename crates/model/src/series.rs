@@ -178,10 +178,16 @@ struct DeviceHead {
     device: String,
 }
 
-/// What places a line of `trace-class-seconds.jsonl.gz`.
+/// What places a line of `trace-class-seconds.jsonl.gz`: its row, and what names the row
+/// (read, so a line without them is refused as damaged, as [`ClassSecondLine`] would be).
 #[derive(Deserialize)]
+#[allow(dead_code)] // only `row` is used: the rest names a row `trace.json` already holds
 struct RowHead {
     row: usize,
+    device: String,
+    op: String,
+    class: String,
+    pid: u32,
 }
 
 fn read_lines<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {

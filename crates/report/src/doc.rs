@@ -119,7 +119,7 @@ pub enum Block {
 /// The blocks of one place's detail, and the title a link to its page shows.
 #[derive(Debug, Clone)]
 pub struct Detail {
-    /// "step 3 (workloada × 64 threads), node 127.0.0.2": what the page is about.
+    /// "step 3 (workloada × 64 threads): node 127.0.0.2": what the page is about.
     pub title: String,
     /// The content, in reading order.
     pub blocks: Vec<Block>,
@@ -154,11 +154,11 @@ impl Doc {
         f(self);
         self.nesting.pop();
     }
-    /// [`Doc::nested`], with what `f` adds kept together as one [`Block::Detail`] titled
-    /// `title`, so the HTML can give it a page of its own.
-    pub fn detail(&mut self, place: &str, title: impl Into<String>, f: impl FnOnce(&mut Doc)) {
+    /// What `f` adds kept together as one [`Block::Detail`] titled `title`, so the HTML can
+    /// give it a page of its own.
+    pub fn detail(&mut self, title: impl Into<String>, f: impl FnOnce(&mut Doc)) {
         let outer = std::mem::take(&mut self.blocks);
-        self.nested(place, f);
+        f(self);
         let blocks = std::mem::replace(&mut self.blocks, outer);
         if !blocks.is_empty() {
             self.blocks.push(Block::Detail(Detail {

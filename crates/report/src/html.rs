@@ -1,5 +1,6 @@
-//! HTML exporter of a [`Doc`]: one self-contained file, charts as inline SVG, a small embedded
-//! stylesheet, no scripts and no network, so it opens offline and mails as one file.
+//! HTML exporter of a [`Doc`]: self-contained pages, charts as inline SVG, a small embedded
+//! stylesheet, no scripts and no network, so a report opens offline and mails as one file; one
+//! too large for a browser to open comfortably has its places' details on pages beside it.
 
 use crate::doc::{Block, Doc, Table};
 use crate::svg::esc;
@@ -38,9 +39,12 @@ pub struct Pages {
 /// where it stood: the front page, the tables, the sweeps and each step's client and cluster
 /// charts stay in the main page. Details are held only until the budget is reached, so memory
 /// stays near `budget` whatever the run's size.
+/// `main_page` is the main page's file name and `dir` the pages' directory beside it (one
+/// level down), for the links each way.
 pub fn render_pages<E>(
     doc: &Doc,
     budget: usize,
+    main_page: &str,
     dir: &str,
     mut page: impl FnMut(&str, &str) -> Result<(), E>,
 ) -> Result<Pages, E> {
@@ -54,6 +58,14 @@ pub fn render_pages<E>(
     // Each detail's title, and its HTML while it is held for the main page.
     let mut held: Vec<(String, Option<String>)> = Vec::new();
     let file = |i: usize| format!("{dir}/detail-{:04}.html", i + 1);
+    let mut pages_of_held = |held: &mut Vec<(String, Option<String>)>| -> Result<(), E> {
+        for (j, (title, body)) in held.iter_mut().enumerate() {
+            if let Some(body) = body.take() {
+                page(&file(j), &detail_page(doc, title, main_page, &body))?;
+            }
+        }
+        Ok(())
+    };
     for b in &doc.blocks {
         let Block::Detail(d) = b else {
             let mut o = String::new();
@@ -66,22 +78,19 @@ pub fn render_pages<E>(
         let mut body = String::new();
         blocks(&mut body, &d.blocks);
         size += body.len();
-        if !split && size > budget {
-            // From here on every detail is a page: the ones held so far first.
-            split = true;
-            for (j, (title, body)) in held.iter_mut().enumerate() {
-                if let Some(body) = body.take() {
-                    page(&file(j), &detail_page(doc, title, &body))?;
-                }
-            }
-        }
-        if split {
-            page(&file(i), &detail_page(doc, &d.title, &body))?;
-            held.push((d.title.clone(), None));
-        } else {
-            held.push((d.title.clone(), Some(body)));
-        }
+        held.push((d.title.clone(), Some(body)));
         parts.push(Part::Detail(i));
+        // From the detail that passes the budget on, every detail is a page, those held so
+        // far first.
+        split |= size > budget;
+        if split {
+            pages_of_held(&mut held)?;
+        }
+    }
+    // The text after the last detail may pass the budget too.
+    if !split && size > budget {
+        split = true;
+        pages_of_held(&mut held)?;
     }
     let mut main = String::with_capacity(if split { 1 << 20 } else { size + 64 });
     for p in parts {
@@ -108,20 +117,17 @@ pub fn render_pages<E>(
 }
 
 /// A detail's own page: its title, a link back to the report, and its blocks.
-fn detail_page(doc: &Doc, title: &str, body: &str) -> String {
+fn detail_page(doc: &Doc, title: &str, main_page: &str, body: &str) -> String {
     let mut o = open(&format!("{} — {title}", doc.title));
     let _ = writeln!(
         o,
         "<p><a href=\"../{}\">← the report</a></p>",
-        esc(MAIN_PAGE)
+        esc(main_page)
     );
     o.push_str(body);
     o.push_str(CLOSE);
     o
 }
-
-/// The main page's file name, for the detail pages' link back.
-const MAIN_PAGE: &str = "report.html";
 
 const CLOSE: &str = "</body></html>\n";
 
@@ -204,9 +210,11 @@ mod tests {
         let mut d = Doc::new("run");
         d.h(2, "step 0");
         for node in ["127.0.0.1", "127.0.0.2"] {
-            d.detail(node, format!("step 0: node {node}"), |d| {
-                d.h(3, "Block IO");
-                d.p(format!("{node} wrote {}", "x".repeat(1000)));
+            d.detail(format!("step 0: node {node}"), |d| {
+                d.nested(node, |d| {
+                    d.h(3, "Block IO");
+                    d.p(format!("{node} wrote {}", "x".repeat(1000)));
+                })
             });
         }
         d.p("the end");
@@ -215,10 +223,16 @@ mod tests {
 
     fn pages(budget: usize) -> (Pages, Vec<(String, String)>) {
         let mut written = Vec::new();
-        let p = render_pages::<()>(&doc(), budget, "report-pages", |name, html| {
-            written.push((name.to_string(), html.to_string()));
-            Ok(())
-        })
+        let p = render_pages::<()>(
+            &doc(),
+            budget,
+            "report.html",
+            "report-pages",
+            |name, html| {
+                written.push((name.to_string(), html.to_string()));
+                Ok(())
+            },
+        )
         .unwrap();
         (p, written)
     }
@@ -229,6 +243,20 @@ mod tests {
         assert_eq!(p.main, render(&doc()));
         assert_eq!((p.pages, written.len()), (0, 0));
         assert!(p.main.contains("127.0.0.2 wrote"));
+    }
+
+    #[test]
+    fn text_after_the_last_detail_counts_too() {
+        let mut d = doc();
+        d.p("y".repeat(3000));
+        let mut written = 0;
+        let p = render_pages::<()>(&d, 3500, "report.html", "report-pages", |_, _| {
+            written += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((p.pages, written), (2, 2), "split after the last detail");
+        assert!(p.main.contains("detail-0002.html") && !p.main.contains("wrote"));
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub const CSV_SLOW_SECONDS: &str = "slow-seconds.csv";
 /// What `write_report` produced.
 #[derive(Debug, Clone)]
 pub struct ReportOutput {
-    /// Every file written, in the run directory: report.html, report.md, then the CSV files.
+    /// Every file written, in the run directory: report.html, report.md, then the CSV files,
+    /// and last the `report-pages` directory when the report was split.
     pub files: Vec<PathBuf>,
     /// The report's run-level findings, for the terminal (the Findings section's sentences).
     pub findings: Vec<String>,
@@ -174,29 +175,39 @@ fn csv_files<'a>(
 /// left by an earlier report of this run is removed first, so the pages are always this
 /// report's.
 fn write_html(run_dir: &Path, doc: &Doc) -> Result<PathBuf, ReportError> {
-    let pages = run_dir.join(HTML_PAGES);
     let out = |e: std::io::Error, what: &Path| {
         ReportError::Output(anyhow::Error::new(e).context(format!("{}", what.display())))
     };
-    match std::fs::remove_dir_all(&pages) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(out(e, &pages)),
-        _ => {}
-    }
+    // This report's pages are made under a temporary name and put in place after report.html,
+    // so a report that fails on the way leaves the earlier report and its pages as they were.
+    let pages = run_dir.join(HTML_PAGES);
+    let fresh = run_dir.join(format!(".{HTML_PAGES}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_dir_all(&fresh);
     let rendered = crate::html::render_pages(
         doc,
         crate::html::ONE_FILE_BUDGET,
+        HTML,
         HTML_PAGES,
         |name, html| {
-            let p = run_dir.join(name);
-            if let Some(dir) = p.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| out(e, dir))?;
-            }
-            write_atomic(&p, html.as_bytes()).map_err(ReportError::Output)
+            let file = Path::new(name).file_name().expect("a page has a file name");
+            std::fs::create_dir_all(&fresh).map_err(|e| out(e, &fresh))?;
+            write_atomic(&fresh.join(file), html.as_bytes()).map_err(ReportError::Output)
         },
-    )?;
-    let p = run_dir.join(HTML);
-    write_atomic(&p, rendered.main.as_bytes()).map_err(ReportError::Output)?;
-    Ok(p)
+    );
+    let main = run_dir.join(HTML);
+    let placed = rendered.and_then(|r| {
+        write_atomic(&main, r.main.as_bytes()).map_err(ReportError::Output)?;
+        match std::fs::remove_dir_all(&pages) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(out(e, &pages)),
+            _ => {}
+        }
+        if r.pages > 0 {
+            std::fs::rename(&fresh, &pages).map_err(|e| out(e, &pages))?;
+        }
+        Ok(())
+    });
+    let _ = std::fs::remove_dir_all(&fresh);
+    placed.map(|()| main)
 }
 
 /// "READ, UPDATE" or "no operation".

@@ -17,7 +17,9 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
     let t = Timeline::of(s);
     client::charts(doc, s, &t);
     if s.node_views.is_empty() {
-        io_sections(doc, s, &t);
+        // The one host's detail: on a page of its own too when a long run's report is large.
+        let title = format!("{}: {}", s.title, s.place.name());
+        doc.detail(title, |doc| io_sections(doc, s, &t));
         cluster::step_nodes(doc, s, &t);
         return;
     }
@@ -34,7 +36,9 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
         doc.list(place_facts(n));
         let nt = Timeline::of(n);
         let title = format!("{}: node {name}{host}", s.title);
-        doc.detail(&name, title, |doc| io_sections(doc, n, &nt));
+        doc.detail(title, |doc| {
+            doc.nested(&name, |doc| io_sections(doc, n, &nt))
+        });
     }
     doc.h(3, "The client host (not the database's IO)");
     let mut facts = vec![
@@ -45,7 +49,9 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
     facts.extend(s.host_findings.iter().cloned());
     doc.list(facts);
     let title = format!("{}: the client host", s.title);
-    doc.detail("client host", title, |doc| io_sections(doc, s, &t));
+    doc.detail(title, |doc| {
+        doc.nested("client host", |doc| io_sections(doc, s, &t))
+    });
 }
 
 /// Every IO section of one place: block-IO charts, the drive's own statistics, every IO by
