@@ -214,7 +214,7 @@ mod tests {
                 d.nested(node, |d| {
                     d.h(3, "Block IO");
                     d.p(format!("{node} wrote {}", "x".repeat(1000)));
-                })
+                });
             });
         }
         d.p("the end");

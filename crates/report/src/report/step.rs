@@ -37,7 +37,7 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
         let nt = Timeline::of(n);
         let title = format!("{}: node {name}{host}", s.title);
         doc.detail(title, |doc| {
-            doc.nested(&name, |doc| io_sections(doc, n, &nt))
+            doc.nested(&name, |doc| io_sections(doc, n, &nt));
         });
     }
     doc.h(3, "The client host (not the database's IO)");
@@ -50,7 +50,7 @@ pub(super) fn section(doc: &mut Doc, s: &StepView) {
     doc.list(facts);
     let title = format!("{}: the client host", s.title);
     doc.detail(title, |doc| {
-        doc.nested("client host", |doc| io_sections(doc, s, &t))
+        doc.nested("client host", |doc| io_sections(doc, s, &t));
     });
 }
 
