@@ -50,6 +50,16 @@ impl LoopFs {
             mnt,
             _dir: dir,
         };
+        // losetup falls back to buffered IO where the image's file system refuses O_DIRECT:
+        // a drive of its own was asked for, so say so rather than measure something else.
+        let dio = std::fs::read_to_string(format!("/sys/block/{}/loop/dio", fs.name()))
+            .unwrap_or_default();
+        assert!(
+            !direct_io || dio.trim() == "1",
+            "{} over {} does not do direct IO (loop/dio {dio:?}): put the image on a file system that supports O_DIRECT",
+            fs.dev,
+            img.display()
+        );
         sh(std::process::Command::new("mkfs.ext4").args(["-q", &fs.dev]));
         sh(std::process::Command::new("mount")
             .arg(&fs.dev)
