@@ -171,9 +171,9 @@ fn csv_files<'a>(
     Ok((client, io))
 }
 
-/// report.html, and the detail pages beside it when it is too large for one file. A page
-/// left by an earlier report of this run is removed first, so the pages are always this
-/// report's.
+/// report.html, and the detail pages beside it when it is too large for one file. The pages
+/// an earlier report of this run left are replaced (or removed, when this one fits in one
+/// file), so they are always this report's.
 fn write_html(run_dir: &Path, doc: &Doc) -> Result<PathBuf, ReportError> {
     let out = |e: std::io::Error, what: &Path| {
         ReportError::Output(anyhow::Error::new(e).context(format!("{}", what.display())))
