@@ -58,8 +58,9 @@ pub fn render_pages<E>(
     // Each detail's title, and its HTML while it is held for the main page.
     let mut held: Vec<(String, Option<String>)> = Vec::new();
     let file = |i: usize| format!("{dir}/detail-{:04}.html", i + 1);
-    let mut pages_of_held = |held: &mut Vec<(String, Option<String>)>| -> Result<(), E> {
-        for (j, (title, body)) in held.iter_mut().enumerate() {
+    // The details held from `from` on, each to its page.
+    let mut pages_of_held = |held: &mut [(String, Option<String>)], from: usize| -> Result<(), E> {
+        for (j, (title, body)) in held.iter_mut().enumerate().skip(from) {
             if let Some(body) = body.take() {
                 page(&file(j), &detail_page(doc, title, main_page, &body))?;
             }
@@ -82,15 +83,20 @@ pub fn render_pages<E>(
         parts.push(Part::Detail(i));
         // From the detail that passes the budget on, every detail is a page, those held so
         // far first.
-        split |= size > budget;
-        if split {
-            pages_of_held(&mut held)?;
-        }
+        let from = if split {
+            i
+        } else if size > budget {
+            split = true;
+            0
+        } else {
+            continue;
+        };
+        pages_of_held(&mut held, from)?;
     }
     // The text after the last detail may pass the budget too.
     if !split && size > budget {
         split = true;
-        pages_of_held(&mut held)?;
+        pages_of_held(&mut held, 0)?;
     }
     let mut main = String::with_capacity(if split { 1 << 20 } else { size + 64 });
     for p in parts {

@@ -87,7 +87,7 @@ pub fn write_report_with(
     // The per-second CSVs (100 MB at brief scale) go to their files a step at a time, the
     // files made once the run directory has proved to be one.
     let (mut client_csv, mut io_csv) = (crate::csv::client_header(), crate::csv::io_header());
-    let mut files: Option<(AtomicFile, AtomicFile)> = None;
+    let mut csv_out: Option<(AtomicFile, AtomicFile)> = None;
     let mut views = Vec::new();
     let mut written = Ok(());
     let run = load_run_streaming(
@@ -97,7 +97,7 @@ pub fn write_report_with(
             crate::csv::client_rows(step, &mut client_csv);
             crate::csv::io_rows(step, &mut io_csv);
             if written.is_ok() {
-                written = csv_files(run_dir, &mut files).and_then(|(client, io)| {
+                written = csv_files(run_dir, &mut csv_out).and_then(|(client, io)| {
                     client.write(client_csv.as_bytes())?;
                     io.write(io_csv.as_bytes())
                 });
@@ -128,15 +128,16 @@ pub fn write_report_with(
         write_atomic(&p, bytes).map_err(ReportError::Output)?;
         Ok(p)
     };
-    // A run without steps still gets both files, with their header lines.
-    let finish = |mut files| -> anyhow::Result<(PathBuf, PathBuf)> {
-        let (client, io) = csv_files(run_dir, &mut files)?;
+    // What is left unwritten is the header lines of a run without steps: such a run still
+    // gets both files.
+    let mut finish = || -> anyhow::Result<(PathBuf, PathBuf)> {
+        let (client, io) = csv_files(run_dir, &mut csv_out)?;
         client.write(client_csv.as_bytes())?;
         io.write(io_csv.as_bytes())?;
-        let (client, io) = files.expect("made above");
+        let (client, io) = csv_out.take().expect("made above");
         Ok((client.commit()?, io.commit()?))
     };
-    let (client, io) = finish(files).map_err(ReportError::Output)?;
+    let (client, io) = finish().map_err(ReportError::Output)?;
     let report = analysis::analyse_views(&run, &opts.op.clone().unwrap_or_default(), views);
     let steps = write(CSV_STEPS, crate::csv::steps(&report).as_bytes())?;
     let ops = write(CSV_OPS, crate::csv::ops(&report).as_bytes())?;
